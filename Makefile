@@ -1,0 +1,85 @@
+# ftfarm build.  `make` builds against Open MPI (Debian 12's default MPI that
+# can spawn processes); `make MPI=mpich` builds against MPICH.  Objects go to
+# build/$(MPI)/, programs and task plugins to $(BINDIR) (bin/ by default).
+
+MPI ?= openmpi
+ifeq ($(MPI),openmpi)
+MPICC ?= mpicc.openmpi
+MPIEXEC ?= mpirun.openmpi
+# libev exports libevent-compatible names (event_add, ...).  Open MPI calls
+# the real libevent by those names, so libevent must come first in the
+# master's symbol lookup order or Open MPI crashes inside libev at MPI_Init.
+EV_LIBS := -Wl,--no-as-needed -levent_core -Wl,--as-needed -lev
+else ifeq ($(MPI),mpich)
+MPICC ?= mpicc.mpich
+MPIEXEC ?= mpiexec.mpich
+EV_LIBS := -lev
+else
+$(error MPI must be openmpi or mpich, not $(MPI))
+endif
+
+CC ?= cc
+BINDIR ?= bin
+OBJ := build/$(MPI)
+OPT ?= -O2
+CFLAGS ?= $(OPT) -g
+WARN := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes
+CPPFLAGS := -std=c11 -D_GNU_SOURCE -iquote common -iquote master -iquote worker -iquote cli \
+	-DFT_MPI_FLAVOR='"$(MPI)"' -DFT_MPIEXEC='"$(MPIEXEC)"'
+LDLIBS := -ljansson -lm
+PLUGIN_CFLAGS := -fPIC -shared
+
+# Code without MPI: shared by the CLI, master, worker and plugins.
+COMMON := common/jpos.c common/jcheck.c common/config.c common/log.c \
+	common/wire.c common/plugins.c common/batch.c \
+	common/util.c common/ctl.c common/proto.c common/jsonl.c
+# Code that calls MPI.
+COMMON_MPI := common/treq.c
+MASTER := master/main.c master/loop.c master/sched.c master/registry.c \
+	master/control.c master/results.c master/launch.c master/nodes.c
+WORKER := worker/main.c worker/agent.c worker/runner.c
+CLI := cli/main.c cli/commands.c cli/start.c
+PLUGINS := exec sleep
+
+common_o = $(COMMON:%.c=$(OBJ)/%.o)
+common_mpi_o = $(COMMON_MPI:%.c=$(OBJ)/%.o)
+master_o = $(MASTER:%.c=$(OBJ)/%.o)
+worker_o = $(WORKER:%.c=$(OBJ)/%.o)
+cli_o = $(CLI:%.c=$(OBJ)/%.o)
+plugin_so = $(PLUGINS:%=$(BINDIR)/tasks/%.so)
+
+PROGRAMS := $(BINDIR)/ftfarm-master $(BINDIR)/ftfarm-worker $(BINDIR)/ftfarm
+
+.PHONY: all clean test unit integration demo deps bench fuzz lint
+all: $(PROGRAMS) $(plugin_so)
+
+$(OBJ)/common/treq.o $(master_o) $(worker_o): CC := $(MPICC)
+
+$(OBJ)/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) $(WARN) -MMD -MP -c $< -o $@
+
+$(BINDIR)/ftfarm-master: $(master_o) $(common_mpi_o) $(common_o)
+	@mkdir -p $(dir $@)
+	$(MPICC) $(CFLAGS) -o $@ $^ $(EV_LIBS) $(LDLIBS) -ldl -lpthread
+
+$(BINDIR)/ftfarm-worker: $(worker_o) $(common_mpi_o) $(common_o)
+	@mkdir -p $(dir $@)
+	$(MPICC) $(CFLAGS) -o $@ $^ $(LDLIBS) -ldl -lpthread
+
+$(BINDIR)/ftfarm: $(cli_o) $(common_o)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS) -ldl
+
+# Plugins link the small pieces of common/ they use into themselves.
+PLUGIN_COMMON := common/jcheck.c common/jpos.c common/util.c
+$(BINDIR)/tasks/%.so: worker/tasks/%.c $(PLUGIN_COMMON)
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) $(WARN) $(PLUGIN_CFLAGS) -o $@ $< $(PLUGIN_COMMON) $(LDLIBS)
+
+-include $(shell find build -name '*.d' 2>/dev/null)
+
+include tests/tests.mk
+
+clean:
+	rm -rf build bin

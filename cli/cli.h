@@ -1,0 +1,45 @@
+/*
+ * cli: ftfarm, the user's command.
+ *
+ *   ftfarm start  -c CFG [--foreground]    start the master and its workers
+ *   ftfarm stop   -c CFG                   stop them, leave no process behind
+ *   ftfarm submit -c CFG BATCH.json [--wait]
+ *   ftfarm wait   -c CFG BATCH_ID
+ *   ftfarm status -c CFG [--json]
+ *   ftfarm check  -c CFG [BATCH.json...]  validate without running anything
+ *   ftfarm probe                           what the installed MPI can do
+ *
+ * Exit status: 0 success, 1 failure, 2 bad usage or bad input.
+ */
+#ifndef FT_CLI_H
+#define FT_CLI_H
+
+#include <jansson.h>
+
+#include "config.h"
+
+struct cli {
+	const char *config;		/* -c */
+	struct ft_config cfg;		/* loaded when the command needs it */
+	int json;			/* --json */
+	int wait;			/* --wait */
+	int foreground;			/* --foreground */
+	int argc;			/* operands after the options */
+	char **argv;
+};
+
+int cli_start(struct cli *c);
+int cli_stop(struct cli *c);
+int cli_submit(struct cli *c);
+int cli_wait(struct cli *c);
+int cli_status(struct cli *c);
+int cli_check(struct cli *c);
+int cli_probe(struct cli *c);
+
+/* Send REQ to the master (timeout in seconds, <= 0 forever).  The answer
+ * if it says ok; otherwise prints the error and returns NULL. */
+json_t *cli_call(struct cli *c, json_t *req, double timeout);
+/* Print "ftfarm: MSG" to stderr. */
+void cli_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+#endif

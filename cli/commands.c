@@ -1,0 +1,250 @@
+/* The ftfarm commands that talk to a running master. */
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "batch.h"
+#include "cli.h"
+#include "ctl.h"
+#include "jcheck.h"
+#include "jpos.h"
+#include "plugins.h"
+#include "util.h"
+
+json_t *
+cli_call(struct cli *c, json_t *req, double timeout)
+{
+	char err[1024];
+	json_t *ans = ctl_request(c->cfg.state_dir, req, timeout, err,
+				  sizeof(err));
+
+	if (ans == NULL) {
+		cli_err("%s", err);
+		return NULL;
+	}
+	if (!json_is_true(json_object_get(ans, "ok"))) {
+		const char *e = json_string_value(json_object_get(ans, "error"));
+
+		cli_err("%s", e ? e : "the master refused the request");
+		json_decref(ans);
+		return NULL;
+	}
+	return ans;
+}
+
+/* Load and check the batch file PATH.  The batch, or NULL after printing
+ * one line "FILE:LINE:COL: KEY: MESSAGE". */
+static json_t *
+load_batch(const char *path)
+{
+	struct ft_plugins pl;
+	struct jerr jerr;
+	struct jpos *jp;
+	char err[1024], *text = NULL, *dir;
+	json_t *batch;
+
+	dir = ft_plugins_default_dir();
+	if (ft_plugins_load(&pl, dir, err, sizeof(err)) == -1) {
+		free(dir);
+		cli_err("%s", err);
+		return NULL;
+	}
+	free(dir);
+	batch = jcheck_load_file(path, &text, err, sizeof(err));
+	if (batch == NULL) {
+		fprintf(stderr, "%s\n", err);
+	} else if (ft_batch_check(batch, &pl, &jerr) == -1) {
+		jp = jpos_build(text, strlen(text));
+		fprintf(stderr, "%s\n", jcheck_format(&jerr, path, jp, err,
+						      sizeof(err)));
+		jpos_free(jp);
+		json_decref(batch);
+		batch = NULL;
+	}
+	free(text);
+	ft_plugins_free(&pl);
+	return batch;
+}
+
+static void
+print_summary(json_t *b)
+{
+	fprintf(stderr, "batch %lld (%s): %lld ok, %lld failed of %lld in "
+		"%.3f s\n",
+		(long long)json_integer_value(json_object_get(b, "id")),
+		json_string_value(json_object_get(b, "name")),
+		(long long)json_integer_value(json_object_get(b, "ok")),
+		(long long)json_integer_value(json_object_get(b, "failed")),
+		(long long)json_integer_value(json_object_get(b, "total")),
+		json_number_value(json_object_get(b, "seconds")));
+}
+
+/* Wait for batch ID; 0 if every task succeeded, 1 otherwise. */
+static int
+wait_batch(struct cli *c, json_int_t id)
+{
+	json_t *req = json_pack("{s:s, s:I}", "cmd", "wait", "batch", id);
+	json_t *ans = cli_call(c, req, 0);
+	json_t *b;
+	int rc;
+
+	json_decref(req);
+	if (ans == NULL)
+		return 1;
+	b = json_object_get(ans, "batch");
+	print_summary(b);
+	rc = json_integer_value(json_object_get(b, "failed")) == 0 ? 0 : 1;
+	json_decref(ans);
+	return rc;
+}
+
+/* submit -c CFG BATCH.json [--wait] */
+int
+cli_submit(struct cli *c)
+{
+	json_t *batch, *req, *ans;
+	json_int_t id;
+
+	if (c->argc != 1) {
+		cli_err("usage: ftfarm submit -c CFG BATCH.json [--wait]");
+		return 2;
+	}
+	batch = load_batch(c->argv[0]);
+	if (batch == NULL)
+		return 2;
+	req = json_pack("{s:s, s:o}", "cmd", "submit", "batch", batch);
+	ans = cli_call(c, req, 600);
+	json_decref(req);
+	if (ans == NULL)
+		return 1;
+	id = json_integer_value(json_object_get(ans, "batch"));
+	json_decref(ans);
+	printf("%lld\n", (long long)id);
+	fflush(stdout);
+	return c->wait ? wait_batch(c, id) : 0;
+}
+
+/* wait -c CFG BATCH_ID */
+int
+cli_wait(struct cli *c)
+{
+	char *end;
+	long long id;
+
+	if (c->argc != 1 || (id = strtoll(c->argv[0], &end, 10)) <= 0 || *end) {
+		cli_err("usage: ftfarm wait -c CFG BATCH_ID");
+		return 2;
+	}
+	return wait_batch(c, (json_int_t)id);
+}
+
+static void
+print_workers(json_t *workers)
+{
+	size_t i;
+	json_t *w;
+
+	printf("%-6s %-10s %-12s %-8s %-9s %-8s %s\n", "WORKER", "NODE", "HOST",
+	       "PID", "STATE", "RESPAWNS", "DONE");
+	json_array_foreach(workers, i, w)
+		printf("%-6lld %-10s %-12s %-8lld %-9s %-8lld %lld\n",
+		       (long long)json_integer_value(json_object_get(w, "id")),
+		       json_string_value(json_object_get(w, "node")),
+		       json_string_value(json_object_get(w, "host")),
+		       (long long)json_integer_value(json_object_get(w, "pid")),
+		       json_string_value(json_object_get(w, "state")),
+		       (long long)json_integer_value(json_object_get(w, "respawns")),
+		       (long long)json_integer_value(json_object_get(w, "tasks_done")));
+}
+
+static void
+print_nodes(json_t *nodes)
+{
+	size_t i;
+	json_t *n;
+
+	printf("\n%-10s %-12s %-9s %s\n", "NODE", "HOST", "STATE", "REBOOTS");
+	json_array_foreach(nodes, i, n)
+		printf("%-10s %-12s %-9s %lld\n",
+		       json_string_value(json_object_get(n, "name")),
+		       json_string_value(json_object_get(n, "host")),
+		       json_string_value(json_object_get(n, "state")),
+		       (long long)json_integer_value(json_object_get(n, "reboots")));
+}
+
+static void
+print_batches(json_t *batches)
+{
+	size_t i;
+	json_t *b;
+
+	if (json_array_size(batches) == 0)
+		return;
+	printf("\n%-6s %-20s %8s %8s %8s %-9s %s\n", "BATCH", "NAME", "TOTAL",
+	       "DONE", "FAILED", "STATE", "SECONDS");
+	json_array_foreach(batches, i, b)
+		printf("%-6lld %-20s %8lld %8lld %8lld %-9s %.3f\n",
+		       (long long)json_integer_value(json_object_get(b, "id")),
+		       json_string_value(json_object_get(b, "name")),
+		       (long long)json_integer_value(json_object_get(b, "total")),
+		       (long long)json_integer_value(json_object_get(b, "done")),
+		       (long long)json_integer_value(json_object_get(b, "failed")),
+		       json_string_value(json_object_get(b, "state")),
+		       json_number_value(json_object_get(b, "seconds")));
+}
+
+/* status -c CFG [--json] */
+int
+cli_status(struct cli *c)
+{
+	json_t *req = json_pack("{s:s}", "cmd", "status");
+	json_t *ans = cli_call(c, req, 30);
+
+	json_decref(req);
+	if (ans == NULL)
+		return 1;
+	if (c->json) {
+		json_object_del(ans, "ok");
+		json_dumpf(ans, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+		putchar('\n');
+	} else {
+		printf("cluster %s: %s launch, %s; up %.1f s; %lld queued, "
+		       "%lld open\n\n",
+		       json_string_value(json_object_get(ans, "cluster")),
+		       json_string_value(json_object_get(ans, "launch")),
+		       json_string_value(json_object_get(ans, "mpi")),
+		       json_number_value(json_object_get(ans, "uptime")),
+		       (long long)json_integer_value(json_object_get(ans, "queued")),
+		       (long long)json_integer_value(json_object_get(ans, "open")));
+		print_workers(json_object_get(ans, "workers"));
+		print_nodes(json_object_get(ans, "nodes"));
+		print_batches(json_object_get(ans, "batches"));
+	}
+	json_decref(ans);
+	return 0;
+}
+
+/* check -c CFG [BATCH.json...] */
+int
+cli_check(struct cli *c)
+{
+	int i, rc = 0;
+
+	for (i = 0; i < c->argc; i++) {
+		json_t *batch = load_batch(c->argv[i]);
+
+		if (batch == NULL)
+			rc = 2;
+		else
+			printf("%s: batch OK (%zu tasks)\n", c->argv[i],
+			       json_array_size(json_object_get(batch, "tasks")));
+		json_decref(batch);
+	}
+	if (rc == 0)
+		printf("%s: configuration OK (%d nodes, %d workers)\n",
+		       c->config, c->cfg.nnodes, c->cfg.nworkers);
+	return rc;
+}

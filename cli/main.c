@@ -1,0 +1,112 @@
+/* ftfarm: the user's command.  See cli.h for the commands. */
+#include <getopt.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+
+/* Which commands need the config loaded. */
+static const struct {
+	const char *name;
+	int (*fn)(struct cli *c);
+	int needs_config;
+	const char *usage;
+} commands[] = {
+	{ "start", cli_start, 1, "start -c CFG [--foreground]" },
+	{ "stop", cli_stop, 1, "stop -c CFG" },
+	{ "submit", cli_submit, 1, "submit -c CFG BATCH.json [--wait]" },
+	{ "wait", cli_wait, 1, "wait -c CFG BATCH_ID" },
+	{ "status", cli_status, 1, "status -c CFG [--json]" },
+	{ "check", cli_check, 1, "check -c CFG [BATCH.json...]" },
+	{ "probe", cli_probe, 0, "probe" },
+};
+
+void
+cli_err(const char *fmt, ...)
+{
+	va_list ap;
+
+	fputs("ftfarm: ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+}
+
+static int
+usage(void)
+{
+	size_t i;
+
+	fprintf(stderr, "usage:\n");
+	for (i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+		fprintf(stderr, "  ftfarm %s\n", commands[i].usage);
+	fprintf(stderr, "CFG may also come from $FTFARM_CONFIG.\n");
+	return 2;
+}
+
+static int
+parse(struct cli *c, int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "config", required_argument, NULL, 'c' },
+		{ "json", no_argument, NULL, 'j' },
+		{ "wait", no_argument, NULL, 'w' },
+		{ "foreground", no_argument, NULL, 'f' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	int o;
+
+	while ((o = getopt_long(argc, argv, "c:h", opts, NULL)) != -1) {
+		switch (o) {
+		case 'c': c->config = optarg; break;
+		case 'j': c->json = 1; break;
+		case 'w': c->wait = 1; break;
+		case 'f': c->foreground = 1; break;
+		default: return -1;
+		}
+	}
+	c->argc = argc - optind;
+	c->argv = argv + optind;
+	return 0;
+}
+
+int
+main(int argc, char **argv)
+{
+	struct cli c = { 0 };
+	char err[1024];
+	size_t i;
+	int rc;
+
+	if (argc < 2 || strcmp(argv[1], "-h") == 0 ||
+	    strcmp(argv[1], "--help") == 0)
+		return usage();
+	for (i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+		if (strcmp(argv[1], commands[i].name) == 0)
+			break;
+	if (i == sizeof(commands) / sizeof(commands[0])) {
+		cli_err("unknown command \"%s\"", argv[1]);
+		return usage();
+	}
+	if (parse(&c, argc - 1, argv + 1) == -1)
+		return usage();
+	if (c.config == NULL)
+		c.config = getenv("FTFARM_CONFIG");
+	if (commands[i].needs_config) {
+		if (c.config == NULL) {
+			cli_err("%s needs a config: -c CFG", argv[1]);
+			return 2;
+		}
+		if (ft_config_load(c.config, &c.cfg, err, sizeof(err)) == -1) {
+			fprintf(stderr, "%s\n", err);
+			return 2;
+		}
+	}
+	rc = commands[i].fn(&c);
+	ft_config_free(&c.cfg);
+	return rc;
+}

@@ -1,0 +1,82 @@
+/* batch: what a submitted batch may contain. */
+#include "batch.h"
+
+#include <string.h>
+
+#include "proto.h"
+
+static const struct jfield batch_fields[] = {
+	{ "name", JT_STRING, 0 },
+	{ "tasks", JT_ARRAY, 0 },
+	{ "job", JT_OBJECT, 0 },
+	{ NULL, 0, 0 },
+};
+
+/* Check one task at PATH: an object with a known "type", then whatever
+ * its plugin requires, then its size. */
+static int
+check_task(const json_t *task, const char *path, const struct ft_plugins *pl,
+	   struct jerr *err)
+{
+	const struct ft_plugin *p;
+	const json_t *type;
+	char tpath[300];
+	size_t size;
+
+	if (!json_is_object(task))
+		return jerr_set(err, path, "expected an object, got %s",
+				jcheck_type_name(task));
+	type = json_object_get(task, "type");
+	jpath_key(tpath, sizeof(tpath), path, "type");
+	if (type == NULL)
+		return jerr_set(err, path, "missing required key \"type\"");
+	if (!json_is_string(type))
+		return jerr_set(err, tpath, "expected a string, got %s",
+				jcheck_type_name(type));
+	p = ft_plugins_find(pl, json_string_value(type));
+	if (p == NULL)
+		return jerr_set(err, tpath, "unknown task type \"%s\"",
+				json_string_value(type));
+	if (p->validate(task, path, err) == -1)
+		return -1;
+	size = json_dumpb(task, NULL, 0, JSON_COMPACT);
+	if (size > FT_SPEC_MAX)
+		return jerr_set(err, path, "task is %zu bytes, more than %d",
+				size, FT_SPEC_MAX);
+	return 0;
+}
+
+int
+ft_batch_check(const json_t *batch, const struct ft_plugins *pl,
+	       struct jerr *err)
+{
+	const json_t *tasks, *task;
+	char path[64];
+	size_t i;
+
+	if (jcheck_object(batch, "", batch_fields, err) == -1)
+		return -1;
+	if (json_object_get(batch, "job"))
+		return jerr_set(err, "job", "job batches are not supported "
+				"by this master yet; use \"tasks\"");
+	tasks = json_object_get(batch, "tasks");
+	if (tasks == NULL)
+		return jerr_set(err, "", "missing required key \"tasks\"");
+	if (json_array_size(tasks) == 0)
+		return jerr_set(err, "tasks", "must hold at least one task");
+	if (json_array_size(tasks) > FT_BATCH_MAX_TASKS)
+		return jerr_set(err, "tasks", "more than %d tasks",
+				FT_BATCH_MAX_TASKS);
+	json_array_foreach(tasks, i, task) {
+		jpath_index(path, sizeof(path), "tasks", i);
+		if (check_task(task, path, pl, err) == -1)
+			return -1;
+	}
+	return 0;
+}
+
+const char *
+ft_batch_name(const json_t *batch)
+{
+	return jget_str(batch, "name", "batch");
+}

@@ -1,0 +1,26 @@
+/*
+ * batch: what a submitted batch may contain.
+ *
+ *   {"name": "...", "tasks": [{"type": "exec", ...}, ...]}
+ *
+ * The CLI checks a batch file before sending it (so errors carry the file's
+ * line:column) and the master checks again whatever a client sends.
+ */
+#ifndef FT_BATCH_H
+#define FT_BATCH_H
+
+#include <jansson.h>
+
+#include "jcheck.h"
+#include "plugins.h"
+
+#define FT_BATCH_MAX_TASKS 10000000
+
+/* Check BATCH against the task types in PL.  0, or -1 with ERR. */
+int ft_batch_check(const json_t *batch, const struct ft_plugins *pl,
+		   struct jerr *err);
+
+/* The batch's name ("batch" when it has none). */
+const char *ft_batch_name(const json_t *batch);
+
+#endif

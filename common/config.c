@@ -1,0 +1,387 @@
+/*
+ * config: the cluster configuration file (JSON).
+ *
+ * The file is checked in one direction only: jcheck refuses unknown,
+ * missing and mistyped keys, then each value is range-checked and copied
+ * into struct ft_config.  Every error is one line with the key's line:column
+ * (see jcheck_format).
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <jansson.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "jcheck.h"
+#include "jpos.h"
+#include "util.h"
+
+static const struct jfield top_fields[] = {
+	{ "name", JT_STRING, 0 },
+	{ "state_dir", JT_STRING, 1 },
+	{ "launch", JT_STRING, 0 },
+	{ "nodes", JT_ARRAY, 1 },
+	{ "heartbeat_ms", JT_INT, 0 },
+	{ "heartbeat_timeout_ms", JT_INT, 0 },
+	{ "task_timeout_s", JT_NUMBER, 0 },
+	{ "slow_timeout_s", JT_NUMBER, 0 },
+	{ "start_timeout_s", JT_NUMBER, 0 },
+	{ "max_attempts", JT_INT, 0 },
+	{ "respawn_limit", JT_INT, 0 },
+	{ "output_cap", JT_INT, 0 },
+	{ "task_events", JT_BOOL, 0 },
+	{ "mpirun_args", JT_STRING_ARRAY, 0 },
+	{ "log_level", JT_STRING, 0 },
+	{ NULL, JT_ANY, 0 },
+};
+
+static const struct jfield node_fields[] = {
+	{ "name", JT_STRING, 1 },
+	{ "host", JT_STRING, 0 },
+	{ "workers", JT_INT, 0 },
+	{ NULL, JT_ANY, 0 },
+};
+
+/* Integer keys and their bounds. */
+static const struct {
+	const char *key;
+	long long lo, hi;
+} int_limits[] = {
+	{ "heartbeat_ms", 10, 600000 },
+	{ "heartbeat_timeout_ms", 10, 3600000 },
+	{ "max_attempts", 1, 100 },
+	{ "respawn_limit", 0, 1000 },
+	{ "output_cap", 0, 131072 },
+};
+
+/* Number keys that must lie in (0, hi]. */
+static const struct {
+	const char *key;
+	double hi;
+} num_limits[] = {
+	{ "task_timeout_s", 1e7 },
+	{ "slow_timeout_s", 1e7 },
+	{ "start_timeout_s", 3600 },
+};
+
+static const char *const launch_names[] = { "dynamic", "static", NULL };
+static const char *const log_levels[] = { "debug", "info", "warn", NULL };
+
+/* Index in CHOICES of the string member KEY of OBJ, DEF when absent, or -1
+ * with ERR set to "must be ..." (MUST names the choices). */
+static int
+str_choice(const json_t *obj, const char *key, const char *const *choices,
+	   int def, const char *must, struct jerr *err)
+{
+	const char *s = jget_str(obj, key, NULL);
+	int i;
+
+	if (s == NULL)
+		return def;
+	for (i = 0; choices[i] != NULL; i++)
+		if (strcmp(s, choices[i]) == 0)
+			return i;
+	return jerr_set(err, key, "must be %s", must);
+}
+
+/* "name" with a default of the file's base name less ".json". */
+static char *
+default_name(const char *file)
+{
+	const char *base = strrchr(file, '/');
+	size_t n;
+
+	base = base ? base + 1 : file;
+	n = strlen(base);
+	if (n > 5 && strcmp(base + n - 5, ".json") == 0)
+		n -= 5;
+	return ft_asprintf("%.*s", (int)n, base);
+}
+
+static int
+parse_name(const json_t *root, struct ft_config *cfg, struct jerr *err)
+{
+	const char *s = jget_str(root, "name", NULL);
+
+	if (s != NULL && *s == '\0')
+		return jerr_set(err, "name", "must not be empty");
+	cfg->name = s ? ft_strdup(s) : default_name(cfg->path);
+	return 0;
+}
+
+/* Check the ranges of every integer and number key, then copy them. */
+static int
+parse_limits(const json_t *root, struct ft_config *cfg, struct jerr *err)
+{
+	size_t i;
+	long long hb;
+
+	for (i = 0; i < FT_ARRAY_LEN(int_limits); i++)
+		if (jcheck_int_range(root, "", int_limits[i].key,
+				     int_limits[i].lo, int_limits[i].hi,
+				     err) == -1)
+			return -1;
+	for (i = 0; i < FT_ARRAY_LEN(num_limits); i++)
+		if (jcheck_num_positive(root, "", num_limits[i].key,
+					num_limits[i].hi, err) == -1)
+			return -1;
+	hb = jget_int(root, "heartbeat_ms", 1000);
+	cfg->heartbeat = (double)hb / 1000;
+	cfg->heartbeat_timeout =
+		(double)jget_int(root, "heartbeat_timeout_ms", hb) / 1000;
+	cfg->task_timeout = jget_num(root, "task_timeout_s", 3600);
+	cfg->slow_timeout = jget_num(root, "slow_timeout_s", 60);
+	cfg->start_timeout = jget_num(root, "start_timeout_s", 60);
+	cfg->max_attempts = (int)jget_int(root, "max_attempts", 3);
+	cfg->respawn_limit = (int)jget_int(root, "respawn_limit", 1);
+	cfg->output_cap = (size_t)jget_int(root, "output_cap", 65536);
+	cfg->task_events = jget_bool(root, "task_events", 1);
+	return 0;
+}
+
+static int
+parse_choices(const json_t *root, struct ft_config *cfg, struct jerr *err)
+{
+	int launch, level;
+
+	launch = str_choice(root, "launch", launch_names, 0,
+			    "\"dynamic\" or \"static\"", err);
+	if (launch == -1)
+		return -1;
+	cfg->launch = launch == 0 ? FT_LAUNCH_DYNAMIC : FT_LAUNCH_STATIC;
+	level = str_choice(root, "log_level", log_levels, 1,
+			   "\"debug\", \"info\" or \"warn\"", err);
+	if (level == -1)
+		return -1;
+	cfg->log_level = ft_strdup(log_levels[level]);
+	return 0;
+}
+
+static void
+parse_mpirun_args(const json_t *root, struct ft_config *cfg)
+{
+	const json_t *arr = json_object_get(root, "mpirun_args"), *el;
+	size_t i;
+
+	cfg->mpirun_args = ft_calloc(json_array_size(arr) + 1,
+				     sizeof(*cfg->mpirun_args));
+	json_array_foreach(arr, i, el)
+		cfg->mpirun_args[cfg->nmpirun_args++] =
+			ft_strdup(json_string_value(el));
+}
+
+/* Is S a usable node name: [A-Za-z0-9_.-]+ and not "." or ".." (names may
+ * become file names)?  0, or -1 with ERR set at PATH. */
+static int
+check_node_name(const char *s, const char *path, struct jerr *err)
+{
+	if (*s == '\0')
+		return jerr_set(err, path, "must not be empty");
+	if (s[strspn(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+		       "0123456789_.-")] != '\0')
+		return jerr_set(err, path, "must contain only letters, digits, "
+				"\"_\", \".\" and \"-\"");
+	if (strcmp(s, ".") == 0 || strcmp(s, "..") == 0)
+		return jerr_set(err, path, "must not be \".\" or \"..\"");
+	return 0;
+}
+
+/* Check node object EL (at PATH) and append it to CFG->nodes (which has
+ * room).  0 or -1 with ERR set. */
+static int
+parse_node(const json_t *el, const char *path, struct ft_config *cfg,
+	   struct jerr *err)
+{
+	char npath[sizeof(err->path)];
+	struct ft_node *node;
+	const char *name, *host;
+	int i;
+
+	if (jcheck_object(el, path, node_fields, err) == -1 ||
+	    jcheck_int_range(el, path, "workers", 1, 256, err) == -1)
+		return -1;
+	name = jget_str(el, "name", NULL);
+	host = jget_str(el, "host", "localhost");
+	jpath_key(npath, sizeof(npath), path, "name");
+	if (check_node_name(name, npath, err) == -1)
+		return -1;
+	for (i = 0; i < cfg->nnodes; i++)
+		if (strcmp(cfg->nodes[i].name, name) == 0)
+			return jerr_set(err, npath, "duplicate node name "
+					"\"%s\" (also nodes[%d])", name, i);
+	if (*host == '\0') {
+		jpath_key(npath, sizeof(npath), path, "host");
+		return jerr_set(err, npath, "must not be empty");
+	}
+	node = &cfg->nodes[cfg->nnodes++];
+	node->name = ft_strdup(name);
+	node->host = ft_strdup(host);
+	node->workers = (int)jget_int(el, "workers", 1);
+	return 0;
+}
+
+static int
+parse_nodes(const json_t *root, struct ft_config *cfg, struct jerr *err)
+{
+	const json_t *arr = json_object_get(root, "nodes"), *el;
+	char path[sizeof(err->path)];
+	long long total = 0;
+	size_t i;
+
+	if (json_array_size(arr) == 0)
+		return jerr_set(err, "nodes", "must not be empty");
+	if (json_array_size(arr) > INT_MAX / 256)
+		return jerr_set(err, "nodes", "too many nodes");
+	cfg->nodes = ft_calloc(json_array_size(arr), sizeof(*cfg->nodes));
+	json_array_foreach(arr, i, el) {
+		jpath_index(path, sizeof(path), "nodes", i);
+		if (parse_node(el, path, cfg, err) == -1)
+			return -1;
+		total += cfg->nodes[i].workers;
+	}
+	cfg->nworkers = (int)total;
+	return 0;
+}
+
+/* Normalise the absolute path P in place: no empty, "." or ".."
+ * components, no trailing slash ("/" stays "/"). */
+static void
+path_clean(char *p)
+{
+	char *out = p, *in = p, *seg;
+	size_t n;
+
+	while (*in != '\0') {
+		while (*in == '/')
+			in++;
+		seg = in;
+		while (*in != '\0' && *in != '/')
+			in++;
+		n = (size_t)(in - seg);
+		if (n == 0 || (n == 1 && seg[0] == '.'))
+			continue;
+		if (n == 2 && seg[0] == '.' && seg[1] == '.') {
+			while (out > p && *--out != '/')
+				;
+			continue;
+		}
+		*out++ = '/';
+		memmove(out, seg, n);
+		out += n;
+	}
+	if (out == p)
+		*out++ = '/';
+	*out = '\0';
+}
+
+/* "state_dir": a relative path is taken against the directory that holds
+ * the config file, with symbolic links in that directory resolved; the
+ * rest is normalised lexically (the state directory need not exist yet). */
+static int
+parse_state_dir(const json_t *root, struct ft_config *cfg, struct jerr *err)
+{
+	const char *sd = jget_str(root, "state_dir", "");
+	char *dir = NULL, *base = NULL;
+	int rc = -1;
+
+	if (*sd == '\0') {
+		jerr_set(err, "state_dir", "must not be empty");
+		goto out;
+	}
+	if (sd[0] == '/') {
+		cfg->state_dir = ft_strdup(sd);
+	} else {
+		dir = ft_dirname(cfg->path);
+		if ((base = realpath(dir, NULL)) == NULL) {
+			jerr_set(err, "state_dir", "cannot resolve the config "
+				 "file's directory %s: %s", dir,
+				 strerror(errno));
+			goto out;
+		}
+		cfg->state_dir = ft_path_join(base, sd);
+	}
+	path_clean(cfg->state_dir);
+	rc = 0;
+out:
+	free(dir);
+	free(base);
+	return rc;
+}
+
+/* Validate ROOT (the decoded file) into CFG (whose path is set).  0, or -1
+ * with ERR set; CFG may then hold partial allocations. */
+static int
+config_parse(const json_t *root, struct ft_config *cfg, struct jerr *err)
+{
+	if (jcheck_object(root, "", top_fields, err) == -1 ||
+	    parse_name(root, cfg, err) == -1 ||
+	    parse_state_dir(root, cfg, err) == -1 ||
+	    parse_choices(root, cfg, err) == -1 ||
+	    parse_nodes(root, cfg, err) == -1 ||
+	    parse_limits(root, cfg, err) == -1)
+		return -1;
+	parse_mpirun_args(root, cfg);
+	return 0;
+}
+
+int
+ft_config_load(const char *path, struct ft_config *cfg, char *err, size_t n)
+{
+	struct jerr je;
+	struct jpos *jp = NULL;
+	char *text = NULL;
+	json_t *root;
+	int rc = -1;
+
+	memset(cfg, 0, sizeof(*cfg));
+	if ((root = jcheck_load_file(path, &text, err, n)) == NULL)
+		goto out;
+	cfg->path = ft_strdup(path);
+	if (config_parse(root, cfg, &je) == -1) {
+		/* positions are only needed now; without the index (out of
+		 * memory) the line still names the key */
+		jp = jpos_build(text, strlen(text));
+		jcheck_format(&je, path, jp, err, n);
+		ft_config_free(cfg);
+		goto out;
+	}
+	rc = 0;
+out:
+	jpos_free(jp);
+	json_decref(root);
+	free(text);
+	return rc;
+}
+
+void
+ft_config_free(struct ft_config *cfg)
+{
+	int i;
+
+	for (i = 0; i < cfg->nnodes; i++) {
+		free(cfg->nodes[i].name);
+		free(cfg->nodes[i].host);
+	}
+	for (i = 0; i < cfg->nmpirun_args; i++)
+		free(cfg->mpirun_args[i]);
+	free(cfg->mpirun_args);
+	free(cfg->nodes);
+	free(cfg->path);
+	free(cfg->name);
+	free(cfg->state_dir);
+	free(cfg->log_level);
+	memset(cfg, 0, sizeof(*cfg));
+}
+
+const struct ft_node *
+ft_config_node(const struct ft_config *cfg, const char *name)
+{
+	int i;
+
+	for (i = 0; i < cfg->nnodes; i++)
+		if (strcmp(cfg->nodes[i].name, name) == 0)
+			return &cfg->nodes[i];
+	return NULL;
+}

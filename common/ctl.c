@@ -1,0 +1,128 @@
+/* ctl: the control socket between the ftfarm CLI and the master. */
+#include "ctl.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "util.h"
+
+char *
+ctl_socket_path(const char *state_dir)
+{
+	return ft_asprintf("%s/control.sock", state_dir);
+}
+
+int
+ctl_connect(const char *state_dir, char *err, size_t n)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	char *path = ctl_socket_path(state_dir);
+	int fd = -1;
+
+	if (ft_snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path) < 0) {
+		ft_snprintf(err, n, "%s: path too long for a socket", path);
+		goto out;
+	}
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd == -1 || connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == -1) {
+		ft_snprintf(err, n, "no master is running for %s (%s)",
+			    state_dir, strerror(errno));
+		if (fd != -1)
+			close(fd);
+		fd = -1;
+	}
+out:
+	free(path);
+	return fd;
+}
+
+/* Read one line from FD into B (without the newline).  0, or -1. */
+static int
+read_line(int fd, struct ft_buf *b, double timeout, char *err, size_t n)
+{
+	double end = ft_now() + timeout;
+
+	for (;;) {
+		struct pollfd pfd = { .fd = fd, .events = POLLIN };
+		int ms = timeout > 0 ? (int)((end - ft_now()) * 1000) : -1;
+		ssize_t r;
+		char *nl;
+
+		if (timeout > 0 && ms <= 0) {
+			ft_snprintf(err, n, "the master did not answer in %.0f s",
+				    timeout);
+			return -1;
+		}
+		if (poll(&pfd, 1, ms) == -1 && errno != EINTR)
+			return ft_snprintf(err, n, "poll: %s", strerror(errno)), -1;
+		ft_buf_reserve(b, 65536);
+		r = read(fd, b->data + b->len, b->cap - b->len - 1);
+		if (r == -1 && (errno == EINTR || errno == EAGAIN))
+			continue;
+		if (r <= 0) {
+			ft_snprintf(err, n, "the master closed the connection");
+			return -1;
+		}
+		b->len += (size_t)r;
+		b->data[b->len] = '\0';
+		nl = memchr(b->data, '\n', b->len);
+		if (nl) {
+			*nl = '\0';
+			b->len = (size_t)(nl - b->data);
+			return 0;
+		}
+	}
+}
+
+json_t *
+ctl_call(int fd, json_t *req, double timeout, char *err, size_t n)
+{
+	struct ft_buf line = { 0 };
+	json_error_t jerr;
+	json_t *ans = NULL;
+	char *text;
+
+	json_object_set_new(req, "v", json_integer(FT_CTL_VERSION));
+	text = json_dumps(req, JSON_COMPACT);
+	if (text == NULL) {
+		ft_snprintf(err, n, "cannot encode the request");
+		return NULL;
+	}
+	if (ft_write_all(fd, text, strlen(text)) == -1 ||
+	    ft_write_all(fd, "\n", 1) == -1) {
+		ft_snprintf(err, n, "cannot send to the master: %s",
+			    strerror(errno));
+		goto out;
+	}
+	if (read_line(fd, &line, timeout, err, n) == -1)
+		goto out;
+	ans = json_loadb(line.data, line.len, 0, &jerr);
+	if (ans == NULL || !json_is_object(ans)) {
+		ft_snprintf(err, n, "the master sent a malformed answer");
+		json_decref(ans);
+		ans = NULL;
+	}
+out:
+	free(text);
+	ft_buf_free(&line);
+	return ans;
+}
+
+json_t *
+ctl_request(const char *state_dir, json_t *req, double timeout, char *err,
+	    size_t n)
+{
+	int fd = ctl_connect(state_dir, err, n);
+	json_t *ans;
+
+	if (fd == -1)
+		return NULL;
+	ans = ctl_call(fd, req, timeout, err, n);
+	close(fd);
+	return ans;
+}

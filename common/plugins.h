@@ -1,0 +1,29 @@
+/*
+ * plugins: loading the task types (the .so files in bin/tasks).
+ */
+#ifndef FT_PLUGINS_H
+#define FT_PLUGINS_H
+
+#include <stddef.h>
+
+#include "plugin.h"
+
+struct ft_plugins {
+	const struct ft_plugin **v;
+	void **handles;
+	int n;
+};
+
+/* The default plugin directory: "tasks" beside the running executable
+ * (a new string). */
+char *ft_plugins_default_dir(void);
+/* Load every *.so in DIR, in name order.  0, or -1 with one line in ERR
+ * (a plugin that cannot be loaded, has a wrong ABI or a duplicate name). */
+int ft_plugins_load(struct ft_plugins *p, const char *dir, char *err, size_t n);
+const struct ft_plugin *ft_plugins_find(const struct ft_plugins *p,
+					const char *name);
+/* "exec,sleep" (a new string). */
+char *ft_plugins_names(const struct ft_plugins *p);
+void ft_plugins_free(struct ft_plugins *p);
+
+#endif

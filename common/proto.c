@@ -1,0 +1,187 @@
+/* proto: the messages between the master and its workers. */
+#include "proto.h"
+
+#include <string.h>
+
+#include "wire.h"
+
+const char *
+proto_msg_name(int type)
+{
+	static const char *names[] = {
+		"invalid", "hello", "welcome", "assign", "result", "ping",
+		"pong", "cancel", "stop", "bye",
+	};
+
+	if (type <= FT_MSG_INVALID || type >= FT_MSG_LAST)
+		return "invalid";
+	return names[type];
+}
+
+void
+proto_put_hello(struct ft_buf *b, const struct proto_hello *m)
+{
+	wire_put_u32(b, m->version);
+	wire_put_u32(b, m->slot);
+	wire_put_u32(b, m->pid);
+	wire_put_bytes(b, m->host, m->host_len);
+	wire_put_bytes(b, m->plugins, m->plugins_len);
+}
+
+int
+proto_get_hello(const void *p, size_t n, struct proto_hello *m)
+{
+	struct wire_r r;
+
+	wire_reader(&r, p, n);
+	m->version = wire_get_u32(&r);
+	m->slot = wire_get_u32(&r);
+	m->pid = wire_get_u32(&r);
+	m->host = wire_get_bytes(&r, &m->host_len);
+	m->plugins = wire_get_bytes(&r, &m->plugins_len);
+	return wire_end(&r);
+}
+
+void
+proto_put_welcome(struct ft_buf *b, const struct proto_welcome *m)
+{
+	wire_put_u32(b, m->output_cap);
+	wire_put_f64(b, m->master_timeout);
+}
+
+int
+proto_get_welcome(const void *p, size_t n, struct proto_welcome *m)
+{
+	struct wire_r r;
+
+	wire_reader(&r, p, n);
+	m->output_cap = wire_get_u32(&r);
+	m->master_timeout = wire_get_f64(&r);
+	return wire_end(&r);
+}
+
+void
+proto_put_pong(struct ft_buf *b, const struct proto_pong *m)
+{
+	wire_put_u64(b, m->seq);
+	wire_put_u64(b, m->running);
+	wire_put_u32(b, m->queued);
+}
+
+int
+proto_get_pong(const void *p, size_t n, struct proto_pong *m)
+{
+	struct wire_r r;
+
+	wire_reader(&r, p, n);
+	m->seq = wire_get_u64(&r);
+	m->running = wire_get_u64(&r);
+	m->queued = wire_get_u32(&r);
+	return wire_end(&r);
+}
+
+void
+proto_begin_list(struct ft_buf *b)
+{
+	b->len = 0;
+	wire_put_u32(b, 0);
+}
+
+void
+proto_set_count(struct ft_buf *b, uint32_t count)
+{
+	unsigned char x[4] = { count, count >> 8, count >> 16, count >> 24 };
+
+	memcpy(b->data, x, 4);
+}
+
+void
+proto_put_task(struct ft_buf *b, const struct proto_task *m)
+{
+	wire_put_u64(b, m->tid);
+	wire_put_u32(b, m->attempt);
+	wire_put_bytes(b, m->spec, m->spec_len);
+}
+
+void
+proto_put_result(struct ft_buf *b, const struct proto_result *m)
+{
+	wire_put_u64(b, m->tid);
+	wire_put_u32(b, m->attempt);
+	wire_put_u8(b, m->ok);
+	wire_put_i32(b, m->exit_code);
+	wire_put_f64(b, m->seconds);
+	wire_put_bytes(b, m->reason, m->reason_len);
+	wire_put_bytes(b, m->out, m->out_len);
+	wire_put_bytes(b, m->err, m->err_len);
+}
+
+size_t
+proto_result_size(const struct proto_result *m)
+{
+	return 8 + 4 + 1 + 4 + 8 + 12 + m->reason_len + m->out_len + m->err_len;
+}
+
+int
+proto_iter_init(struct proto_iter *it, const void *p, size_t n)
+{
+	struct wire_r r;
+
+	wire_reader(&r, p, n);
+	it->left = wire_get_u32(&r);
+	it->p = p;
+	it->len = n;
+	it->off = r.off;
+	return r.bad ? -1 : 0;
+}
+
+/* Shared tail of the iterators: advance past what R read. */
+static int
+iter_step(struct proto_iter *it, struct wire_r *r)
+{
+	if (r->bad)
+		return -1;
+	it->off += r->off;
+	it->left--;
+	return 1;
+}
+
+/* 0 at the end of a well-formed list, -1 if bytes are left over. */
+static int
+iter_done(const struct proto_iter *it)
+{
+	return it->off == it->len ? 0 : -1;
+}
+
+int
+proto_next_task(struct proto_iter *it, struct proto_task *m)
+{
+	struct wire_r r;
+
+	if (it->left == 0)
+		return iter_done(it);
+	wire_reader(&r, it->p + it->off, it->len - it->off);
+	m->tid = wire_get_u64(&r);
+	m->attempt = wire_get_u32(&r);
+	m->spec = wire_get_bytes(&r, &m->spec_len);
+	return iter_step(it, &r);
+}
+
+int
+proto_next_result(struct proto_iter *it, struct proto_result *m)
+{
+	struct wire_r r;
+
+	if (it->left == 0)
+		return iter_done(it);
+	wire_reader(&r, it->p + it->off, it->len - it->off);
+	m->tid = wire_get_u64(&r);
+	m->attempt = wire_get_u32(&r);
+	m->ok = wire_get_u8(&r);
+	m->exit_code = wire_get_i32(&r);
+	m->seconds = wire_get_f64(&r);
+	m->reason = wire_get_bytes(&r, &m->reason_len);
+	m->out = wire_get_bytes(&r, &m->out_len);
+	m->err = wire_get_bytes(&r, &m->err_len);
+	return iter_step(it, &r);
+}

@@ -1,0 +1,119 @@
+/*
+ * proto: the messages between the master and its workers.
+ *
+ * Every message is one MPI message of MPI_BYTEs whose tag is its type.
+ * Tasks travel as small descriptors (their JSON text); bulk data goes
+ * through files.  A message never exceeds FT_MSG_MAX bytes: the master keeps
+ * one standing receive of that size per worker.
+ *
+ *   worker -> master   HELLO   version, slot, pid, host, plugin names
+ *   master -> worker   WELCOME output cap, master silence limit
+ *   master -> worker   ASSIGN  count x (task id, attempt, spec)
+ *   worker -> master   RESULT  count x (task id, attempt, ok, exit, seconds,
+ *                               reason, stdout, stderr)
+ *   master -> worker   PING    sequence number
+ *   worker -> master   PONG    sequence number, running task id, queued
+ *   master -> worker   CANCEL  task id, attempt
+ *   master -> worker   STOP
+ *   worker -> master   BYE
+ */
+#ifndef FT_PROTO_H
+#define FT_PROTO_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "util.h"
+
+#define FT_PROTO_VERSION 1
+#define FT_MSG_MAX (512 * 1024)
+/* Largest task descriptor accepted at submit, so one always fits. */
+#define FT_SPEC_MAX (256 * 1024)
+
+enum ft_msg {
+	FT_MSG_INVALID = 0,
+	FT_MSG_HELLO,
+	FT_MSG_WELCOME,
+	FT_MSG_ASSIGN,
+	FT_MSG_RESULT,
+	FT_MSG_PING,
+	FT_MSG_PONG,
+	FT_MSG_CANCEL,
+	FT_MSG_STOP,
+	FT_MSG_BYE,
+	FT_MSG_LAST
+};
+
+const char *proto_msg_name(int type);
+
+struct proto_hello {
+	uint32_t version;
+	uint32_t slot;
+	uint32_t pid;
+	const char *host;		/* points into the message */
+	size_t host_len;
+	const char *plugins;		/* comma-separated task types */
+	size_t plugins_len;
+};
+
+struct proto_welcome {
+	uint32_t output_cap;
+	double master_timeout;		/* seconds of silence before a worker quits */
+};
+
+struct proto_task {
+	uint64_t tid;
+	uint32_t attempt;
+	const char *spec;		/* JSON text, not NUL-terminated */
+	size_t spec_len;
+};
+
+struct proto_result {
+	uint64_t tid;
+	uint32_t attempt;
+	uint8_t ok;
+	int32_t exit_code;
+	double seconds;
+	const char *reason;
+	size_t reason_len;
+	const char *out;
+	size_t out_len;
+	const char *err;
+	size_t err_len;
+};
+
+struct proto_pong {
+	uint64_t seq;
+	uint64_t running;		/* task id being run, 0 for none */
+	uint32_t queued;		/* tasks waiting on the worker */
+};
+
+void proto_put_hello(struct ft_buf *b, const struct proto_hello *m);
+int proto_get_hello(const void *p, size_t n, struct proto_hello *m);
+void proto_put_welcome(struct ft_buf *b, const struct proto_welcome *m);
+int proto_get_welcome(const void *p, size_t n, struct proto_welcome *m);
+void proto_put_pong(struct ft_buf *b, const struct proto_pong *m);
+int proto_get_pong(const void *p, size_t n, struct proto_pong *m);
+
+/* ASSIGN and RESULT carry a count then that many records.  The writer
+ * reserves the count and patches it with proto_set_count; the reader is
+ * an iterator.  proto_*_next returns 1 with M filled, 0 at a clean end,
+ * -1 on a malformed message. */
+void proto_begin_list(struct ft_buf *b);
+void proto_set_count(struct ft_buf *b, uint32_t count);
+void proto_put_task(struct ft_buf *b, const struct proto_task *m);
+void proto_put_result(struct ft_buf *b, const struct proto_result *m);
+/* Encoded size of a result, to keep messages under FT_MSG_MAX. */
+size_t proto_result_size(const struct proto_result *m);
+
+struct proto_iter {
+	const unsigned char *p;
+	size_t len;
+	size_t off;
+	uint32_t left;
+};
+int proto_iter_init(struct proto_iter *it, const void *p, size_t n);
+int proto_next_task(struct proto_iter *it, struct proto_task *m);
+int proto_next_result(struct proto_iter *it, struct proto_result *m);
+
+#endif

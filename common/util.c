@@ -1,0 +1,433 @@
+/* util: small helpers every program of ftfarm uses. */
+#include "util.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "plugin.h"
+
+double
+ft_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+double
+ft_wall(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+void
+ft_sleep(double s)
+{
+	struct timespec ts;
+
+	if (s <= 0)
+		return;
+	ts.tv_sec = (time_t)s;
+	ts.tv_nsec = (long)((s - (double)ts.tv_sec) * 1e9);
+	while (nanosleep(&ts, &ts) == -1 && errno == EINTR)
+		;
+}
+
+static void
+oom(size_t n)
+{
+	fprintf(stderr, "ftfarm: out of memory (%zu bytes)\n", n);
+	abort();
+}
+
+void *
+ft_malloc(size_t n)
+{
+	void *p = malloc(n ? n : 1);
+
+	if (p == NULL)
+		oom(n);
+	return p;
+}
+
+void *
+ft_calloc(size_t nmemb, size_t size)
+{
+	void *p = calloc(nmemb ? nmemb : 1, size ? size : 1);
+
+	if (p == NULL)
+		oom(nmemb * size);
+	return p;
+}
+
+void *
+ft_realloc(void *p, size_t n)
+{
+	void *q = realloc(p, n ? n : 1);
+
+	if (q == NULL)
+		oom(n);
+	return q;
+}
+
+char *
+ft_strdup(const char *s)
+{
+	size_t n = strlen(s) + 1;
+
+	return memcpy(ft_malloc(n), s, n);
+}
+
+char *
+ft_asprintf(const char *fmt, ...)
+{
+	va_list ap;
+	char *s;
+	int n;
+
+	va_start(ap, fmt);
+	n = vasprintf(&s, fmt, ap);
+	va_end(ap);
+	if (n < 0)
+		oom(0);
+	return s;
+}
+
+int
+ft_snprintf(char *out, size_t n, const char *fmt, ...)
+{
+	va_list ap;
+	int r;
+
+	va_start(ap, fmt);
+	r = vsnprintf(out, n, fmt, ap);
+	va_end(ap);
+	return (r < 0 || (size_t)r >= n) ? -1 : 0;
+}
+
+int
+ft_mkdirs(const char *dir)
+{
+	char path[PATH_MAX];
+	char *p;
+
+	if (ft_snprintf(path, sizeof(path), "%s", dir) < 0) {
+		errno = ENAMETOOLONG;
+		return -1;
+	}
+	for (p = path + 1; *p; p++) {
+		if (*p != '/')
+			continue;
+		*p = '\0';
+		if (mkdir(path, 0755) == -1 && errno != EEXIST)
+			return -1;
+		*p = '/';
+	}
+	if (mkdir(path, 0755) == -1 && errno != EEXIST)
+		return -1;
+	return 0;
+}
+
+char *
+ft_dirname(const char *path)
+{
+	const char *slash = strrchr(path, '/');
+
+	if (slash == NULL)
+		return ft_strdup(".");
+	if (slash == path)
+		return ft_strdup("/");
+	return strndup(path, (size_t)(slash - path));
+}
+
+char *
+ft_path_join(const char *base, const char *path)
+{
+	if (path[0] == '/')
+		return ft_strdup(path);
+	return ft_asprintf("%s/%s", base, path);
+}
+
+char *
+ft_exe_dir(void)
+{
+	char buf[PATH_MAX];
+	ssize_t n = readlink("/proc/self/exe", buf, sizeof(buf) - 1);
+
+	if (n <= 0)
+		return ft_strdup(".");
+	buf[n] = '\0';
+	return ft_dirname(buf);
+}
+
+int
+ft_write_all(int fd, const void *buf, size_t n)
+{
+	const char *p = buf;
+
+	while (n > 0) {
+		ssize_t w = write(fd, p, n);
+
+		if (w == -1) {
+			if (errno == EINTR)
+				continue;
+			return -1;
+		}
+		p += w;
+		n -= (size_t)w;
+	}
+	return 0;
+}
+
+char *
+ft_read_file(const char *path, size_t *len)
+{
+	struct ft_buf b = { 0 };
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	ssize_t r;
+
+	if (fd == -1)
+		return NULL;
+	for (;;) {
+		ft_buf_reserve(&b, 65536);
+		r = read(fd, b.data + b.len, b.cap - b.len - 1);
+		if (r == -1 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			break;
+		b.len += (size_t)r;
+	}
+	if (r == -1) {
+		int e = errno;
+
+		close(fd);
+		free(b.data);
+		errno = e;
+		return NULL;
+	}
+	close(fd);
+	b.data[b.len] = '\0';
+	if (len)
+		*len = b.len;
+	return b.data;
+}
+
+int
+ft_write_file_atomic(const char *path, const char *data, size_t len)
+{
+	char *tmp = ft_asprintf("%s.tmp.%d", path, (int)getpid());
+	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	int rc = -1;
+
+	if (fd == -1)
+		goto out;
+	if (ft_write_all(fd, data, len) == -1 || close(fd) == -1) {
+		int e = errno;
+
+		unlink(tmp);
+		errno = e;
+		goto out;
+	}
+	if (rename(tmp, path) == -1) {
+		int e = errno;
+
+		unlink(tmp);
+		errno = e;
+		goto out;
+	}
+	rc = 0;
+out:
+	free(tmp);
+	return rc;
+}
+
+int
+ft_pid_alive(pid_t pid)
+{
+	char path[64], line[256];
+	FILE *f;
+	int alive = 0;
+
+	if (pid <= 0)
+		return 0;
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	f = fopen(path, "re");
+	if (f == NULL)
+		return 0;
+	while (fgets(line, sizeof(line), f)) {
+		if (strncmp(line, "State:", 6) == 0) {
+			alive = strchr(line, 'Z') == NULL && strchr(line, 'X') == NULL;
+			break;
+		}
+	}
+	fclose(f);
+	return alive;
+}
+
+int
+ft_host_is_local(const char *host)
+{
+	char name[256];
+
+	if (strcmp(host, "localhost") == 0 || strncmp(host, "127.", 4) == 0 ||
+	    strcmp(host, "::1") == 0)
+		return 1;
+	if (gethostname(name, sizeof(name)) == 0) {
+		name[sizeof(name) - 1] = '\0';
+		if (strcmp(host, name) == 0)
+			return 1;
+	}
+	return 0;
+}
+
+void
+ft_buf_reserve(struct ft_buf *b, size_t more)
+{
+	size_t cap;
+
+	if (b->cap - b->len > more)
+		return;
+	cap = b->cap ? b->cap : 256;
+	while (cap - b->len <= more)
+		cap *= 2;
+	b->data = ft_realloc(b->data, cap);
+	b->cap = cap;
+}
+
+void
+ft_buf_add(struct ft_buf *b, const void *p, size_t n)
+{
+	ft_buf_reserve(b, n);
+	memcpy(b->data + b->len, p, n);
+	b->len += n;
+	b->data[b->len] = '\0';
+}
+
+void
+ft_buf_adds(struct ft_buf *b, const char *s)
+{
+	ft_buf_add(b, s, strlen(s));
+}
+
+void
+ft_buf_printf(struct ft_buf *b, const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+
+	va_start(ap, fmt);
+	n = vsnprintf(NULL, 0, fmt, ap);
+	va_end(ap);
+	if (n < 0)
+		return;
+	ft_buf_reserve(b, (size_t)n + 1);
+	va_start(ap, fmt);
+	vsnprintf(b->data + b->len, (size_t)n + 1, fmt, ap);
+	va_end(ap);
+	b->len += (size_t)n;
+}
+
+/* Bytes that are not valid UTF-8 are written as \u00XX (their Latin-1
+ * reading) so that every line stays valid JSON. */
+static size_t
+utf8_seq_len(const unsigned char *s, size_t left)
+{
+	size_t n, i;
+
+	if (s[0] < 0x80)
+		return 1;
+	if (s[0] >= 0xc2 && s[0] <= 0xdf)
+		n = 2;
+	else if (s[0] >= 0xe0 && s[0] <= 0xef)
+		n = 3;
+	else if (s[0] >= 0xf0 && s[0] <= 0xf4)
+		n = 4;
+	else
+		return 0;
+	if (n > left)
+		return 0;
+	for (i = 1; i < n; i++)
+		if ((s[i] & 0xc0) != 0x80)
+			return 0;
+	if (n == 3 && s[0] == 0xe0 && s[1] < 0xa0)
+		return 0;
+	if (n == 3 && s[0] == 0xed && s[1] >= 0xa0)
+		return 0;
+	if (n == 4 && s[0] == 0xf0 && s[1] < 0x90)
+		return 0;
+	if (n == 4 && s[0] == 0xf4 && s[1] >= 0x90)
+		return 0;
+	return n;
+}
+
+void
+ft_buf_json_str(struct ft_buf *b, const char *s, size_t len)
+{
+	static const char hex[] = "0123456789abcdef";
+	const unsigned char *p = (const unsigned char *)s;
+	size_t i = 0;
+
+	ft_buf_reserve(b, len + 16);
+	while (i < len) {
+		unsigned char c = p[i];
+		size_t n;
+
+		if (c >= 0x20 && c != '"' && c != '\\' && c < 0x80) {
+			size_t j = i;
+
+			while (j < len && p[j] >= 0x20 && p[j] != '"' &&
+			       p[j] != '\\' && p[j] < 0x80)
+				j++;
+			ft_buf_add(b, s + i, j - i);
+			i = j;
+			continue;
+		}
+		if (c >= 0x80 && (n = utf8_seq_len(p + i, len - i)) > 0) {
+			ft_buf_add(b, s + i, n);
+			i += n;
+			continue;
+		}
+		switch (c) {
+		case '"': ft_buf_add(b, "\\\"", 2); break;
+		case '\\': ft_buf_add(b, "\\\\", 2); break;
+		case '\n': ft_buf_add(b, "\\n", 2); break;
+		case '\t': ft_buf_add(b, "\\t", 2); break;
+		case '\r': ft_buf_add(b, "\\r", 2); break;
+		default: {
+			char u[6] = { '\\', 'u', '0', '0', hex[c >> 4], hex[c & 15] };
+
+			ft_buf_add(b, u, 6);
+		}
+		}
+		i++;
+	}
+}
+
+void
+ft_buf_free(struct ft_buf *b)
+{
+	free(b->data);
+	b->data = NULL;
+	b->len = b->cap = 0;
+}
+
+double
+ft_task_timeout(const json_t *task, double def)
+{
+	json_t *v = json_object_get(task, "timeout");
+
+	return json_is_number(v) ? json_number_value(v) : def;
+}

@@ -1,0 +1,68 @@
+/*
+ * util: small helpers every program of ftfarm uses.
+ */
+#ifndef FT_UTIL_H
+#define FT_UTIL_H
+
+#include <stddef.h>
+#include <sys/types.h>
+
+#define FT_ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
+
+/* Seconds on the monotonic clock. */
+double ft_now(void);
+/* Seconds since the epoch (wall clock), for logs. */
+double ft_wall(void);
+/* Sleep for S seconds (restarting on EINTR). */
+void ft_sleep(double s);
+
+/* malloc/calloc/realloc/strdup that abort with a message on exhaustion:
+ * ftfarm treats running out of memory as fatal. */
+void *ft_malloc(size_t n);
+void *ft_calloc(size_t nmemb, size_t size);
+void *ft_realloc(void *p, size_t n);
+char *ft_strdup(const char *s);
+/* printf into a new string (aborts on exhaustion). */
+char *ft_asprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* snprintf that reports truncation: 0, or -1 when OUT was too small. */
+int ft_snprintf(char *out, size_t n, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+/* Make DIR and its parents (mode 0755).  0 or -1 with errno. */
+int ft_mkdirs(const char *dir);
+/* Directory of PATH (a new string; "." for a bare name). */
+char *ft_dirname(const char *path);
+/* PATH made absolute against BASE when relative (a new string). */
+char *ft_path_join(const char *base, const char *path);
+/* Directory holding the running executable (a new string). */
+char *ft_exe_dir(void);
+
+/* Write all N bytes of BUF to FD (restarting on EINTR).  0 or -1. */
+int ft_write_all(int fd, const void *buf, size_t n);
+/* Read a whole file into a new NUL-terminated buffer.  NULL with errno. */
+char *ft_read_file(const char *path, size_t *len);
+/* Write DATA to PATH atomically (temp file + rename).  0 or -1 with errno. */
+int ft_write_file_atomic(const char *path, const char *data, size_t len);
+
+/* Is PID a live process (not a zombie)? */
+int ft_pid_alive(pid_t pid);
+/* Is HOST this machine ("localhost", "127.*", our host name)? */
+int ft_host_is_local(const char *host);
+
+/* Append S (LEN bytes) to OUT as the body of a JSON string (escaped, no
+ * quotes).  OUT is a growing buffer. */
+struct ft_buf {
+	char *data;
+	size_t len;
+	size_t cap;
+};
+void ft_buf_reserve(struct ft_buf *b, size_t more);
+void ft_buf_add(struct ft_buf *b, const void *p, size_t n);
+void ft_buf_adds(struct ft_buf *b, const char *s);
+void ft_buf_printf(struct ft_buf *b, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+void ft_buf_json_str(struct ft_buf *b, const char *s, size_t len);
+void ft_buf_free(struct ft_buf *b);
+
+#endif

@@ -1,0 +1,293 @@
+/*
+ * results: batches and their results.
+ *
+ * A batch lives in <state_dir>/batches/<id>/: batch.json as submitted,
+ * results.jsonl with one line per task (written once, when the task ends),
+ * and summary.json when the batch has finished.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "batch.h"
+#include "log.h"
+#include "master.h"
+#include "proto.h"
+
+struct batch {
+	long id;
+	char *name;
+	char *dir;
+	uint64_t first_tid;
+	uint32_t total, ok, failed;
+	double submitted;		/* wall clock */
+	double t0, seconds;		/* monotonic start, duration */
+	struct jsonl out;
+	int finished;
+};
+
+/* The next free batch id: one past the highest directory in batches/. */
+static long
+next_id(struct master *m)
+{
+	char *dir = ft_asprintf("%s/batches", m->cfg.state_dir);
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	long max = 0;
+
+	free(dir);
+	if (m->nbatches > 0)
+		return m->batches[m->nbatches - 1]->id + 1;
+	if (d == NULL)
+		return 1;
+	while ((e = readdir(d)) != NULL) {
+		char *end;
+		long v = strtol(e->d_name, &end, 10);
+
+		if (*end == '\0' && v > max)
+			max = v;
+	}
+	closedir(d);
+	return max + 1;
+}
+
+struct batch *
+results_find(struct master *m, long id)
+{
+	long first;
+
+	/* Ids are handed out consecutively for the master's life. */
+	if (m->nbatches == 0)
+		return NULL;
+	first = m->batches[0]->id;
+	if (id < first || id >= first + m->nbatches)
+		return NULL;
+	return m->batches[id - first];
+}
+
+int
+results_finished(const struct batch *b)
+{
+	return b->finished;
+}
+
+json_t *
+results_batch_json(const struct batch *b)
+{
+	return json_pack("{s:I, s:s, s:I, s:I, s:I, s:I, s:s, s:f}",
+			 "id", (json_int_t)b->id, "name", b->name,
+			 "total", (json_int_t)b->total,
+			 "done", (json_int_t)(b->ok + b->failed),
+			 "ok", (json_int_t)b->ok,
+			 "failed", (json_int_t)b->failed,
+			 "state", b->finished ? "finished" : "running",
+			 "seconds", b->finished ? b->seconds : ft_now() - b->t0);
+}
+
+/* Create the batch's directory and files.  0 or -1 with ERR. */
+static int
+batch_files(struct master *m, struct batch *b, json_t *batch, char *err,
+	    size_t n)
+{
+	char *path;
+	int rc;
+
+	b->dir = ft_asprintf("%s/batches/%ld", m->cfg.state_dir, b->id);
+	if (ft_mkdirs(b->dir) == -1) {
+		snprintf(err, n, "%s: %s", b->dir, strerror(errno));
+		return -1;
+	}
+	path = ft_asprintf("%s/batch.json", b->dir);
+	rc = json_dump_file(batch, path, JSON_COMPACT);
+	free(path);
+	if (rc == -1) {
+		snprintf(err, n, "%s/batch.json: cannot write", b->dir);
+		return -1;
+	}
+	path = ft_asprintf("%s/results.jsonl", b->dir);
+	rc = jsonl_open(&b->out, path);
+	if (rc == -1)
+		snprintf(err, n, "%s: %s", path, strerror(errno));
+	free(path);
+	return rc;
+}
+
+static void
+batch_free(struct batch *b)
+{
+	if (b == NULL)
+		return;
+	jsonl_close(&b->out);
+	free(b->name);
+	free(b->dir);
+	free(b);
+}
+
+/* Queue the tasks of BATCH as batch B. */
+static void
+queue_tasks(struct master *m, struct batch *b, json_t *batch)
+{
+	json_t *tasks = json_object_get(batch, "tasks"), *task;
+	size_t i;
+
+	b->first_tid = sched_ntasks(m->sched) + 1;
+	json_array_foreach(tasks, i, task) {
+		char *spec = json_dumps(task, JSON_COMPACT);
+		double timeout = ft_task_timeout(task, m->cfg.task_timeout);
+
+		sched_add(m->sched, (uint32_t)b->id, (uint32_t)i, spec,
+			  (uint32_t)strlen(spec), timeout);
+	}
+	b->total = (uint32_t)json_array_size(tasks);
+}
+
+long
+results_submit(struct master *m, json_t *batch, char *err, size_t n)
+{
+	struct batch *b = ft_calloc(1, sizeof(*b));
+
+	b->id = next_id(m);
+	b->name = ft_strdup(ft_batch_name(batch));
+	b->out.fd = -1;
+	if (batch_files(m, b, batch, err, n) == -1) {
+		batch_free(b);
+		return -1;
+	}
+	b->submitted = ft_wall();
+	b->t0 = ft_now();
+	queue_tasks(m, b, batch);
+	m->batches = ft_realloc(m->batches,
+				(size_t)(m->nbatches + 1) * sizeof(*m->batches));
+	m->batches[m->nbatches++] = b;
+	jsonl_event(&m->events, "batch_submitted");
+	jsonl_int(&m->events, "batch", b->id);
+	jsonl_str(&m->events, "name", b->name);
+	jsonl_int(&m->events, "tasks", b->total);
+	jsonl_end(&m->events);
+	log_info("batch %ld (%s): %u tasks", b->id, b->name, b->total);
+	registry_dispatch_all(m);
+	return b->id;
+}
+
+static void
+finish(struct master *m, struct batch *b)
+{
+	char *path, *text;
+	json_t *summary;
+
+	b->finished = 1;
+	b->seconds = ft_now() - b->t0;
+	jsonl_flush(&b->out);
+	summary = results_batch_json(b);
+	text = json_dumps(summary, JSON_COMPACT);
+	path = ft_asprintf("%s/summary.json", b->dir);
+	if (ft_write_file_atomic(path, text, strlen(text)) == -1)
+		log_warn("%s", path);
+	free(path);
+	free(text);
+	json_decref(summary);
+	jsonl_event(&m->events, "batch_done");
+	jsonl_int(&m->events, "batch", b->id);
+	jsonl_int(&m->events, "total", b->total);
+	jsonl_int(&m->events, "ok", b->ok);
+	jsonl_int(&m->events, "failed", b->failed);
+	jsonl_num(&m->events, "seconds", b->seconds);
+	jsonl_end(&m->events);
+	events_flush(m);
+	log_info("batch %ld (%s) finished: %u ok, %u failed in %.3f s", b->id,
+		 b->name, b->ok, b->failed, b->seconds);
+	control_batch_done(m, b);
+}
+
+/* Count one ended task of B, finishing B after its last. */
+static void
+count(struct master *m, struct batch *b, int ok)
+{
+	if (ok)
+		b->ok++;
+	else
+		b->failed++;
+	if (b->ok + b->failed == b->total)
+		finish(m, b);
+}
+
+void
+results_record(struct master *m, uint64_t tid, int worker, const void *result)
+{
+	const struct proto_result *r = result;
+	const struct sched_task *t = sched_task(m->sched, tid);
+	struct batch *b = results_find(m, t->batch);
+	struct jsonl *o = &b->out;
+
+	jsonl_begin(o);
+	jsonl_int(o, "task", t->index);
+	jsonl_int(o, "attempt", r->attempt);
+	jsonl_int(o, "worker", worker);
+	jsonl_str(o, "status", r->ok ? "ok" : "failed");
+	jsonl_int(o, "exit", r->exit_code);
+	jsonl_num(o, "seconds", r->seconds);
+	jsonl_strn(o, "stdout", r->out, r->out_len);
+	jsonl_strn(o, "stderr", r->err, r->err_len);
+	if (!r->ok)
+		jsonl_strn(o, "reason", r->reason, r->reason_len);
+	jsonl_end(o);
+	if (m->cfg.task_events) {
+		jsonl_event(&m->events, "task_done");
+		jsonl_int(&m->events, "batch", t->batch);
+		jsonl_int(&m->events, "task", t->index);
+		jsonl_int(&m->events, "attempt", r->attempt);
+		jsonl_int(&m->events, "worker", worker);
+		jsonl_str(&m->events, "status", r->ok ? "ok" : "failed");
+		jsonl_end(&m->events);
+	}
+	count(m, b, r->ok);
+}
+
+void
+results_fail(struct master *m, uint64_t tid, const char *reason)
+{
+	const struct sched_task *t = sched_task(m->sched, tid);
+	struct batch *b = results_find(m, t->batch);
+	struct jsonl *o = &b->out;
+
+	jsonl_begin(o);
+	jsonl_int(o, "task", t->index);
+	jsonl_int(o, "attempt", t->attempts);
+	jsonl_int(o, "worker", -1);
+	jsonl_str(o, "status", "failed");
+	jsonl_int(o, "exit", -1);
+	jsonl_str(o, "stdout", "");
+	jsonl_str(o, "reason", reason);
+	jsonl_end(o);
+	jsonl_event(&m->events, "task_failed");
+	jsonl_int(&m->events, "batch", t->batch);
+	jsonl_int(&m->events, "task", t->index);
+	jsonl_str(&m->events, "reason", reason);
+	jsonl_end(&m->events);
+	log_warnx("batch %ld task %u failed: %s", b->id, t->index, reason);
+	count(m, b, 0);
+}
+
+void
+results_flush(struct master *m)
+{
+	int i;
+
+	for (i = 0; i < m->nbatches; i++)
+		if (!m->batches[i]->finished)
+			jsonl_flush(&m->batches[i]->out);
+}
+
+void
+results_close(struct master *m)
+{
+	int i;
+
+	for (i = 0; i < m->nbatches; i++)
+		batch_free(m->batches[i]);
+	free(m->batches);
+	m->batches = NULL;
+	m->nbatches = 0;
+}

@@ -1,0 +1,123 @@
+/*
+ * sched: the master's task scheduler, free of MPI and I/O so that it can be
+ * tested on its own.
+ *
+ * Tasks get global IDs (1, 2, ...) in submission order and wait in a queue.
+ * Each time a task is handed to a worker it gets an *instance*: an attempt
+ * number and a dispatch sequence number (TOP-C's task ID).  A task is done
+ * the first time any of its instances reports; every other instance is then
+ * cancelled and any later report of it is a duplicate.
+ *
+ * Lost instances (worker down, deadline passed) count as failures: the task
+ * goes back to the front of the queue, or fails for good after max_attempts
+ * failures.  Workers hold a window of instances sized from their measured
+ * service time, so no-op tasks stream while long tasks go one at a time.
+ *
+ * The TOP-C rule finds slow workers: one whose oldest instance lags the
+ * newest completed sequence number by more than 3 x the tasks in flight is
+ * slow; still on the same instance slow_timeout later, it is reported hung.
+ * When the queue is empty, idle workers get duplicates of the oldest
+ * stragglers and the first result wins.
+ */
+#ifndef FT_SCHED_H
+#define FT_SCHED_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+enum task_state { TASK_QUEUED = 1, TASK_RUNNING, TASK_DONE, TASK_FAILED };
+
+struct sched_task {
+	char *spec;			/* JSON text; freed once the task ends */
+	uint32_t spec_len;
+	uint32_t batch;			/* the caller's batch number */
+	uint32_t index;			/* index in the batch */
+	float timeout;			/* seconds an instance may take */
+	uint8_t state;			/* enum task_state */
+	uint8_t ninst;			/* live instances */
+	uint16_t failures;		/* instances lost */
+	uint16_t attempts;		/* instances started */
+};
+
+/* One task to send to a worker. */
+struct sched_pick {
+	uint64_t tid;
+	uint32_t attempt;
+	const struct sched_task *task;
+	int duplicate;			/* a copy of a straggler */
+};
+
+struct sched_params {
+	int max_attempts;		/* failures before a task fails for good */
+	double slow_timeout;		/* seconds a slow worker may stay on one task */
+	double grace;			/* added to every instance deadline */
+	double window_target;		/* seconds of work to keep queued per worker */
+	int window_max;			/* most instances in flight per worker */
+	double dup_min;			/* a straggler must have run this long */
+};
+
+/* What the scheduler tells its owner.  Any of these may be NULL. */
+struct sched_ops {
+	void *ctx;
+	/* Instance (TID, ATTEMPT) on WORKER was lost for REASON; the task was
+	 * queued again. */
+	void (*reassigned)(void *ctx, uint64_t tid, uint32_t attempt, int worker,
+			   const char *reason);
+	/* Task TID failed for good. */
+	void (*failed)(void *ctx, uint64_t tid, const char *reason);
+	/* WORKER should drop instance (TID, ATTEMPT). */
+	void (*cancel)(void *ctx, int worker, uint64_t tid, uint32_t attempt);
+	/* WORKER became slow (TOP-C rule) on TID. */
+	void (*slow)(void *ctx, int worker, uint64_t tid);
+	/* WORKER stayed slow too long: the owner should declare it dead. */
+	void (*hung)(void *ctx, int worker, uint64_t tid, double seconds);
+};
+
+enum sched_verdict {
+	SCHED_ACCEPTED = 1,		/* first result of the task: record it */
+	SCHED_DUPLICATE,		/* the task already ended: drop it */
+	SCHED_UNKNOWN,			/* no such task: drop it and complain */
+};
+
+struct sched;
+
+void sched_params_default(struct sched_params *p);
+struct sched *sched_new(int nworkers, const struct sched_params *p,
+			const struct sched_ops *ops);
+void sched_free(struct sched *s);
+
+/* Queue a task; SPEC (malloc'd, LEN bytes) is taken over.  Returns its ID. */
+uint64_t sched_add(struct sched *s, uint32_t batch, uint32_t index,
+		   char *spec, uint32_t len, double timeout);
+const struct sched_task *sched_task(const struct sched *s, uint64_t tid);
+
+/* WORKER may now be given tasks. */
+void sched_worker_up(struct sched *s, int worker);
+/* WORKER is gone (REASON): its instances are lost. */
+void sched_worker_down(struct sched *s, int worker, const char *reason,
+		       double now);
+/* WORKER takes no new tasks but keeps what it has (draining). */
+void sched_worker_pause(struct sched *s, int worker);
+
+/* Fill OUT with up to MAX tasks to send to WORKER now.  Returns the count. */
+int sched_take(struct sched *s, int worker, double now,
+	       struct sched_pick *out, int max);
+/* WORKER reported instance (TID, ATTEMPT), which ran SECONDS. */
+enum sched_verdict sched_done(struct sched *s, int worker, uint64_t tid,
+			      uint32_t attempt, double seconds, double now);
+/* Fail every task that has not ended (no worker is left to run it). */
+void sched_fail_open(struct sched *s, const char *reason);
+/* Deadlines and the slow-worker rule. */
+void sched_tick(struct sched *s, double now);
+
+size_t sched_queued(const struct sched *s);	/* waiting in the queue */
+int sched_inflight(const struct sched *s, int worker);
+int sched_window(const struct sched *s, int worker);
+int sched_is_slow(const struct sched *s, int worker);
+uint64_t sched_ntasks(const struct sched *s);
+/* Tasks not yet done or failed. */
+uint64_t sched_open(const struct sched *s);
+/* The oldest instance WORKER holds (0 if none). */
+uint64_t sched_oldest(const struct sched *s, int worker);
+
+#endif

@@ -1,0 +1,493 @@
+/* Unit tests of common/config.c: real files, exact error lines. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "config.h"
+#include "util.h"
+
+/* A temp directory per test holding conf/ (the config files). */
+struct fixture {
+	char dir[64];
+	char conf[96];
+};
+
+static int
+setup(void **state)
+{
+	struct fixture *fx = ft_calloc(1, sizeof(*fx));
+
+	snprintf(fx->dir, sizeof(fx->dir), "/tmp/test_config.XXXXXX");
+	if (mkdtemp(fx->dir) == NULL)
+		return -1;
+	snprintf(fx->conf, sizeof(fx->conf), "%s/conf", fx->dir);
+	if (mkdir(fx->conf, 0755) == -1)
+		return -1;
+	*state = fx;
+	return 0;
+}
+
+static int
+teardown(void **state)
+{
+	struct fixture *fx = *state;
+	char *cmd = ft_asprintf("rm -rf '%s'", fx->dir);
+	int rc = system(cmd);
+
+	free(cmd);
+	free(fx);
+	return rc == 0 ? 0 : -1;
+}
+
+/* Write TEXT to a new file conf/cfg.XXXXXX.json; its path goes to PATH. */
+static void
+write_cfg(const struct fixture *fx, char *path, size_t n, const char *text)
+{
+	int fd;
+
+	snprintf(path, n, "%s/cfg.XXXXXX.json", fx->conf);
+	fd = mkstemps(path, 5);
+	assert_true(fd >= 0);
+	assert_int_equal(ft_write_all(fd, text, strlen(text)), 0);
+	close(fd);
+}
+
+static int
+cfg_is_empty(const struct ft_config *cfg)
+{
+	static const struct ft_config zero;
+
+	return memcmp(cfg, &zero, sizeof(zero)) == 0;
+}
+
+/* Loading TEXT fails with WANT, in which "%s" stands for the file name. */
+static void
+refused(void **state, const char *text, const char *want)
+{
+	char path[128], err[512], expect[512];
+	struct ft_config cfg;
+
+	write_cfg(*state, path, sizeof(path), text);
+	memset(&cfg, 0x5a, sizeof(cfg));
+	assert_int_equal(ft_config_load(path, &cfg, err, sizeof(err)), -1);
+	unlink(path);
+	snprintf(expect, sizeof(expect), want, path);
+	assert_string_equal(err, expect);
+	assert_true(cfg_is_empty(&cfg));
+}
+
+/* Load TEXT into CFG, which must succeed; the file is removed after. */
+static void
+accepted(void **state, const char *text, struct ft_config *cfg)
+{
+	char path[128], err[512];
+
+	write_cfg(*state, path, sizeof(path), text);
+	if (ft_config_load(path, cfg, err, sizeof(err)) != 0) {
+		unlink(path);
+		fail_msg("refused: %s", err);
+	}
+	unlink(path);
+	assert_string_equal(cfg->path, path);
+}
+
+#define NODES "\"nodes\": [{\"name\": \"n1\"}]"
+
+static void
+test_missing_key(void **state)
+{
+	refused(state,
+		"\n"
+		"  {\n"
+		"    " NODES "\n"
+		"  }\n",
+		"%s:2:3: missing required key \"state_dir\"");
+	refused(state, "{\"state_dir\": \"s\"}",
+		"%s:1:1: missing required key \"nodes\"");
+	refused(state,
+		"{\"state_dir\": \"s\",\n"
+		" \"nodes\": [{\"name\": \"a\"},\n"
+		"           {\"host\": \"h\"}]}",
+		"%s:3:12: nodes[1]: missing required key \"name\"");
+}
+
+static void
+test_wrong_type(void **state)
+{
+	refused(state,
+		"{\"state_dir\": \"s\", " NODES ",\n"
+		"  \"heartbeat_ms\": \"1000\"}",
+		"%s:2:3: heartbeat_ms: expected an integer, got a string");
+	refused(state, "{\"state_dir\": 5, " NODES "}",
+		"%s:1:2: state_dir: expected a string, got an integer");
+	refused(state, "{\"state_dir\": \"s\", \"nodes\": {}}",
+		"%s:1:20: nodes: expected an array, got an object");
+	refused(state, "{\"state_dir\": \"s\", \"nodes\": [\"n1\"]}",
+		"%s:1:30: nodes[0]: expected an object, got a string");
+	refused(state, "{\"state_dir\": \"s\", " NODES ", \"task_events\": 1}",
+		"%s:1:47: task_events: expected a boolean, got an integer");
+	refused(state,
+		"{\"state_dir\": \"s\", " NODES ",\n"
+		" \"mpirun_args\": [\"--oversubscribe\", 3]}",
+		"%s:2:37: mpirun_args[1]: expected a string, got an integer");
+	refused(state,
+		"{\"state_dir\": \"s\", \"nodes\": [{\"name\": \"a\",\n"
+		"  \"workers\": 1.5}]}",
+		"%s:2:3: nodes[0].workers: expected an integer, got a number");
+	refused(state, "[]", "%s:1:1: expected an object, got an array");
+}
+
+static void
+test_unknown_key(void **state)
+{
+	refused(state,
+		"{\"state_dir\": \"s\", " NODES ",\n"
+		"\n"
+		"    \"heartbeat\": 5}",
+		"%s:3:5: heartbeat: unknown key");
+	refused(state,
+		"{\n"
+		"  \"state_dir\": \"s\",\n"
+		"  \"nodes\": [\n"
+		"    {\"name\": \"a\"},\n"
+		"    {\"name\": \"b\", \"hots\": \"x\"}\n"
+		"  ]\n"
+		"}\n",
+		"%s:5:19: nodes[1].hots: unknown key");
+}
+
+static void
+test_bad_json(void **state)
+{
+	refused(state,
+		"{\"state_dir\": \"s\",\n"
+		"  \"nodes\": [{\"name\": \"a\"}\n"
+		"}\n",
+		"%s:3:1: invalid JSON: ']' expected near '}'");
+	refused(state, "{\"state_dir\": \"s\", \"state_dir\": \"t\"}",
+		"%s:1:30: invalid JSON: duplicate object key near "
+		"'\"state_dir\"'");
+	refused(state, "", "%s:1:1: invalid JSON: unexpected token near "
+		"end of file");
+}
+
+/* As root, chmod 000 does not stop reading a file, so unreadability is
+ * tested with a directory and a missing file; as another user the chmod'ed
+ * file is tried too. */
+static void
+test_unreadable(void **state)
+{
+	struct fixture *fx = *state;
+	struct ft_config cfg;
+	char path[128], err[512], expect[512];
+
+	assert_int_equal(ft_config_load(fx->conf, &cfg, err, sizeof(err)), -1);
+	snprintf(expect, sizeof(expect), "%s: cannot read: Is a directory",
+		 fx->conf);
+	assert_string_equal(err, expect);
+	assert_true(cfg_is_empty(&cfg));
+
+	snprintf(path, sizeof(path), "%s/missing.json", fx->conf);
+	assert_int_equal(ft_config_load(path, &cfg, err, sizeof(err)), -1);
+	snprintf(expect, sizeof(expect),
+		 "%s: cannot read: No such file or directory", path);
+	assert_string_equal(err, expect);
+
+	if (geteuid() == 0)
+		return;
+	write_cfg(fx, path, sizeof(path), "{}");
+	assert_int_equal(chmod(path, 0), 0);
+	assert_int_equal(ft_config_load(path, &cfg, err, sizeof(err)), -1);
+	unlink(path);
+	snprintf(expect, sizeof(expect), "%s: cannot read: Permission denied",
+		 path);
+	assert_string_equal(err, expect);
+}
+
+static void
+test_out_of_range(void **state)
+{
+	refused(state,
+		"{\"state_dir\": \"s\", \"nodes\": [{\"name\": \"a\"},\n"
+		"  {\"name\": \"b\", \"workers\": 0}]}",
+		"%s:2:17: nodes[1].workers: must be between 1 and 256");
+	refused(state,
+		"{\"state_dir\": \"s\", \"nodes\": [{\"name\": \"a\", "
+		"\"workers\": 257}]}",
+		"%s:1:44: nodes[0].workers: must be between 1 and 256");
+	refused(state, "{\"state_dir\": \"s\", " NODES ", \"heartbeat_ms\": 9}",
+		"%s:1:47: heartbeat_ms: must be between 10 and 600000");
+	refused(state, "{\"state_dir\": \"s\", " NODES ", "
+		"\"heartbeat_timeout_ms\": 3600001}",
+		"%s:1:47: heartbeat_timeout_ms: must be between 10 and 3600000");
+	refused(state, "{\"state_dir\": \"s\", " NODES ", \"max_attempts\": 101}",
+		"%s:1:47: max_attempts: must be between 1 and 100");
+	refused(state, "{\"state_dir\": \"s\", " NODES ", \"respawn_limit\": -1}",
+		"%s:1:47: respawn_limit: must be between 0 and 1000");
+	refused(state, "{\"state_dir\": \"s\", " NODES ", \"output_cap\": 131073}",
+		"%s:1:47: output_cap: must be between 0 and 131072");
+	refused(state, "{\"state_dir\": \"s\", " NODES ", \"task_timeout_s\": 0}",
+		"%s:1:47: task_timeout_s: must be greater than 0 and at most "
+		"10000000");
+	refused(state, "{\"state_dir\": \"s\", " NODES ", \"slow_timeout_s\": -0.5}",
+		"%s:1:47: slow_timeout_s: must be greater than 0 and at most "
+		"10000000");
+	refused(state, "{\"state_dir\": \"s\", " NODES ", "
+		"\"start_timeout_s\": 3600.5}",
+		"%s:1:47: start_timeout_s: must be greater than 0 and at most "
+		"3600");
+}
+
+static void
+test_bad_values(void **state)
+{
+	refused(state, "{\"state_dir\": \"s\", \"nodes\": []}",
+		"%s:1:20: nodes: must not be empty");
+	refused(state, "{\"state_dir\": \"\", " NODES "}",
+		"%s:1:2: state_dir: must not be empty");
+	refused(state, "{\"name\": \"\", \"state_dir\": \"s\", " NODES "}",
+		"%s:1:2: name: must not be empty");
+	refused(state, "{\"state_dir\": \"s\", \"nodes\": [{\"name\": \"a b\"}]}",
+		"%s:1:31: nodes[0].name: must contain only letters, digits, "
+		"\"_\", \".\" and \"-\"");
+	refused(state, "{\"state_dir\": \"s\", \"nodes\": [{\"name\": \"..\"}]}",
+		"%s:1:31: nodes[0].name: must not be \".\" or \"..\"");
+	refused(state, "{\"state_dir\": \"s\", \"nodes\": [{\"name\": \"\"}]}",
+		"%s:1:31: nodes[0].name: must not be empty");
+	refused(state,
+		"{\"state_dir\": \"s\", \"nodes\": [{\"name\": \"a\", "
+		"\"host\": \"\"}]}",
+		"%s:1:44: nodes[0].host: must not be empty");
+	refused(state, "{\"state_dir\": \"s\", " NODES ", \"log_level\": \"loud\"}",
+		"%s:1:47: log_level: must be \"debug\", \"info\" or \"warn\"");
+}
+
+static void
+test_bad_launch(void **state)
+{
+	refused(state,
+		"{\"state_dir\": \"s\", " NODES ",\n"
+		"  \"launch\": \"Dynamic\"}",
+		"%s:2:3: launch: must be \"dynamic\" or \"static\"");
+}
+
+static void
+test_duplicate_node(void **state)
+{
+	refused(state,
+		"{\"state_dir\": \"s\", \"nodes\": [\n"
+		"  {\"name\": \"a\"},\n"
+		"  {\"name\": \"b\"},\n"
+		"  {\"name\": \"a\", \"workers\": 2}\n"
+		"]}",
+		"%s:4:4: nodes[2].name: duplicate node name \"a\" (also nodes[0])");
+}
+
+/* A relative state_dir is taken against the config file's directory, even
+ * when the file itself is named by a relative path; ".." and "." are
+ * resolved and no trailing slash is left. */
+static void
+test_relative_state_dir(void **state)
+{
+	struct fixture *fx = *state;
+	struct ft_config cfg;
+	char path[128], err[512], cwd[4096], *want;
+
+	accepted(state, "{\"state_dir\": \"../state/./x/\", " NODES "}", &cfg);
+	want = ft_asprintf("%s/state/x", fx->dir);
+	assert_string_equal(cfg.state_dir, want);
+	ft_config_free(&cfg);
+
+	accepted(state, "{\"state_dir\": \"here\", " NODES "}", &cfg);
+	free(want);
+	want = ft_asprintf("%s/here", fx->conf);
+	assert_string_equal(cfg.state_dir, want);
+	ft_config_free(&cfg);
+
+	accepted(state, "{\"state_dir\": \"/var//lib/../tmp/ft/\", " NODES "}",
+		 &cfg);
+	assert_string_equal(cfg.state_dir, "/var/tmp/ft");
+	ft_config_free(&cfg);
+
+	/* a config named relative to the working directory */
+	write_cfg(fx, path, sizeof(path), "{\"state_dir\": \"../st\", " NODES "}");
+	assert_non_null(getcwd(cwd, sizeof(cwd)));
+	assert_int_equal(chdir(fx->dir), 0);
+	assert_int_equal(ft_config_load(path + strlen(fx->dir) + 1, &cfg, err,
+					sizeof(err)), 0);
+	assert_int_equal(chdir(cwd), 0);
+	unlink(path);
+	free(want);
+	want = ft_asprintf("%s/st", fx->dir);
+	assert_string_equal(cfg.state_dir, want);
+	ft_config_free(&cfg);
+	free(want);
+}
+
+static void
+test_defaults(void **state)
+{
+	struct ft_config cfg;
+	char *base;
+	size_t n;
+
+	accepted(state, "{\"state_dir\": \"/s\", " NODES "}", &cfg);
+	/* the name defaults to the file's base name less ".json" */
+	base = strrchr(cfg.path, '/') + 1;
+	n = strlen(base) - 5;
+	assert_int_equal(strlen(cfg.name), n);
+	assert_memory_equal(cfg.name, base, n);
+	assert_string_equal(cfg.state_dir, "/s");
+	assert_int_equal(cfg.launch, FT_LAUNCH_DYNAMIC);
+	assert_int_equal(cfg.nnodes, 1);
+	assert_string_equal(cfg.nodes[0].name, "n1");
+	assert_string_equal(cfg.nodes[0].host, "localhost");
+	assert_int_equal(cfg.nodes[0].workers, 1);
+	assert_int_equal(cfg.nworkers, 1);
+	assert_true(cfg.heartbeat == 1.0);
+	assert_true(cfg.heartbeat_timeout == 1.0);
+	assert_true(cfg.task_timeout == 3600);
+	assert_true(cfg.slow_timeout == 60);
+	assert_true(cfg.start_timeout == 60);
+	assert_int_equal(cfg.max_attempts, 3);
+	assert_int_equal(cfg.respawn_limit, 1);
+	assert_int_equal(cfg.output_cap, 65536);
+	assert_int_equal(cfg.task_events, 1);
+	assert_int_equal(cfg.nmpirun_args, 0);
+	assert_non_null(cfg.mpirun_args);
+	assert_null(cfg.mpirun_args[0]);
+	assert_string_equal(cfg.log_level, "info");
+	ft_config_free(&cfg);
+	assert_true(cfg_is_empty(&cfg));
+	/* freeing twice is harmless */
+	ft_config_free(&cfg);
+
+	accepted(state, "{\"state_dir\": \"/s\", " NODES ", "
+		 "\"heartbeat_ms\": 250}", &cfg);
+	assert_true(cfg.heartbeat == 0.25);
+	assert_true(cfg.heartbeat_timeout == 0.25);
+	ft_config_free(&cfg);
+}
+
+static void
+test_full(void **state)
+{
+	struct ft_config cfg;
+
+	accepted(state,
+		 "{\n"
+		 "  \"name\": \"lab\",\n"
+		 "  \"state_dir\": \"/srv/ft/lab\",\n"
+		 "  \"launch\": \"static\",\n"
+		 "  \"nodes\": [\n"
+		 "    {\"name\": \"n-1\", \"host\": \"10.0.0.1\", \"workers\": 4},\n"
+		 "    {\"name\": \"n_2.b\", \"workers\": 256},\n"
+		 "    {\"name\": \"N3\", \"host\": \"h3\"}\n"
+		 "  ],\n"
+		 "  \"heartbeat_ms\": 10,\n"
+		 "  \"heartbeat_timeout_ms\": 3600000,\n"
+		 "  \"task_timeout_s\": 0.5,\n"
+		 "  \"slow_timeout_s\": 10000000,\n"
+		 "  \"start_timeout_s\": 3600,\n"
+		 "  \"max_attempts\": 100,\n"
+		 "  \"respawn_limit\": 0,\n"
+		 "  \"output_cap\": 0,\n"
+		 "  \"task_events\": false,\n"
+		 "  \"mpirun_args\": [\"--mca\", \"btl\", \"self,vader\"],\n"
+		 "  \"log_level\": \"debug\"\n"
+		 "}\n",
+		 &cfg);
+	assert_string_equal(cfg.name, "lab");
+	assert_string_equal(cfg.state_dir, "/srv/ft/lab");
+	assert_int_equal(cfg.launch, FT_LAUNCH_STATIC);
+	assert_int_equal(cfg.nnodes, 3);
+	assert_string_equal(cfg.nodes[0].name, "n-1");
+	assert_string_equal(cfg.nodes[0].host, "10.0.0.1");
+	assert_int_equal(cfg.nodes[0].workers, 4);
+	assert_string_equal(cfg.nodes[1].name, "n_2.b");
+	assert_string_equal(cfg.nodes[1].host, "localhost");
+	assert_int_equal(cfg.nodes[1].workers, 256);
+	assert_string_equal(cfg.nodes[2].host, "h3");
+	assert_int_equal(cfg.nodes[2].workers, 1);
+	assert_int_equal(cfg.nworkers, 261);
+	assert_true(cfg.heartbeat == 0.01);
+	assert_true(cfg.heartbeat_timeout == 3600);
+	assert_true(cfg.task_timeout == 0.5);
+	assert_true(cfg.slow_timeout == 1e7);
+	assert_true(cfg.start_timeout == 3600);
+	assert_int_equal(cfg.max_attempts, 100);
+	assert_int_equal(cfg.respawn_limit, 0);
+	assert_int_equal(cfg.output_cap, 0);
+	assert_int_equal(cfg.task_events, 0);
+	assert_int_equal(cfg.nmpirun_args, 3);
+	assert_string_equal(cfg.mpirun_args[0], "--mca");
+	assert_string_equal(cfg.mpirun_args[2], "self,vader");
+	assert_null(cfg.mpirun_args[3]);
+	assert_string_equal(cfg.log_level, "debug");
+	assert_ptr_equal(ft_config_node(&cfg, "N3"), &cfg.nodes[2]);
+	assert_null(ft_config_node(&cfg, "n3"));
+	ft_config_free(&cfg);
+}
+
+/* The shipped configs load (when the tests run from the source tree). */
+static void
+test_shipped_configs(void **state)
+{
+	static const char *const files[] = { "config/local.json",
+					     "config/static.json" };
+	struct ft_config cfg;
+	char err[512], *want;
+	size_t i;
+
+	(void)state;
+	if (access(files[0], R_OK) != 0)
+		skip();
+	for (i = 0; i < FT_ARRAY_LEN(files); i++) {
+		char *top = realpath(".", NULL);
+
+		if (ft_config_load(files[i], &cfg, err, sizeof(err)) != 0)
+			fail_msg("%s", err);
+		assert_int_equal(cfg.nnodes, 3);
+		assert_int_equal(cfg.nworkers, 3);
+		assert_non_null(ft_config_node(&cfg, "node2"));
+		assert_int_equal(cfg.launch, i == 0 ? FT_LAUNCH_DYNAMIC :
+						      FT_LAUNCH_STATIC);
+		want = ft_asprintf("%s/state/%s", top, cfg.name);
+		assert_string_equal(cfg.state_dir, want);
+		free(want);
+		free(top);
+		ft_config_free(&cfg);
+	}
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+#define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
+		T(test_missing_key),
+		T(test_wrong_type),
+		T(test_unknown_key),
+		T(test_bad_json),
+		T(test_unreadable),
+		T(test_out_of_range),
+		T(test_bad_values),
+		T(test_bad_launch),
+		T(test_duplicate_node),
+		T(test_relative_state_dir),
+		T(test_defaults),
+		T(test_full),
+		cmocka_unit_test(test_shipped_configs),
+#undef T
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,311 @@
+/* agent: the worker's thread that owns MPI. */
+#include "agent.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "proto.h"
+#include "runner.h"
+#include "wire.h"
+
+#define HELLO_TIMEOUT 60.0	/* seconds to wait for the master's welcome */
+#define SPIN_ITERS 2000		/* polls before the first nap */
+#define NAP_MIN 0.00005
+#define NAP_MAX 0.002
+#define BYE_TIMEOUT 5.0
+
+/* A send in flight: its buffer lives until MPI is done with it. */
+struct out {
+	MPI_Request req;
+	char *buf;
+	double deadline;
+	struct out *next;
+};
+
+struct agent {
+	MPI_Comm comm;
+	int rank;
+	int slot;
+	struct runner *runner;
+	MPI_Request recv;
+	char *rbuf;
+	struct out *outs;
+	double last_heard;
+	double master_timeout;
+	int welcomed;
+	int stop;
+};
+
+static void
+die(struct agent *a, const char *why)
+{
+	fprintf(stderr, "ftfarm-worker %d (pid %d): %s; exiting\n", a->slot,
+		(int)getpid(), why);
+	_exit(1);	/* MPI_Finalize could wait forever for a dead master */
+}
+
+static void
+send_buf(struct agent *a, int tag, struct ft_buf *b)
+{
+	struct out *o = ft_calloc(1, sizeof(*o));
+
+	o->buf = b->data;
+	o->deadline = ft_now() + a->master_timeout;
+	b->data = NULL;
+	if (MPI_Isend(o->buf, (int)b->len, MPI_BYTE, a->rank, tag, a->comm,
+		      &o->req) != MPI_SUCCESS)
+		die(a, "MPI_Isend failed");
+	b->len = b->cap = 0;
+	o->next = a->outs;
+	a->outs = o;
+}
+
+/* Complete finished sends; a send stuck past its deadline means the master
+ * is gone.  Returns 1 if any completed. */
+static int
+test_sends(struct agent *a, double now)
+{
+	struct out **p = &a->outs;
+	int any = 0;
+
+	while (*p) {
+		struct out *o = *p;
+		int done = 0;
+
+		MPI_Test(&o->req, &done, MPI_STATUS_IGNORE);
+		if (!done) {
+			if (now > o->deadline)
+				die(a, "a send to the master did not complete");
+			p = &o->next;
+			continue;
+		}
+		*p = o->next;
+		free(o->buf);
+		free(o);
+		any = 1;
+	}
+	return any;
+}
+
+static void
+send_hello(struct agent *a, const struct ft_plugins *pl)
+{
+	char host[64] = "";
+	char *names = ft_plugins_names(pl);
+	struct proto_hello h = {
+		.version = FT_PROTO_VERSION,
+		.slot = (uint32_t)a->slot,
+		.pid = (uint32_t)getpid(),
+		.host = host,
+		.plugins = names,
+	};
+	struct ft_buf b = { 0 };
+
+	gethostname(host, sizeof(host) - 1);
+	h.host_len = strlen(host);
+	h.plugins_len = strlen(names);
+	proto_put_hello(&b, &h);
+	send_buf(a, FT_MSG_HELLO, &b);
+	free(names);
+}
+
+static void
+on_assign(struct agent *a, const void *p, size_t n)
+{
+	struct runner_task *head = NULL, **tail = &head;
+	struct proto_iter it;
+	struct proto_task pt;
+	int rc;
+
+	if (proto_iter_init(&it, p, n) == -1)
+		die(a, "malformed assign message");
+	while ((rc = proto_next_task(&it, &pt)) == 1) {
+		struct runner_task *t = ft_calloc(1, sizeof(*t));
+
+		t->tid = pt.tid;
+		t->attempt = pt.attempt;
+		t->spec = ft_malloc(pt.spec_len + 1);
+		memcpy(t->spec, pt.spec, pt.spec_len);
+		t->spec[pt.spec_len] = '\0';
+		t->spec_len = pt.spec_len;
+		*tail = t;
+		tail = &t->next;
+	}
+	if (rc == -1)
+		die(a, "malformed assign message");
+	runner_push(a->runner, head);
+}
+
+static void
+on_ping(struct agent *a, const void *p, size_t n)
+{
+	struct wire_r r;
+	struct proto_pong pong;
+	struct ft_buf b = { 0 };
+
+	wire_reader(&r, p, n);
+	pong.seq = wire_get_u64(&r);
+	if (wire_end(&r) == -1)
+		die(a, "malformed ping");
+	pong.running = runner_running(a->runner, &pong.queued);
+	proto_put_pong(&b, &pong);
+	send_buf(a, FT_MSG_PONG, &b);
+}
+
+static void
+on_cancel(struct agent *a, const void *p, size_t n)
+{
+	struct wire_r r;
+	uint64_t tid;
+	uint32_t attempt;
+
+	wire_reader(&r, p, n);
+	tid = wire_get_u64(&r);
+	attempt = wire_get_u32(&r);
+	if (wire_end(&r) == -1)
+		die(a, "malformed cancel");
+	runner_cancel(a->runner, tid, attempt);
+}
+
+static void
+on_welcome(struct agent *a, const void *p, size_t n)
+{
+	struct proto_welcome w;
+
+	if (proto_get_welcome(p, n, &w) == -1)
+		die(a, "malformed welcome");
+	runner_set_output_cap(a->runner, w.output_cap);
+	a->master_timeout = w.master_timeout;
+	a->welcomed = 1;
+}
+
+static void
+handle(struct agent *a, int tag, const void *p, size_t n)
+{
+	if (!a->welcomed && tag != FT_MSG_WELCOME)
+		die(a, "the master spoke before its welcome");
+	switch (tag) {
+	case FT_MSG_WELCOME: on_welcome(a, p, n); break;
+	case FT_MSG_ASSIGN: on_assign(a, p, n); break;
+	case FT_MSG_PING: on_ping(a, p, n); break;
+	case FT_MSG_CANCEL: on_cancel(a, p, n); break;
+	case FT_MSG_STOP: a->stop = 1; break;
+	default: die(a, "unexpected message from the master");
+	}
+}
+
+/* Receive what has arrived.  Returns 1 if a message was handled. */
+static int
+poll_recv(struct agent *a, double now)
+{
+	MPI_Status st;
+	int done = 0, count = 0;
+
+	if (MPI_Test(&a->recv, &done, &st) != MPI_SUCCESS)
+		die(a, "receive failed");
+	if (!done)
+		return 0;
+	MPI_Get_count(&st, MPI_BYTE, &count);
+	a->last_heard = now;
+	handle(a, st.MPI_TAG, a->rbuf, (size_t)count);
+	if (MPI_Irecv(a->rbuf, FT_MSG_MAX, MPI_BYTE, a->rank, MPI_ANY_TAG,
+		      a->comm, &a->recv) != MPI_SUCCESS)
+		die(a, "cannot post a receive");
+	return 1;
+}
+
+/* Send finished results in messages of at most FT_MSG_MAX bytes.
+ * Returns 1 if any were sent. */
+static int
+flush_results(struct agent *a)
+{
+	struct runner_result *list = runner_take(a->runner), *r;
+	struct ft_buf b = { 0 };
+	uint32_t count = 0;
+
+	if (list == NULL)
+		return 0;
+	proto_begin_list(&b);
+	for (r = list; r; r = r->next) {
+		struct proto_result pr = {
+			.tid = r->tid, .attempt = r->attempt,
+			.ok = (uint8_t)r->res.ok, .exit_code = r->res.exit_code,
+			.seconds = r->seconds, .reason = r->res.reason,
+			.reason_len = strlen(r->res.reason),
+			.out = r->res.out, .out_len = r->res.out_len,
+			.err = r->res.err, .err_len = r->res.err_len,
+		};
+
+		if (count > 0 && b.len + proto_result_size(&pr) > FT_MSG_MAX) {
+			proto_set_count(&b, count);
+			send_buf(a, FT_MSG_RESULT, &b);
+			proto_begin_list(&b);
+			count = 0;
+		}
+		proto_put_result(&b, &pr);
+		count++;
+	}
+	proto_set_count(&b, count);
+	send_buf(a, FT_MSG_RESULT, &b);
+	runner_result_free(list);
+	return 1;
+}
+
+/* Say bye and wait (bounded) until the master has it. */
+static void
+say_bye(struct agent *a)
+{
+	struct ft_buf b = { 0 };
+	double until = ft_now() + BYE_TIMEOUT;
+
+	wire_put_u32(&b, 0);
+	send_buf(a, FT_MSG_BYE, &b);
+	while (a->outs && ft_now() < until) {
+		test_sends(a, ft_now());
+		ft_sleep(0.0005);
+	}
+	MPI_Cancel(&a->recv);
+	MPI_Request_free(&a->recv);
+}
+
+int
+agent_run(MPI_Comm comm, int rank, int slot, const struct ft_plugins *pl)
+{
+	struct agent a = { .comm = comm, .rank = rank, .slot = slot };
+	double nap = NAP_MIN, now;
+	int spins = 0;
+
+	a.runner = runner_start(pl);
+	if (a.runner == NULL)
+		die(&a, "cannot start the runner thread");
+	a.rbuf = ft_malloc(FT_MSG_MAX);
+	a.master_timeout = HELLO_TIMEOUT;
+	a.last_heard = ft_now();
+	MPI_Irecv(a.rbuf, FT_MSG_MAX, MPI_BYTE, rank, MPI_ANY_TAG, comm, &a.recv);
+	send_hello(&a, pl);
+	while (!a.stop) {
+		int busy;
+
+		now = ft_now();
+		busy = poll_recv(&a, now) | flush_results(&a) |
+		       test_sends(&a, now);
+		if (now - a.last_heard > a.master_timeout)
+			die(&a, a.welcomed ? "the master went silent"
+					   : "no welcome from the master");
+		if (busy) {
+			spins = 0;
+			nap = NAP_MIN;
+		} else if (++spins > SPIN_ITERS) {
+			/* Results wake us at once; messages at the next nap. */
+			runner_wait(a.runner, nap);
+			nap = fmin(nap * 2, NAP_MAX);
+		}
+	}
+	runner_stop(a.runner);
+	say_bye(&a);
+	free(a.rbuf);
+	return 0;
+}

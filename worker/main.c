@@ -1,0 +1,57 @@
+/*
+ * ftfarm-worker: runs tasks for the master.
+ *
+ * Spawned by the master (dynamic launch: `ftfarm-worker --slot N`, the
+ * master at the other end of the parent intercommunicator) or started as
+ * rank N+1 of a static world whose rank 0 is the master.
+ */
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "agent.h"
+#include "plugins.h"
+#include "util.h"
+
+int
+main(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "slot", required_argument, NULL, 's' },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct ft_plugins pl;
+	MPI_Comm parent, comm;
+	char err[512], *dir;
+	int c, provided, slot = -1, rank, rc;
+
+	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+		if (c == 's')
+			slot = atoi(optarg);
+		else
+			return 2;
+	}
+	MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided);
+	MPI_Comm_get_parent(&parent);
+	if (parent != MPI_COMM_NULL) {
+		comm = parent;
+		rank = 0;
+	} else {
+		comm = MPI_COMM_WORLD;
+		rank = 0;
+		MPI_Comm_rank(MPI_COMM_WORLD, &c);
+		slot = c - 1;
+	}
+	MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN);
+	dir = ft_plugins_default_dir();
+	if (slot < 0 || ft_plugins_load(&pl, dir, err, sizeof(err)) == -1) {
+		fprintf(stderr, "ftfarm-worker: %s\n",
+			slot < 0 ? "no --slot given" : err);
+		MPI_Abort(MPI_COMM_WORLD, 2);
+	}
+	free(dir);
+	rc = agent_run(comm, rank, slot, &pl);
+	MPI_Finalize();
+	ft_plugins_free(&pl);
+	return rc;
+}

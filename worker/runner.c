@@ -1,0 +1,279 @@
+/* runner: the thread that runs a worker's tasks. */
+#include "runner.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "util.h"
+
+struct runner {
+	const struct ft_plugins *pl;
+	pthread_t thread;
+	pthread_mutex_t mu;
+	pthread_cond_t work;		/* tasks arrived, or stop */
+	pthread_cond_t done;		/* results ready */
+	struct runner_task *head, *tail;
+	uint32_t queued;
+	struct runner_task *running;
+	struct runner_result *rhead, *rtail;
+	size_t output_cap;
+	int stop;
+};
+
+void
+runner_task_free(struct runner_task *t)
+{
+	if (t == NULL)
+		return;
+	free(t->spec);
+	free(t);
+}
+
+void
+runner_result_free(struct runner_result *res)
+{
+	while (res) {
+		struct runner_result *next = res->next;
+
+		free(res->res.out);
+		free(res->res.err);
+		free(res);
+		res = next;
+	}
+}
+
+/* Run T through its plugin and describe the outcome in RES. */
+static void
+run_one(struct runner *r, struct runner_task *t, struct runner_result *res)
+{
+	json_error_t jerr;
+	json_t *spec = json_loadb(t->spec, t->spec_len, 0, &jerr);
+	const struct ft_plugin *p = NULL;
+	struct ft_task task;
+	double t0 = ft_now();
+
+	if (spec)
+		p = ft_plugins_find(r->pl, jget_str(spec, "type", ""));
+	if (p == NULL) {
+		snprintf(res->res.reason, sizeof(res->res.reason),
+			 spec ? "no plugin for this task type on the worker"
+			      : "malformed task");
+		res->res.exit_code = -1;
+		goto out;
+	}
+	task.id = t->tid;
+	task.attempt = t->attempt;
+	task.spec = spec;
+	task.cancel = &t->cancel;
+	task.output_cap = r->output_cap;
+	if (p->run(&task, &res->res) == -1)
+		res->res.ok = 0;
+out:
+	res->seconds = ft_now() - t0;
+	json_decref(spec);
+}
+
+static void *
+runner_main(void *arg)
+{
+	struct runner *r = arg;
+
+	pthread_mutex_lock(&r->mu);
+	for (;;) {
+		struct runner_task *t;
+		struct runner_result *res;
+
+		while (!r->stop && r->head == NULL)
+			pthread_cond_wait(&r->work, &r->mu);
+		if (r->stop)
+			break;
+		t = r->head;
+		r->head = t->next;
+		if (r->head == NULL)
+			r->tail = NULL;
+		r->queued--;
+		r->running = t;
+		pthread_mutex_unlock(&r->mu);
+
+		res = ft_calloc(1, sizeof(*res));
+		res->tid = t->tid;
+		res->attempt = t->attempt;
+		run_one(r, t, res);
+
+		pthread_mutex_lock(&r->mu);
+		r->running = NULL;
+		if (t->cancel) {
+			runner_result_free(res);	/* the master moved on */
+		} else {
+			if (r->rtail)
+				r->rtail->next = res;
+			else
+				r->rhead = res;
+			r->rtail = res;
+			pthread_cond_signal(&r->done);
+		}
+		runner_task_free(t);
+	}
+	pthread_mutex_unlock(&r->mu);
+	return NULL;
+}
+
+struct runner *
+runner_start(const struct ft_plugins *pl)
+{
+	struct runner *r = ft_calloc(1, sizeof(*r));
+	pthread_condattr_t ca;
+
+	r->pl = pl;
+	r->output_cap = 65536;
+	pthread_mutex_init(&r->mu, NULL);
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&r->work, NULL);
+	pthread_cond_init(&r->done, &ca);
+	pthread_condattr_destroy(&ca);
+	if (pthread_create(&r->thread, NULL, runner_main, r) != 0) {
+		free(r);
+		return NULL;
+	}
+	return r;
+}
+
+void
+runner_set_output_cap(struct runner *r, size_t cap)
+{
+	pthread_mutex_lock(&r->mu);
+	r->output_cap = cap;
+	pthread_mutex_unlock(&r->mu);
+}
+
+void
+runner_push(struct runner *r, struct runner_task *list)
+{
+	struct runner_task *last = list;
+	uint32_t n = 1;
+
+	if (list == NULL)
+		return;
+	while (last->next) {
+		last = last->next;
+		n++;
+	}
+	pthread_mutex_lock(&r->mu);
+	if (r->tail)
+		r->tail->next = list;
+	else
+		r->head = list;
+	r->tail = last;
+	r->queued += n;
+	pthread_cond_signal(&r->work);
+	pthread_mutex_unlock(&r->mu);
+}
+
+struct runner_result *
+runner_take(struct runner *r)
+{
+	struct runner_result *res;
+
+	pthread_mutex_lock(&r->mu);
+	res = r->rhead;
+	r->rhead = r->rtail = NULL;
+	pthread_mutex_unlock(&r->mu);
+	return res;
+}
+
+int
+runner_wait(struct runner *r, double timeout)
+{
+	struct timespec ts;
+	double until;
+	int ready;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	until = (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9 + timeout;
+	ts.tv_sec = (time_t)until;
+	ts.tv_nsec = (long)((until - (double)ts.tv_sec) * 1e9);
+	pthread_mutex_lock(&r->mu);
+	if (r->rhead == NULL)
+		pthread_cond_timedwait(&r->done, &r->mu, &ts);
+	ready = r->rhead != NULL;
+	pthread_mutex_unlock(&r->mu);
+	return ready;
+}
+
+void
+runner_cancel(struct runner *r, uint64_t tid, uint32_t attempt)
+{
+	struct runner_task **p, *drop = NULL;
+
+	pthread_mutex_lock(&r->mu);
+	if (r->running && r->running->tid == tid &&
+	    r->running->attempt == attempt)
+		r->running->cancel = 1;
+	for (p = &r->head; *p; p = &(*p)->next) {
+		if ((*p)->tid != tid || (*p)->attempt != attempt)
+			continue;
+		drop = *p;
+		*p = drop->next;
+		if (r->tail == drop) {
+			struct runner_task *t = r->head;
+
+			while (t && t->next)
+				t = t->next;
+			r->tail = t;
+		}
+		r->queued--;
+		break;
+	}
+	pthread_mutex_unlock(&r->mu);
+	runner_task_free(drop);
+}
+
+void
+runner_stop(struct runner *r)
+{
+	struct runner_task *t;
+
+	pthread_mutex_lock(&r->mu);
+	r->stop = 1;
+	if (r->running)
+		r->running->cancel = 1;
+	pthread_cond_signal(&r->work);
+	pthread_mutex_unlock(&r->mu);
+	pthread_join(r->thread, NULL);
+	while ((t = r->head) != NULL) {
+		r->head = t->next;
+		runner_task_free(t);
+	}
+	runner_result_free(r->rhead);
+	pthread_mutex_destroy(&r->mu);
+	pthread_cond_destroy(&r->work);
+	pthread_cond_destroy(&r->done);
+	free(r);
+}
+
+uint64_t
+runner_running(struct runner *r, uint32_t *queued)
+{
+	uint64_t tid;
+
+	pthread_mutex_lock(&r->mu);
+	tid = r->running ? r->running->tid : 0;
+	*queued = r->queued;
+	pthread_mutex_unlock(&r->mu);
+	return tid;
+}
+
+int
+runner_busy(struct runner *r)
+{
+	int busy;
+
+	pthread_mutex_lock(&r->mu);
+	busy = r->running != NULL || r->head != NULL;
+	pthread_mutex_unlock(&r->mu);
+	return busy;
+}

@@ -1,0 +1,56 @@
+/*
+ * runner: the thread that runs a worker's tasks.
+ *
+ * The agent thread owns MPI and stays responsive; it pushes tasks to the
+ * runner and takes finished results back.  Tasks run one at a time in
+ * arrival order through their plugin's run().
+ */
+#ifndef FT_RUNNER_H
+#define FT_RUNNER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "plugins.h"
+
+struct runner_task {
+	uint64_t tid;
+	uint32_t attempt;
+	char *spec;			/* JSON text, NUL-terminated */
+	size_t spec_len;
+	volatile int cancel;
+	struct runner_task *next;
+};
+
+struct runner_result {
+	uint64_t tid;
+	uint32_t attempt;
+	double seconds;
+	struct ft_result res;
+	struct runner_result *next;
+};
+
+struct runner;
+
+/* Start the runner thread.  NULL on failure. */
+struct runner *runner_start(const struct ft_plugins *pl);
+void runner_set_output_cap(struct runner *r, size_t cap);
+/* Append a list of tasks (taken over). */
+void runner_push(struct runner *r, struct runner_task *list);
+/* Take every finished result, oldest first (NULL if none). */
+struct runner_result *runner_take(struct runner *r);
+/* Wait up to TIMEOUT seconds for a result to be ready.  1 if one is. */
+int runner_wait(struct runner *r, double timeout);
+/* Drop a queued instance, or ask the running one to stop. */
+void runner_cancel(struct runner *r, uint64_t tid, uint32_t attempt);
+/* Cancel everything, stop the thread, free the runner and leftovers. */
+void runner_stop(struct runner *r);
+/* The running task's id (0 if none) and the number queued. */
+uint64_t runner_running(struct runner *r, uint32_t *queued);
+/* Tasks queued or running. */
+int runner_busy(struct runner *r);
+
+void runner_result_free(struct runner_result *res);
+void runner_task_free(struct runner_task *t);
+
+#endif

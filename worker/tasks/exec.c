@@ -1,0 +1,834 @@
+/*
+ * exec: the task type that runs a command.
+ *
+ *   {"type": "exec", "argv": ["sh", "-c", "..."], "env": {"K": "V"},
+ *    "cwd": "/dir", "timeout": 10, "stdin": "data"}
+ *
+ * The command is looked up in PATH as execvp does (the PATH of its own
+ * environment, so "env" may change it).  It runs in a process group of its
+ * own, with the worker's environment plus "env", default signal
+ * dispositions, an empty signal mask and no descriptors but 0, 1 and 2.
+ * Standard input is "stdin" or /dev/null.  Each output is kept up to the
+ * task's output_cap bytes; the rest is read and dropped so that the command
+ * never blocks on a full pipe.
+ *
+ * The task ends when the command's own process ends, at the timeout, or on
+ * cancel.  Whatever is left of its process group is then killed, so nothing
+ * the task started outlives it (a process that left the group, with setsid
+ * for instance, is not followed).  The exit status is always collected, and
+ * so is that of every group member that is our child (orphans become our
+ * children when the worker is a child subreaper).
+ *
+ * run() keeps no global state and uses no signal handlers, so that it is
+ * safe on a worker's runner thread while other threads run.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <poll.h>
+#include <signal.h>		/* also pthread_sigmask */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "plugin.h"
+#include "util.h"
+
+extern char **environ;
+
+#define SLICE_MS 50		/* longest wait between two looks at cancel */
+#define SLICE_NOPIDFD_MS 2	/* the same while polling for exit by hand */
+#define DRAIN_GRACE 0.1		/* seconds to wait for EOF after the kill */
+#define READ_CHUNK 65536
+#define WRITE_CHUNK 65536
+#define FALLBACK_MAX_FD 65536	/* close bound when close_range is missing */
+
+/* Where the child failed before the command ran, sent up the error pipe. */
+enum stage { STAGE_SETUP = 1, STAGE_CHDIR, STAGE_EXEC };
+
+struct child_error {
+	int stage;		/* enum stage */
+	int err;		/* errno */
+};
+
+/* Everything the child needs, prepared before fork so that the child
+ * itself only makes async-signal-safe calls. */
+struct launch {
+	char **argv;		/* NULL-terminated, strings of the spec */
+	char **envp;		/* NULL: keep the worker's environment */
+	size_t env_first;	/* envp[env_first..] are ours to free */
+	const char *cwd;	/* NULL: stay where the worker is */
+	int fd[3];		/* the child's ends for 0, 1, 2 (all >= 3) */
+	int errpipe;		/* write end of the error pipe (>= 3) */
+	int max_fd;		/* close bound when close_range fails */
+	struct sigaction dfl;	/* SIG_DFL, for every signal */
+	sigset_t empty;		/* the child's signal mask */
+};
+
+/* One output of the child. */
+struct sink {
+	int fd;			/* read end; -1 at EOF */
+	size_t cap;		/* keep at most this many bytes */
+	char *data;		/* kept bytes, NUL-terminated, or NULL */
+	size_t len;
+	size_t alloc;
+};
+
+/* The child's standard input. */
+struct feed {
+	int fd;			/* write end (non-blocking); -1 when done */
+	const char *data;
+	size_t len;
+	size_t off;		/* bytes written so far */
+};
+
+/* A started child, which leads its own process group. */
+struct proc {
+	pid_t pid;		/* also the group id; -1 before fork */
+	int pidfd;		/* readable once pid exits; -1 if unsupported */
+	int pidfd_ready;	/* the last poll saw pidfd readable */
+	int errpipe;		/* read end of the error pipe */
+	struct sink out;
+	struct sink err;
+	struct feed in;
+};
+
+/* How the wait for the child ended. */
+enum end { END_EXIT, END_TIMEOUT, END_CANCEL };
+
+static int fail(struct ft_result *res, int code, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+/* Mark RES failed with exit code CODE and a formatted reason.  Returns -1. */
+static int
+fail(struct ft_result *res, int code, const char *fmt, ...)
+{
+	va_list ap;
+
+	res->ok = 0;
+	res->exit_code = code;
+	va_start(ap, fmt);
+	vsnprintf(res->reason, sizeof(res->reason), fmt, ap);
+	va_end(ap);
+	return -1;
+}
+
+/* strerror that is safe on any thread. */
+static const char *
+errstr(int e, char *buf, size_t n)
+{
+	return strerror_r(e, buf, n);
+}
+
+/* ---- validation ---- */
+
+#define MAX_TIMEOUT 1e7		/* seconds, as the config's task_timeout_s */
+
+static const struct jfield exec_fields[] = {
+	{ "type", JT_STRING, 1 },
+	{ "argv", JT_STRING_ARRAY, 1 },
+	{ "env", JT_OBJECT, 0 },
+	{ "cwd", JT_STRING, 0 },
+	{ "timeout", JT_NUMBER, 0 },
+	{ "stdin", JT_STRING, 0 },
+	{ NULL, JT_ANY, 0 },
+};
+
+/* V (at PATH) must be a string a C program can receive: no NUL inside
+ * (jansson decodes "\u0000" only when asked to, but may be asked). */
+static int
+check_cstring(const json_t *v, const char *path, struct jerr *err)
+{
+	if (!json_is_string(v))
+		return jerr_set(err, path, "expected a string, got %s",
+				jcheck_type_name(v));
+	if (strlen(json_string_value(v)) != json_string_length(v))
+		return jerr_set(err, path, "must not contain a NUL byte");
+	return 0;
+}
+
+/* "argv" (an array of strings): not empty, no NUL, argv[0] not "". */
+static int
+check_argv(const json_t *task, const char *path, struct jerr *err)
+{
+	const json_t *argv = json_object_get(task, "argv");
+	const json_t *v;
+	char at[256], el[256];
+	size_t i;
+
+	jpath_key(at, sizeof(at), path, "argv");
+	if (json_array_size(argv) == 0)
+		return jerr_set(err, at, "must not be empty");
+	json_array_foreach(argv, i, v) {
+		jpath_index(el, sizeof(el), at, i);
+		if (check_cstring(v, el, err) == -1)
+			return -1;
+		if (i == 0 && json_string_length(v) == 0)
+			return jerr_set(err, el, "must not be empty");
+	}
+	return 0;
+}
+
+/* "env" (an object): names without '=' mapped to strings. */
+static int
+check_env(const json_t *task, const char *path, struct jerr *err)
+{
+	json_t *env = json_object_get(task, "env");
+	const char *key;
+	json_t *v;
+	char at[256], el[256];
+
+	jpath_key(at, sizeof(at), path, "env");
+	json_object_foreach(env, key, v) {
+		jpath_key(el, sizeof(el), at, key);
+		if (*key == '\0' || strchr(key, '='))
+			return jerr_set(err, el,
+					"is not a valid variable name");
+		if (check_cstring(v, el, err) == -1)
+			return -1;
+	}
+	return 0;
+}
+
+/* "cwd" (a string), when present: a non-empty path. */
+static int
+check_cwd(const json_t *task, const char *path, struct jerr *err)
+{
+	const json_t *cwd = json_object_get(task, "cwd");
+	char at[256];
+
+	if (cwd == NULL)
+		return 0;
+	jpath_key(at, sizeof(at), path, "cwd");
+	if (check_cstring(cwd, at, err) == -1)
+		return -1;
+	if (json_string_length(cwd) == 0)
+		return jerr_set(err, at, "must not be empty");
+	return 0;
+}
+
+/* Check an exec task object (see the top of this file).  0, or -1 with ERR
+ * set to the first problem. */
+static int
+exec_validate(const json_t *task, const char *path, struct jerr *err)
+{
+	if (jcheck_object(task, path, exec_fields, err) == -1 ||
+	    jcheck_num_positive(task, path, "timeout", MAX_TIMEOUT,
+				err) == -1 ||
+	    check_argv(task, path, err) == -1 ||
+	    check_env(task, path, err) == -1 ||
+	    check_cwd(task, path, err) == -1)
+		return -1;
+	return 0;
+}
+
+/* ---- preparing the launch ---- */
+
+/* Does ENV set the variable of environment entry ENTRY ("NAME=value")? */
+static int
+env_overrides(const json_t *env, const char *entry)
+{
+	const char *eq = strchr(entry, '=');
+	size_t n = eq ? (size_t)(eq - entry) : strlen(entry);
+
+	return json_object_getn(env, entry, n) != NULL;
+}
+
+/* The worker's environment with ENV's members added or replacing its own,
+ * or NULL when ENV is absent.  Entries from *FIRST on are new strings.
+ * Reads environ: the worker must not change its environment while tasks
+ * run. */
+static char **
+env_build(const json_t *env, size_t *first)
+{
+	const char *key;
+	json_t *v;
+	char **envp;
+	size_t n = 0, k = 0, i;
+
+	if (!env)
+		return NULL;
+	while (environ && environ[n])
+		n++;
+	envp = ft_calloc(n + json_object_size(env) + 1, sizeof(*envp));
+	for (i = 0; i < n; i++)
+		if (!env_overrides(env, environ[i]))
+			envp[k++] = environ[i];
+	*first = k;
+	json_object_foreach((json_t *)env, key, v)
+		envp[k++] = ft_asprintf("%s=%s", key, json_string_value(v));
+	return envp;
+}
+
+/* How far to close descriptors by hand if close_range is not there. */
+static int
+max_fd(void)
+{
+	long n = sysconf(_SC_OPEN_MAX);
+
+	if (n < 1024)
+		return 1024;
+	return n > FALLBACK_MAX_FD ? FALLBACK_MAX_FD : (int)n;
+}
+
+/* Fill L from the (validated) task SPEC.  Cannot fail. */
+static void
+launch_init(struct launch *l, const json_t *spec)
+{
+	const json_t *argv = json_object_get(spec, "argv");
+	size_t i, n = json_array_size(argv);
+
+	memset(l, 0, sizeof(*l));
+	l->argv = ft_calloc(n + 1, sizeof(*l->argv));
+	for (i = 0; i < n; i++)
+		l->argv[i] = (char *)json_string_value(json_array_get(argv, i));
+	l->envp = env_build(json_object_get(spec, "env"), &l->env_first);
+	l->cwd = jget_str(spec, "cwd", NULL);
+	l->fd[0] = l->fd[1] = l->fd[2] = l->errpipe = -1;
+	l->max_fd = max_fd();
+	l->dfl.sa_handler = SIG_DFL;
+	sigemptyset(&l->dfl.sa_mask);
+	sigemptyset(&l->empty);
+}
+
+static void
+launch_free(struct launch *l)
+{
+	size_t i;
+
+	if (l->envp) {
+		for (i = l->env_first; l->envp[i]; i++)
+			free(l->envp[i]);
+		free(l->envp);
+	}
+	free(l->argv);
+}
+
+/* ---- the child, between fork and exec ---- */
+
+/* Report where and why the child failed, and end it. */
+static void
+child_fail(int fd, int stage, int err)
+{
+	struct child_error ce = { stage, err };
+	ssize_t n;
+
+	do
+		n = write(fd, &ce, sizeof(ce));
+	while (n < 0 && errno == EINTR);
+	_exit(127);
+}
+
+/* Default dispositions for every signal and an empty mask.  Signals the C
+ * library reserves refuse the change; that is fine. */
+static int
+child_signals(const struct launch *l)
+{
+	int sig;
+
+	for (sig = 1; sig < NSIG; sig++)
+		if (sig != SIGKILL && sig != SIGSTOP)
+			sigaction(sig, &l->dfl, NULL);
+	return sigprocmask(SIG_SETMASK, &l->empty, NULL);
+}
+
+/* Install the three standard descriptors and have every other one closed
+ * by exec (the error pipe must stay open until then). */
+static int
+child_fds(const struct launch *l)
+{
+	int fd;
+
+	for (fd = 0; fd < 3; fd++)
+		if (dup2(l->fd[fd], fd) < 0)
+			return -1;
+	if (close_range(3, ~0U, CLOSE_RANGE_CLOEXEC) == 0)
+		return 0;
+	for (fd = 3; fd < l->max_fd; fd++)
+		if (fd != l->errpipe)
+			close(fd);
+	return 0;
+}
+
+/* Become the command.  Never returns.  Only async-signal-safe calls here:
+ * the parent may have other threads holding locks.  execvp is glibc's,
+ * which searches PATH without allocating. */
+static void
+child_exec(const struct launch *l)
+{
+	int stage = STAGE_SETUP;
+
+	if (setpgid(0, 0) < 0 || child_signals(l) < 0 || child_fds(l) < 0)
+		goto fail;
+	stage = STAGE_CHDIR;
+	if (l->cwd && chdir(l->cwd) < 0)
+		goto fail;
+	stage = STAGE_EXEC;
+	if (l->envp)
+		environ = l->envp;
+	execvp(l->argv[0], l->argv);
+fail:
+	child_fail(l->errpipe, stage, errno);
+}
+
+/* ---- the parent side ---- */
+
+/* Move FD above the standard descriptors (so that the child's dup2 onto
+ * 0..2 cannot clobber another of its sources), keeping it close-on-exec.
+ * Returns the descriptor, or -1 with FD closed. */
+static int
+fd_lift(int fd)
+{
+	int nfd;
+
+	if (fd < 0 || fd > 2)
+		return fd;
+	nfd = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+	close(fd);
+	return nfd;
+}
+
+/* A close-on-exec pipe whose ends are both above 2.  0 or -1. */
+static int
+pipe_make(int p[2])
+{
+	if (pipe2(p, O_CLOEXEC) < 0) {
+		p[0] = p[1] = -1;
+		return -1;
+	}
+	p[0] = fd_lift(p[0]);
+	p[1] = fd_lift(p[1]);
+	return p[0] < 0 || p[1] < 0 ? -1 : 0;
+}
+
+static void
+fd_close(int *fd)
+{
+	if (*fd >= 0)
+		close(*fd);
+	*fd = -1;
+}
+
+/* Pipes for the child's three standard descriptors and its error report:
+ * the child's ends go to L, ours to P.  0, or -1 (the caller closes what
+ * was opened). */
+static int
+proc_pipes(struct proc *p, struct launch *l)
+{
+	int fds[2];
+
+	if (pipe_make(fds) < 0)
+		goto fail;
+	p->out.fd = fds[0], l->fd[1] = fds[1];
+	if (pipe_make(fds) < 0)
+		goto fail;
+	p->err.fd = fds[0], l->fd[2] = fds[1];
+	if (pipe_make(fds) < 0)
+		goto fail;
+	p->errpipe = fds[0], l->errpipe = fds[1];
+	if (!p->in.data) {
+		l->fd[0] = fd_lift(open("/dev/null", O_RDONLY | O_CLOEXEC));
+		return l->fd[0] < 0 ? -1 : 0;
+	}
+	if (pipe_make(fds) < 0)
+		goto fail;
+	l->fd[0] = fds[0], p->in.fd = fds[1];
+	return fcntl(p->in.fd, F_SETFL, O_NONBLOCK);
+fail:
+	fd_close(&fds[0]);
+	fd_close(&fds[1]);
+	return -1;
+}
+
+/* A descriptor that becomes readable when PID exits, or -1. */
+static int
+pidfd_get(pid_t pid)
+{
+#ifdef SYS_pidfd_open
+	return (int)syscall(SYS_pidfd_open, pid, 0);
+#else
+	(void)pid;
+	return -1;
+#endif
+}
+
+/* Fork the child described by L.  All signals stay blocked on this thread
+ * across fork so that no handler of the worker runs in the child before
+ * the child resets them.  0, or -1 with RES.reason set. */
+static int
+proc_start(struct proc *p, struct launch *l, struct ft_result *res)
+{
+	sigset_t all, old;
+	char eb[64];
+	int rc = -1, e, i;
+
+	if (proc_pipes(p, l) < 0) {
+		fail(res, -1, "cannot make pipes: %s",
+		     errstr(errno, eb, sizeof(eb)));
+		goto cleanup;
+	}
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	p->pid = fork();
+	if (p->pid == 0)
+		child_exec(l);
+	e = errno;
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (p->pid < 0) {
+		fail(res, -1, "cannot fork: %s", errstr(e, eb, sizeof(eb)));
+		goto cleanup;
+	}
+	setpgid(p->pid, p->pid);	/* the child does it too: no race */
+	p->pidfd = pidfd_get(p->pid);
+	rc = 0;
+cleanup:
+	for (i = 0; i < 3; i++)
+		fd_close(&l->fd[i]);
+	fd_close(&l->errpipe);
+	return rc;
+}
+
+/* Wait for the child's report from before exec.  1 with CE filled when it
+ * could not run the command, 0 once exec closed the pipe. */
+static int
+proc_exec_error(struct proc *p, struct child_error *ce)
+{
+	ssize_t n;
+
+	do
+		n = read(p->errpipe, ce, sizeof(*ce));
+	while (n < 0 && errno == EINTR);
+	fd_close(&p->errpipe);
+	return n == (ssize_t)sizeof(*ce);
+}
+
+/* Keep N bytes of BUF in S, up to its cap. */
+static void
+sink_keep(struct sink *s, const char *buf, size_t n)
+{
+	size_t room = s->cap - s->len;
+
+	if (n > room)
+		n = room;
+	if (n == 0)
+		return;
+	if (s->len + n + 1 > s->alloc) {
+		s->alloc = s->alloc ? s->alloc : 4096;
+		while (s->alloc < s->len + n + 1)
+			s->alloc *= 2;
+		if (s->alloc - 1 > s->cap)
+			s->alloc = s->cap + 1;
+		s->data = ft_realloc(s->data, s->alloc);
+	}
+	memcpy(s->data + s->len, buf, n);
+	s->len += n;
+	s->data[s->len] = '\0';
+}
+
+/* Read what is ready on S; close it at EOF or on error. */
+static void
+sink_read(struct sink *s)
+{
+	char buf[READ_CHUNK];
+	ssize_t n = read(s->fd, buf, sizeof(buf));
+
+	if (n > 0)
+		sink_keep(s, buf, (size_t)n);
+	else if (n == 0 || (errno != EINTR && errno != EAGAIN))
+		fd_close(&s->fd);
+}
+
+/* write() that cannot raise SIGPIPE in the worker when the child closed its
+ * input: the signal is blocked on this thread for the call and one it
+ * caused is taken off before the mask is restored. */
+static ssize_t
+write_nosigpipe(int fd, const void *buf, size_t n)
+{
+	static const struct timespec zero = { 0, 0 };
+	sigset_t pipe_set, old;
+	ssize_t w;
+	int e;
+
+	sigemptyset(&pipe_set);
+	sigaddset(&pipe_set, SIGPIPE);
+	pthread_sigmask(SIG_BLOCK, &pipe_set, &old);
+	w = write(fd, buf, n);
+	e = errno;
+	if (w < 0 && e == EPIPE)
+		while (sigtimedwait(&pipe_set, NULL, &zero) < 0 &&
+		       errno == EINTR)
+			;
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	errno = e;
+	return w;
+}
+
+/* Write the next piece of F; close it when all is written or the child
+ * does not want more. */
+static void
+feed_write(struct feed *f)
+{
+	size_t n = f->len - f->off;
+	ssize_t w = 0;
+
+	if (n > WRITE_CHUNK)
+		n = WRITE_CHUNK;
+	if (n > 0)
+		w = write_nosigpipe(f->fd, f->data + f->off, n);
+	if (w > 0)
+		f->off += (size_t)w;
+	if (f->off == f->len || (w < 0 && errno != EINTR && errno != EAGAIN))
+		fd_close(&f->fd);
+}
+
+/* Wait up to MS ms for the pipes and the exit descriptor and serve what is
+ * ready.  Returns poll's count (0 when nothing happened). */
+static int
+proc_poll(struct proc *p, int ms)
+{
+	struct pollfd pfd[4] = {
+		{ .fd = p->out.fd, .events = POLLIN },
+		{ .fd = p->err.fd, .events = POLLIN },
+		{ .fd = p->in.fd, .events = POLLOUT },
+		{ .fd = p->pidfd, .events = POLLIN },
+	};
+	int n = poll(pfd, 4, ms);
+
+	p->pidfd_ready = 0;
+	if (n <= 0)
+		return 0;
+	if (pfd[0].revents)
+		sink_read(&p->out);
+	if (pfd[1].revents)
+		sink_read(&p->err);
+	if (pfd[2].revents)
+		feed_write(&p->in);
+	p->pidfd_ready = pfd[3].revents != 0;
+	return n;
+}
+
+/* Has the child exited?  It is left a zombie, so that its pid (the group
+ * id) cannot be reused before the group is killed. */
+static int
+proc_exited(struct proc *p)
+{
+	siginfo_t si;
+
+	if (p->pidfd >= 0 && !p->pidfd_ready)
+		return 0;
+	si.si_pid = 0;
+	if (waitid(P_PID, (id_t)p->pid, &si, WEXITED | WNOHANG | WNOWAIT) < 0)
+		return errno != EINTR;
+	return si.si_pid == p->pid;
+}
+
+/* How long the next poll may wait, with LEFT seconds to the deadline. */
+static int
+slice_ms(const struct proc *p, double left)
+{
+	int ms = SLICE_MS;
+
+	if (p->pidfd < 0 && p->out.fd < 0 && p->err.fd < 0)
+		ms = SLICE_NOPIDFD_MS;
+	if (left * 1000 < ms)
+		ms = (int)ceil(left * 1000);
+	return ms;
+}
+
+/* Serve the child until it exits, TIMEOUT seconds pass (0: no limit) or
+ * the task is cancelled. */
+static enum end
+proc_wait(struct proc *p, const struct ft_task *task, double timeout)
+{
+	double deadline = timeout > 0 ? ft_now() + timeout : INFINITY;
+	double left;
+
+	for (;;) {
+		if (*task->cancel)
+			return END_CANCEL;
+		left = deadline - ft_now();
+		if (left <= 0)
+			return END_TIMEOUT;
+		proc_poll(p, slice_ms(p, left));
+		if (proc_exited(p))
+			return END_EXIT;
+	}
+}
+
+/* Reap the child and every other member of its group that is our child.
+ * The group must be dead or dying.  Returns the child's wait status. */
+static int
+proc_reap(struct proc *p)
+{
+	int status = 0, st;
+
+	while (waitpid(p->pid, &status, 0) < 0 && errno == EINTR)
+		;
+	while (waitpid(-p->pid, &st, 0) > 0 || errno == EINTR)
+		;
+	fd_close(&p->pidfd);
+	return status;
+}
+
+/* Read what is left in the output pipes, until EOF or for DRAIN_GRACE
+ * seconds at most (a process that left the group may hold a pipe open);
+ * only what is ready at once when the task is cancelled. */
+static void
+proc_drain(struct proc *p, const struct ft_task *task)
+{
+	double end = ft_now() + DRAIN_GRACE;
+	double left;
+	int ms;
+
+	while (p->out.fd >= 0 || p->err.fd >= 0) {
+		left = end - ft_now();
+		if (left < 0)
+			break;
+		ms = *task->cancel ? 0 : (int)ceil(left * 1000);
+		if (proc_poll(p, ms) == 0)
+			break;
+	}
+}
+
+/* End the child's group, collect the exit statuses and the rest of the
+ * outputs.  Returns the child's wait status. */
+static int
+proc_finish(struct proc *p, const struct ft_task *task)
+{
+	int status;
+
+	kill(-p->pid, SIGKILL);
+	fd_close(&p->in.fd);
+	status = proc_reap(p);
+	proc_drain(p, task);
+	return status;
+}
+
+static void
+proc_init(struct proc *p, const struct ft_task *task)
+{
+	const json_t *in = json_object_get(task->spec, "stdin");
+
+	memset(p, 0, sizeof(*p));
+	p->pid = -1;
+	p->pidfd = p->errpipe = p->out.fd = p->err.fd = p->in.fd = -1;
+	p->out.cap = p->err.cap = task->output_cap;
+	if (in) {
+		p->in.data = json_string_value(in);
+		p->in.len = json_string_length(in);
+	}
+}
+
+/* Close what is open and free the outputs not handed over. */
+static void
+proc_free(struct proc *p)
+{
+	fd_close(&p->pidfd);
+	fd_close(&p->errpipe);
+	fd_close(&p->out.fd);
+	fd_close(&p->err.fd);
+	fd_close(&p->in.fd);
+	free(p->out.data);
+	free(p->err.data);
+}
+
+/* Hand the kept outputs to RES: NUL-terminated for callers that want a
+ * string (the NUL is not counted in the length), NULL when empty. */
+static void
+proc_give_output(struct proc *p, struct ft_result *res)
+{
+	res->out = p->out.data;
+	res->out_len = p->out.len;
+	res->err = p->err.data;
+	res->err_len = p->err.len;
+	p->out.data = p->err.data = NULL;
+}
+
+/* RES for a child that could not run the command (CE). */
+static void
+result_child_error(struct ft_result *res, const struct launch *l,
+		   const struct child_error *ce)
+{
+	char eb[64];
+	const char *why = errstr(ce->err, eb, sizeof(eb));
+
+	if (ce->stage == STAGE_EXEC)
+		fail(res, 127, "cannot execute %s: %s", l->argv[0], why);
+	else if (ce->stage == STAGE_CHDIR)
+		fail(res, 127, "cannot chdir to %s: %s", l->cwd, why);
+	else
+		fail(res, 127, "cannot set up the child process: %s", why);
+}
+
+/* RES for a wait that ended with END and, on exit, wait status STATUS. */
+static void
+result_end(struct ft_result *res, enum end end, int status, double timeout)
+{
+	if (end == END_TIMEOUT)
+		fail(res, -1, "timeout after %g s", timeout);
+	else if (end == END_CANCEL)
+		fail(res, -1, "cancelled");
+	else if (WIFSIGNALED(status))
+		fail(res, 128 + WTERMSIG(status), "signal %d",
+		     WTERMSIG(status));
+	else if (WEXITSTATUS(status) != 0)
+		fail(res, WEXITSTATUS(status), "exit %d", WEXITSTATUS(status));
+	else
+		res->ok = 1;
+}
+
+/* Run an exec task.  Returns 0 with RES describing the outcome, or -1 (RES
+ * reason set) when no process could be started. */
+static int
+exec_run(const struct ft_task *task, struct ft_result *res)
+{
+	double timeout = ft_task_timeout(task->spec, 0);
+	struct child_error ce;
+	struct launch l;
+	struct proc p;
+	enum end end;
+	int rc = -1, status;
+
+	launch_init(&l, task->spec);
+	proc_init(&p, task);
+	if (l.argv[0] == NULL) {
+		fail(res, -1, "no argv (the task was not validated)");
+		goto cleanup;
+	}
+	if (proc_start(&p, &l, res) < 0)
+		goto cleanup;
+	rc = 0;
+	if (proc_exec_error(&p, &ce)) {
+		proc_reap(&p);
+		result_child_error(res, &l, &ce);
+		goto cleanup;
+	}
+	end = proc_wait(&p, task, timeout);
+	status = proc_finish(&p, task);
+	result_end(res, end, status, timeout);
+	proc_give_output(&p, res);
+cleanup:
+	proc_free(&p);
+	launch_free(&l);
+	return rc;
+}
+
+__attribute__((visibility("default")))
+const struct ft_plugin *ftfarm_plugin(void);
+
+const struct ft_plugin *
+ftfarm_plugin(void)
+{
+	static const struct ft_plugin plugin = {
+		.abi = FT_PLUGIN_ABI,
+		.name = "exec",
+		.validate = exec_validate,
+		.run = exec_run,
+	};
+
+	return &plugin;
+}
