@@ -81,5 +81,10 @@ $(BINDIR)/tasks/%.so: worker/tasks/%.c $(PLUGIN_COMMON)
 
 include tests/tests.mk
 
+# The main job: a local cluster doing real work (see scripts/demo).
+demo: deps
+	$(MAKE) all
+	scripts/demo
+
 clean:
 	rm -rf build bin

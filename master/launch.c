@@ -26,6 +26,9 @@ library_version(struct master *m)
 	nl = strpbrk(v, "\n,");
 	if (nl)
 		*nl = '\0';
+	for (nl = v; *nl; nl++)	/* MPICH puts a tab in it */
+		if (*nl == '\t')
+			*nl = ' ';
 	v[sizeof(m->mpi_version) - 1] = '\0';
 	memcpy(m->mpi_version, v, strlen(v) + 1);
 }

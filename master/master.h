@@ -57,6 +57,7 @@ struct worker {
 	struct treq *recv;		/* the standing receive */
 	uint64_t tasks_done;
 	int bye;
+	int lingering;			/* dead, but its process was left alive */
 };
 
 enum nstate { N_UP = 1, N_INACTIVE };

@@ -412,9 +412,10 @@ forget(struct master *m, struct worker *w)
 	treq_retire_peer(&m->treqs, w->comm, w->rank);
 	w->recv = NULL;
 	w->ping = NULL;
-	if (!m->static_world)
+	if (!m->static_world) {
 		MPI_Comm_free(&w->comm);
-	w->comm = MPI_COMM_NULL;
+		w->comm = MPI_COMM_NULL;
+	}
 }
 
 /* Common part of death and retirement. */
@@ -424,6 +425,9 @@ take_down(struct master *m, struct worker *w, const char *event,
 {
 	int killed = kill_worker(m, w);
 
+	/* Where killing a rank would end the job (MPICH), a hung worker is
+	 * left alone and told to stop at shutdown. */
+	w->lingering = !killed && m->static_world && !m->can_kill;
 	event_worker(m, event, w);
 	jsonl_str(&m->events, "reason", reason);
 	jsonl_bool(&m->events, "killed", killed);
@@ -554,6 +558,13 @@ registry_stop_all(struct master *m)
 		struct ft_buf msg = { 0 };
 
 		w->respawn_due = 0;
+		if (w->lingering) {
+			if (w->pid > 0 && ft_host_is_local(w->host))
+				kill(w->pid, SIGCONT);
+			wire_put_u32(&msg, 0);
+			send_msg(m, w, FT_MSG_STOP, &msg);
+			continue;
+		}
 		if (!registry_live(w) || w->bye)
 			continue;
 		/* A stopped (SIGSTOP) worker that was not killed can still

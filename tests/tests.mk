@@ -22,8 +22,12 @@ unit: $(UNIT_BIN)
 integration: all
 	timeout 900 /usr/bin/python3 -m pytest -q tests/integration $(PYTEST_ARGS)
 
+# The MPICH build (static launch only) is tested beside the Open MPI one.
+MPICH_BINDIR := build/mpich/bin
+
 test: deps
 	$(MAKE) all
+	$(MAKE) MPI=mpich BINDIR=$(MPICH_BINDIR) all
 	$(MAKE) unit
 	$(MAKE) integration
 
