@@ -189,7 +189,7 @@ treq_test(struct treq_set *s, double now)
 
 		if (t->awaiting == 2 && t->sent)
 			ready[nready++] = t;
-		else if (t->awaiting != 2 && t->req != MPI_REQUEST_NULL &&
+		else if (t->req != MPI_REQUEST_NULL &&
 			 now >= t->deadline)
 			t->awaiting = -1, nexp++;
 		else if (t->awaiting == 1 && now >= t->deadline)
@@ -201,9 +201,14 @@ treq_test(struct treq_set *s, double now)
 			ready[nready++] = s->items[i], nexp--;
 	for (i = 0; i < nready; i++)
 		set_remove(s, ready[i]);
+	s->ready = ready;
+	s->nready = nready;
 	for (i = 0; i < nready; i++) {
 		struct treq *t = ready[i];
 
+		if (t == NULL)
+			continue;
+		ready[i] = NULL;
 		if (t->awaiting == -1) {
 			abandon(s, t);
 			s->expired++;
@@ -214,6 +219,8 @@ treq_test(struct treq_set *s, double now)
 		}
 		ran++;
 	}
+	s->ready = NULL;
+	s->nready = 0;
 	free(ready);
 	return ran;
 }
@@ -264,7 +271,15 @@ treq_find(struct treq_set *s, MPI_Comm comm, int peer, int tag, uint64_t key)
 void
 treq_retire(struct treq_set *s, struct treq *t)
 {
-	set_remove(s, t);
+	int i;
+
+	if (t->idx < 0) {
+		for (i = 0; i < s->nready; i++)
+			if (s->ready[i] == t)
+				s->ready[i] = NULL;
+	} else {
+		set_remove(s, t);
+	}
 	abandon(s, t);
 	free(t->buf);
 	free(t);
@@ -282,5 +297,11 @@ treq_retire_peer(struct treq_set *s, MPI_Comm comm, int peer)
 			treq_retire(s, t);	/* moves the last item to i */
 		else
 			i++;
+	}
+	for (i = 0; i < s->nready; i++) {
+		struct treq *t = s->ready[i];
+
+		if (t && t->comm == comm && t->peer == peer)
+			treq_retire(s, t);
 	}
 }

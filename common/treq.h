@@ -57,6 +57,8 @@ struct treq_set {
 	void **retired;			/* buffers of abandoned requests */
 	int nretired, capretired;
 	uint64_t completed, expired;	/* counters */
+	struct treq **ready;		/* detached, callback pending */
+	int nready;
 };
 
 void treq_set_init(struct treq_set *s);

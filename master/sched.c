@@ -296,10 +296,11 @@ sched_worker_down(struct sched *s, int worker, const char *reason, double now)
 	(void)now;
 	w->up = 0;
 	w->slow = 0;
+	/* Newest first: each goes to the front, so the oldest ends up first. */
 	while (w->n > 0) {
-		struct inflight in = *ring_at(w, 0);
+		struct inflight in = *ring_at(w, w->n - 1);
 
-		ring_remove(w, 0);
+		w->n--;
 		instance_lost(s, worker, in.tid, in.attempt, reason);
 	}
 }
