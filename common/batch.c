@@ -13,7 +13,8 @@ static const struct jfield batch_fields[] = {
 };
 
 /* Check one task at PATH: an object with a known "type", then whatever
- * its plugin requires, then its size. */
+ * its plugin requires.  (Its encoded size is checked by the master, which
+ * encodes it anyway.) */
 static int
 check_task(const json_t *task, const char *path, const struct ft_plugins *pl,
 	   struct jerr *err)
@@ -21,7 +22,6 @@ check_task(const json_t *task, const char *path, const struct ft_plugins *pl,
 	const struct ft_plugin *p;
 	const json_t *type;
 	char tpath[300];
-	size_t size;
 
 	if (!json_is_object(task))
 		return jerr_set(err, path, "expected an object, got %s",
@@ -37,13 +37,7 @@ check_task(const json_t *task, const char *path, const struct ft_plugins *pl,
 	if (p == NULL)
 		return jerr_set(err, tpath, "unknown task type \"%s\"",
 				json_string_value(type));
-	if (p->validate(task, path, err) == -1)
-		return -1;
-	size = json_dumpb(task, NULL, 0, JSON_COMPACT);
-	if (size > FT_SPEC_MAX)
-		return jerr_set(err, path, "task is %zu bytes, more than %d",
-				size, FT_SPEC_MAX);
-	return 0;
+	return p->validate(task, path, err);
 }
 
 int

@@ -31,13 +31,39 @@ jerr_set(struct jerr *err, const char *path, const char *fmt, ...)
 void
 jpath_key(char *out, size_t n, const char *parent, const char *key)
 {
-	(void)ft_snprintf(out, n, "%s%s%s", parent, *parent ? "." : "", key);
+	size_t pl = strlen(parent), kl = strlen(key), dot = pl > 0;
+
+	/* Called for every key of every task: no printf on the fast path. */
+	if (pl + dot + kl >= n) {
+		(void)ft_snprintf(out, n, "%s%s%s", parent, dot ? "." : "", key);
+		return;
+	}
+	memmove(out, parent, pl);
+	if (dot)
+		out[pl] = '.';
+	memcpy(out + pl + dot, key, kl + 1);
 }
 
 void
 jpath_index(char *out, size_t n, const char *parent, size_t i)
 {
-	(void)ft_snprintf(out, n, "%s[%zu]", parent, i);
+	char digits[24];
+	size_t pl = strlen(parent), dl = 0, k;
+
+	do {
+		digits[dl++] = (char)('0' + i % 10);
+		i /= 10;
+	} while (i > 0);
+	if (pl + dl + 3 > n) {
+		(void)ft_snprintf(out, n, "%s[...]", parent);
+		return;
+	}
+	memmove(out, parent, pl);
+	out[pl] = '[';
+	for (k = 0; k < dl; k++)
+		out[pl + 1 + k] = digits[dl - 1 - k];
+	out[pl + 1 + dl] = ']';
+	out[pl + 2 + dl] = '\0';
 }
 
 const char *

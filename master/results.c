@@ -125,39 +125,72 @@ batch_free(struct batch *b)
 	free(b);
 }
 
-/* Queue the tasks of BATCH as batch B. */
+/* Encode every task of BATCH; each must fit in one message.  The specs
+ * (NULL-terminated array), or NULL with ERR. */
+static char **
+encode_specs(json_t *batch, char *err, size_t n)
+{
+	json_t *tasks = json_object_get(batch, "tasks"), *task;
+	char **specs = ft_calloc(json_array_size(tasks) + 1, sizeof(char *));
+	size_t i, k;
+
+	json_array_foreach(tasks, i, task) {
+		specs[i] = json_dumps(task, JSON_COMPACT);
+		if (specs[i] != NULL && strlen(specs[i]) <= FT_SPEC_MAX)
+			continue;
+		snprintf(err, n, "batch: tasks[%zu]: task is %zu bytes encoded, "
+			 "more than %d", i, specs[i] ? strlen(specs[i]) : 0,
+			 FT_SPEC_MAX);
+		for (k = 0; k <= i; k++)
+			free(specs[k]);
+		free(specs);
+		return NULL;
+	}
+	return specs;
+}
+
+/* Queue the tasks of BATCH as batch B; their SPECS are taken over. */
 static void
-queue_tasks(struct master *m, struct batch *b, json_t *batch)
+queue_tasks(struct master *m, struct batch *b, json_t *batch, char **specs)
 {
 	json_t *tasks = json_object_get(batch, "tasks"), *task;
 	size_t i;
 
 	b->first_tid = sched_ntasks(m->sched) + 1;
 	json_array_foreach(tasks, i, task) {
-		char *spec = json_dumps(task, JSON_COMPACT);
 		double timeout = ft_task_timeout(task, m->cfg.task_timeout);
 
-		sched_add(m->sched, (uint32_t)b->id, (uint32_t)i, spec,
-			  (uint32_t)strlen(spec), timeout);
+		sched_add(m->sched, (uint32_t)b->id, (uint32_t)i, specs[i],
+			  (uint32_t)strlen(specs[i]), timeout);
 	}
 	b->total = (uint32_t)json_array_size(tasks);
+	free(specs);
 }
 
 long
 results_submit(struct master *m, json_t *batch, char *err, size_t n)
 {
-	struct batch *b = ft_calloc(1, sizeof(*b));
+	char **specs = encode_specs(batch, err, n);
+	struct batch *b;
 
+	if (specs == NULL)
+		return -1;
+	b = ft_calloc(1, sizeof(*b));
 	b->id = next_id(m);
 	b->name = ft_strdup(ft_batch_name(batch));
 	b->out.fd = -1;
 	if (batch_files(m, b, batch, err, n) == -1) {
+		char **p;
+
+		for (p = specs; *p; p++)
+			free(*p);
+		free(specs);
 		batch_free(b);
 		return -1;
 	}
 	b->submitted = ft_wall();
 	b->t0 = ft_now();
-	queue_tasks(m, b, batch);
+	queue_tasks(m, b, batch, specs);
 	m->batches = ft_realloc(m->batches,
 				(size_t)(m->nbatches + 1) * sizeof(*m->batches));
 	m->batches[m->nbatches++] = b;
