@@ -323,6 +323,22 @@ child_fail(int fd, int stage, int err)
 	_exit(127);
 }
 
+/* The C library refuses to touch the signals it reserves for itself (32
+ * and 33 in glibc), yet an ignored one would be inherited across exec: ask
+ * the kernel directly. */
+static void
+kernel_default(int sig)
+{
+	struct {
+		void *handler;
+		unsigned long flags;
+		void *restorer;
+		unsigned long mask;
+	} ksa = { 0 };
+
+	syscall(SYS_rt_sigaction, sig, &ksa, NULL, sizeof(ksa.mask));
+}
+
 /* Default dispositions for every signal and an empty mask.  Signals the C
  * library reserves refuse the change; that is fine. */
 static int
@@ -330,9 +346,12 @@ child_signals(const struct launch *l)
 {
 	int sig;
 
-	for (sig = 1; sig < NSIG; sig++)
-		if (sig != SIGKILL && sig != SIGSTOP)
-			sigaction(sig, &l->dfl, NULL);
+	for (sig = 1; sig < NSIG; sig++) {
+		if (sig == SIGKILL || sig == SIGSTOP)
+			continue;
+		if (sigaction(sig, &l->dfl, NULL) == -1)
+			kernel_default(sig);
+	}
 	return sigprocmask(SIG_SETMASK, &l->empty, NULL);
 }
 
