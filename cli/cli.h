@@ -5,6 +5,8 @@
  *   ftfarm stop   -c CFG                   stop them, leave no process behind
  *   ftfarm submit -c CFG BATCH.json [--wait]
  *   ftfarm wait   -c CFG BATCH_ID
+ *   ftfarm wordcount -c CFG -o OUT [--shards N] [--reducers R]
+ *                    [--delimiters FILE] INPUT...
  *   ftfarm status -c CFG [--json]
  *   ftfarm check  -c CFG [BATCH.json...]  validate without running anything
  *   ftfarm probe                           what the installed MPI can do
@@ -24,6 +26,10 @@ struct cli {
 	int json;			/* --json */
 	int wait;			/* --wait */
 	int foreground;			/* --foreground */
+	const char *output;		/* -o */
+	long shards;			/* --shards, 0 for the default */
+	long reducers;			/* --reducers, 0 for the default */
+	const char *delimiters;		/* --delimiters */
 	int argc;			/* operands after the options */
 	char **argv;
 };
@@ -32,6 +38,7 @@ int cli_start(struct cli *c);
 int cli_stop(struct cli *c);
 int cli_submit(struct cli *c);
 int cli_wait(struct cli *c);
+int cli_wordcount(struct cli *c);
 int cli_status(struct cli *c);
 int cli_check(struct cli *c);
 int cli_probe(struct cli *c);

@@ -72,6 +72,8 @@ load_batch(const char *path)
 static void
 print_summary(json_t *b)
 {
+	const char *error = json_string_value(json_object_get(b, "error"));
+
 	fprintf(stderr, "batch %lld (%s): %lld ok, %lld failed of %lld in "
 		"%.3f s\n",
 		(long long)json_integer_value(json_object_get(b, "id")),
@@ -80,6 +82,10 @@ print_summary(json_t *b)
 		(long long)json_integer_value(json_object_get(b, "failed")),
 		(long long)json_integer_value(json_object_get(b, "total")),
 		json_number_value(json_object_get(b, "seconds")));
+	if (error)
+		fprintf(stderr, "batch %lld: job failed: %s\n",
+			(long long)json_integer_value(json_object_get(b, "id")),
+			error);
 }
 
 /* Wait for batch ID; 0 if every task succeeded, 1 otherwise. */
@@ -96,7 +102,15 @@ wait_batch(struct cli *c, json_int_t id)
 		return 1;
 	b = json_object_get(ans, "batch");
 	print_summary(b);
-	rc = json_integer_value(json_object_get(b, "failed")) == 0 ? 0 : 1;
+	if (json_object_get(b, "result")) {
+		char *text = json_dumps(json_object_get(b, "result"),
+					JSON_COMPACT | JSON_PRESERVE_ORDER);
+
+		fprintf(stderr, "result: %s\n", text);
+		free(text);
+	}
+	rc = json_integer_value(json_object_get(b, "failed")) == 0 &&
+	     json_object_get(b, "error") == NULL ? 0 : 1;
 	json_decref(ans);
 	return rc;
 }
@@ -125,6 +139,98 @@ cli_submit(struct cli *c)
 	printf("%lld\n", (long long)id);
 	fflush(stdout);
 	return c->wait ? wait_batch(c, id) : 0;
+}
+
+/* PATH made absolute against the working directory (a new string). */
+static char *
+absolute(const char *path)
+{
+	char *cwd, *abs;
+
+	if (path[0] == '/')
+		return ft_strdup(path);
+	cwd = getcwd(NULL, 0);
+	abs = ft_path_join(cwd ? cwd : ".", path);
+	free(cwd);
+	return abs;
+}
+
+static void
+set_path(json_t *obj, const char *key, const char *path)
+{
+	char *abs = absolute(path);
+
+	json_object_set_new(obj, key, json_string(abs));
+	free(abs);
+}
+
+/* The job batch of `ftfarm wordcount`. */
+static json_t *
+wordcount_batch(struct cli *c)
+{
+	json_t *job = json_pack("{s:s, s:[]}", "type", "wordcount", "inputs");
+	json_t *inputs = json_object_get(job, "inputs");
+	int i;
+
+	for (i = 0; i < c->argc; i++) {
+		char *abs = absolute(c->argv[i]);
+
+		json_array_append_new(inputs, json_string(abs));
+		free(abs);
+	}
+	set_path(job, "output", c->output);
+	if (c->delimiters)
+		set_path(job, "delimiters", c->delimiters);
+	if (c->shards)
+		json_object_set_new(job, "shards", json_integer(c->shards));
+	if (c->reducers)
+		json_object_set_new(job, "reducers", json_integer(c->reducers));
+	return json_pack("{s:s, s:o}", "name", "wordcount", "job", job);
+}
+
+/* wordcount -c CFG -o OUT [--shards N] [--reducers R] [--delimiters F]
+ * INPUT...: submit a word-count job and wait for it. */
+int
+cli_wordcount(struct cli *c)
+{
+	json_t *batch, *req, *ans;
+	struct ft_plugins pl;
+	struct jerr jerr;
+	char err[1024], *dir;
+	json_int_t id;
+	int rc;
+
+	if (c->output == NULL || c->argc < 1) {
+		cli_err("usage: ftfarm wordcount -c CFG -o OUT [--shards N] "
+			"[--reducers R] [--delimiters FILE] INPUT...");
+		return 2;
+	}
+	batch = wordcount_batch(c);
+	dir = ft_plugins_default_dir();
+	rc = ft_plugins_load(&pl, dir, err, sizeof(err));
+	free(dir);
+	if (rc == -1) {
+		cli_err("%s", err);
+		json_decref(batch);
+		return 1;
+	}
+	rc = ft_batch_check(batch, &pl, &jerr);
+	ft_plugins_free(&pl);
+	if (rc == -1) {
+		cli_err("%s: %s", jerr.path, jerr.msg);
+		json_decref(batch);
+		return 2;
+	}
+	req = json_pack("{s:s, s:o}", "cmd", "submit", "batch", batch);
+	ans = cli_call(c, req, 600);
+	json_decref(req);
+	if (ans == NULL)
+		return 1;
+	id = json_integer_value(json_object_get(ans, "batch"));
+	json_decref(ans);
+	printf("%lld\n", (long long)id);
+	fflush(stdout);
+	return wait_batch(c, id);
 }
 
 /* wait -c CFG BATCH_ID */

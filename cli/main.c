@@ -18,6 +18,8 @@ static const struct {
 	{ "stop", cli_stop, 1, "stop -c CFG" },
 	{ "submit", cli_submit, 1, "submit -c CFG BATCH.json [--wait]" },
 	{ "wait", cli_wait, 1, "wait -c CFG BATCH_ID" },
+	{ "wordcount", cli_wordcount, 1, "wordcount -c CFG -o OUT [--shards N] "
+	  "[--reducers R] [--delimiters FILE] INPUT..." },
 	{ "status", cli_status, 1, "status -c CFG [--json]" },
 	{ "check", cli_check, 1, "check -c CFG [BATCH.json...]" },
 	{ "probe", cli_probe, 0, "probe" },
@@ -56,13 +58,30 @@ parse(struct cli *c, int argc, char **argv)
 		{ "wait", no_argument, NULL, 'w' },
 		{ "foreground", no_argument, NULL, 'f' },
 		{ "help", no_argument, NULL, 'h' },
+		{ "output", required_argument, NULL, 'o' },
+		{ "shards", required_argument, NULL, 's' },
+		{ "reducers", required_argument, NULL, 'r' },
+		{ "delimiters", required_argument, NULL, 'd' },
 		{ NULL, 0, NULL, 0 },
 	};
+	char *end;
 	int o;
 
-	while ((o = getopt_long(argc, argv, "c:h", opts, NULL)) != -1) {
+	while ((o = getopt_long(argc, argv, "c:ho:", opts, NULL)) != -1) {
 		switch (o) {
 		case 'c': c->config = optarg; break;
+		case 'o': c->output = optarg; break;
+		case 'd': c->delimiters = optarg; break;
+		case 's':
+		case 'r':
+			*(o == 's' ? &c->shards : &c->reducers) =
+				strtol(optarg, &end, 10);
+			if (*end || end == optarg || strtol(optarg, NULL, 10) < 1) {
+				cli_err("--%s takes a positive whole number",
+					o == 's' ? "shards" : "reducers");
+				return -1;
+			}
+			break;
 		case 'j': c->json = 1; break;
 		case 'w': c->wait = 1; break;
 		case 'f': c->foreground = 1; break;

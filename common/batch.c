@@ -40,6 +40,26 @@ check_task(const json_t *task, const char *path, const struct ft_plugins *pl,
 	return p->validate(task, path, err);
 }
 
+/* Check a job object: a "type" whose plugin plans jobs, then the
+ * plugin's own rules. */
+static int
+check_job(const json_t *job, const struct ft_plugins *pl, struct jerr *err)
+{
+	const struct ft_plugin *p;
+	const json_t *type = json_object_get(job, "type");
+
+	if (type == NULL)
+		return jerr_set(err, "job", "missing required key \"type\"");
+	if (!json_is_string(type))
+		return jerr_set(err, "job.type", "expected a string, got %s",
+				jcheck_type_name(type));
+	p = ft_plugins_find(pl, json_string_value(type));
+	if (p == NULL || p->job == NULL)
+		return jerr_set(err, "job.type", "unknown job type \"%s\"",
+				json_string_value(type));
+	return p->job->validate(job, "job", err);
+}
+
 int
 ft_batch_check(const json_t *batch, const struct ft_plugins *pl,
 	       struct jerr *err)
@@ -50,12 +70,16 @@ ft_batch_check(const json_t *batch, const struct ft_plugins *pl,
 
 	if (jcheck_object(batch, "", batch_fields, err) == -1)
 		return -1;
-	if (json_object_get(batch, "job"))
-		return jerr_set(err, "job", "job batches are not supported "
-				"by this master yet; use \"tasks\"");
+	if (json_object_get(batch, "job")) {
+		if (json_object_get(batch, "tasks"))
+			return jerr_set(err, "", "a batch has \"tasks\" or a "
+					"\"job\", not both");
+		return check_job(json_object_get(batch, "job"), pl, err);
+	}
 	tasks = json_object_get(batch, "tasks");
 	if (tasks == NULL)
-		return jerr_set(err, "", "missing required key \"tasks\"");
+		return jerr_set(err, "", "missing required key \"tasks\" "
+				"(or \"job\")");
 	if (json_array_size(tasks) == 0)
 		return jerr_set(err, "tasks", "must hold at least one task");
 	if (json_array_size(tasks) > FT_BATCH_MAX_TASKS)
@@ -67,6 +91,16 @@ ft_batch_check(const json_t *batch, const struct ft_plugins *pl,
 			return -1;
 	}
 	return 0;
+}
+
+const struct ft_plugin *
+ft_batch_job(const json_t *batch, const struct ft_plugins *pl)
+{
+	const json_t *job = json_object_get(batch, "job");
+
+	if (job == NULL)
+		return NULL;
+	return ft_plugins_find(pl, jget_str(job, "type", ""));
 }
 
 const char *

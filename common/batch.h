@@ -2,6 +2,7 @@
  * batch: what a submitted batch may contain.
  *
  *   {"name": "...", "tasks": [{"type": "exec", ...}, ...]}
+ *   {"name": "...", "job": {"type": "wordcount", ...}}
  *
  * The CLI checks a batch file before sending it (so errors carry the file's
  * line:column) and the master checks again whatever a client sends.
@@ -19,6 +20,10 @@
 /* Check BATCH against the task types in PL.  0, or -1 with ERR. */
 int ft_batch_check(const json_t *batch, const struct ft_plugins *pl,
 		   struct jerr *err);
+
+/* The plugin planning BATCH if it is a job (checked), else NULL. */
+const struct ft_plugin *ft_batch_job(const json_t *batch,
+				     const struct ft_plugins *pl);
 
 /* The batch's name ("batch" when it has none). */
 const char *ft_batch_name(const json_t *batch);

@@ -22,6 +22,8 @@
 #define FT_PLUGIN_ABI 1
 #define FT_PLUGIN_SYMBOL "ftfarm_plugin"
 
+struct ft_job_ops;
+
 /* One task handed to run(). */
 struct ft_task {
 	uint64_t id;			/* the task's index in its batch */
@@ -56,6 +58,37 @@ struct ft_plugin {
 	 * failed task), -1 only if the plugin itself could not work (RES.reason
 	 * set); the task then fails with that reason. */
 	int (*run)(const struct ft_task *task, struct ft_result *res);
+	/* Job hooks, for plugins that plan whole jobs; NULL otherwise. */
+	const struct ft_job_ops *job;
+};
+
+/*
+ * Job hooks (optional).  A batch {"name": ..., "job": {"type": NAME, ...}}
+ * is handed to the plugin NAME, which plans it into tasks of its own type
+ * in phases: the master queues a phase's tasks, reports each task's first
+ * result, and asks for the next phase once all of them have ended.  The
+ * hooks run in the master's loop: they must be quick (no pass over the
+ * data: the data is the workers' business).
+ */
+struct ft_job_ops {
+	/* Check the job object at PATH ("job").  0 or -1 with ERR.  May look
+	 * at the files it names (their existence, readability). */
+	int (*validate)(const json_t *job, const char *path, struct jerr *err);
+	/* Plan JOB.  DIR is a directory of the batch's own, shared by the
+	 * nodes, for the job's intermediate files.  Appends the first phase's
+	 * task objects to TASKS and returns the job's state, or NULL with ERR. */
+	void *(*start)(const json_t *job, const char *dir, json_t *tasks,
+		       char *err, size_t n);
+	/* Task INDEX of the current phase ended (OK, its stdout OUT, or why it
+	 * failed).  Returns 0, or -1 with ERR when the job cannot go on. */
+	int (*task_done)(void *state, size_t index, int ok, const char *out,
+			 size_t out_len, const char *reason, char *err, size_t n);
+	/* The phase has ended: append the next phase's tasks to TASKS (none:
+	 * the job is complete).  0, or -1 with ERR. */
+	int (*next)(void *state, json_t *tasks, char *err, size_t n);
+	/* What the job produced, for summary.json (a new reference). */
+	json_t *(*summary)(void *state);
+	void (*free)(void *state);
 };
 
 typedef const struct ft_plugin *(*ft_plugin_fn)(void);
