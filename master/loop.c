@@ -20,18 +20,24 @@
 #define CRON_PERIOD 0.01
 #define FLUSH_PERIOD 0.1
 #define STOP_WAIT 5.0		/* seconds workers get to say bye */
-#define STALL 0.1		/* a cron later than this means the loop stalled */
+#define STALL 0.05		/* a poll gap longer than this is a stall */
 
 static ev_idle hot_w;
 static ev_timer cold_w, cron_w;
 static ev_signal term_w, int_w;
-static double last_activity, backoff, last_flush, last_cron;
+static double last_activity, backoff, last_flush, last_poll;
 
 static void
 poll_mpi(struct master *m)
 {
 	double now = ft_now();
 
+	/* Polls come at least every COLD_MAX.  A longer gap means the loop was
+	 * blocked (a spawn, a slow disk, a job's planning) and could read no
+	 * answer meanwhile: deadlines move by the lost time. */
+	if (last_poll > 0 && now - last_poll > STALL)
+		treq_delay_all(&m->treqs, now - last_poll);
+	last_poll = now;
 	if (treq_test(&m->treqs, now) > 0)
 		last_activity = now;
 }
@@ -136,11 +142,6 @@ on_cron(struct ev_loop *loop, ev_timer *w, int revents)
 	double now = ft_now();
 
 	(void)loop, (void)revents;
-	/* A loop blocked for a while (a spawn, a slow disk, a job's planning)
-	 * could read no answer meanwhile: deadlines move by the lost time. */
-	if (last_cron > 0 && now - last_cron > STALL)
-		treq_delay_all(&m->treqs, now - last_cron - CRON_PERIOD);
-	last_cron = now;
 	poll_mpi(m);
 	sched_tick(m->sched, now);
 	registry_cron(m, now);

@@ -478,7 +478,6 @@ static void
 respawn(struct master *m, struct worker *w)
 {
 	char err[256];
-	double t0 = ft_now();
 
 	w->respawn_due = 0;
 	w->respawns++;
@@ -495,8 +494,6 @@ respawn(struct master *m, struct worker *w)
 		else
 			nodes_worker_failed(m, w);
 	}
-	/* Spawning blocks the loop: nobody could answer in the meantime. */
-	treq_delay_all(&m->treqs, ft_now() - t0);
 }
 
 static void
