@@ -16,7 +16,7 @@
 
 #define HOT_WINDOW 0.002	/* seconds of quiet before polling backs off */
 #define COLD_MIN 0.00005
-#define COLD_MAX 0.005
+#define COLD_MAX 0.01
 #define CRON_PERIOD 0.01
 #define FLUSH_PERIOD 0.1
 #define STOP_WAIT 5.0		/* seconds workers get to say bye */

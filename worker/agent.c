@@ -14,7 +14,7 @@
 #define HELLO_TIMEOUT 60.0	/* seconds to wait for the master's welcome */
 #define SPIN_ITERS 2000		/* polls before the first nap */
 #define NAP_MIN 0.00005
-#define NAP_MAX 0.002
+#define NAP_MAX 0.01
 #define BYE_TIMEOUT 5.0
 
 /* A send in flight: its buffer lives until MPI is done with it. */
