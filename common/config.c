@@ -129,8 +129,11 @@ parse_limits(const json_t *root, struct ft_config *cfg, struct jerr *err)
 			return -1;
 	hb = jget_int(root, "heartbeat_ms", 1000);
 	cfg->heartbeat = (double)hb / 1000;
+	/* By default a ping must be answered within 3/4 of a heartbeat, so
+	 * that a dead worker is found within two heartbeats, loop latency
+	 * included. */
 	cfg->heartbeat_timeout =
-		(double)jget_int(root, "heartbeat_timeout_ms", hb) / 1000;
+		(double)jget_int(root, "heartbeat_timeout_ms", hb * 3 / 4) / 1000;
 	cfg->task_timeout = jget_num(root, "task_timeout_s", 3600);
 	cfg->slow_timeout = jget_num(root, "slow_timeout_s", 60);
 	cfg->start_timeout = jget_num(root, "start_timeout_s", 60);

@@ -80,11 +80,67 @@ key(struct jsonl *j, const char *k)
 	ft_buf_add(b, "\":", 2);
 }
 
+/* Decimal digits of V, written backwards ending at END; returns the start.
+ * (printf was most of the master's time per task.) */
+static char *
+digits(char *end, unsigned long long v)
+{
+	do {
+		*--end = (char)('0' + v % 10);
+		v /= 10;
+	} while (v > 0);
+	return end;
+}
+
+static void
+put_int(struct ft_buf *b, long long v)
+{
+	char tmp[24], *end = tmp + sizeof(tmp), *p;
+
+	p = digits(end, v < 0 ? 0ULL - (unsigned long long)v
+			      : (unsigned long long)v);
+	if (v < 0)
+		*--p = '-';
+	ft_buf_add(b, p, (size_t)(end - p));
+}
+
+/* V with six decimals ("12.000345"), for times in seconds. */
+static void
+put_fixed6(struct ft_buf *b, double v)
+{
+	char tmp[48], *end = tmp + sizeof(tmp), *p;
+	unsigned long long u;
+	int neg = v < 0, i;
+
+	if (!isfinite(v) || fabs(v) >= 9e12) {
+		ft_buf_printf(b, "%.6f", v);
+		return;
+	}
+	u = (unsigned long long)llround(fabs(v) * 1e6);
+	p = end;
+	for (i = 0; i < 6; i++) {
+		*--p = (char)('0' + u % 10);
+		u /= 10;
+	}
+	*--p = '.';
+	p = digits(p, u);
+	if (neg)
+		*--p = '-';
+	ft_buf_add(b, p, (size_t)(end - p));
+}
+
 void
 jsonl_int(struct jsonl *j, const char *k, long long v)
 {
 	key(j, k);
-	ft_buf_printf(&j->pending, "%lld", v);
+	put_int(&j->pending, v);
+}
+
+void
+jsonl_secs(struct jsonl *j, const char *k, double v)
+{
+	key(j, k);
+	put_fixed6(&j->pending, v);
 }
 
 void
@@ -131,6 +187,6 @@ jsonl_event(struct jsonl *j, const char *name)
 {
 	jsonl_begin(j);
 	key(j, "ts");
-	ft_buf_printf(&j->pending, "%.6f", ft_wall());
+	put_fixed6(&j->pending, ft_wall());
 	jsonl_str(j, "event", name);
 }

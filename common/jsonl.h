@@ -31,6 +31,8 @@ void jsonl_begin(struct jsonl *j);
 void jsonl_end(struct jsonl *j);
 void jsonl_int(struct jsonl *j, const char *key, long long v);
 void jsonl_num(struct jsonl *j, const char *key, double v);
+/* A duration or time in seconds, to the microsecond. */
+void jsonl_secs(struct jsonl *j, const char *key, double v);
 void jsonl_str(struct jsonl *j, const char *key, const char *s);
 void jsonl_strn(struct jsonl *j, const char *key, const char *s, size_t n);
 void jsonl_bool(struct jsonl *j, const char *key, int v);

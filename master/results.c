@@ -105,7 +105,7 @@ static int
 batch_files(struct master *m, struct batch *b, json_t *batch, char *err,
 	    size_t n)
 {
-	char *path;
+	char *path, *text;
 	int rc;
 
 	b->dir = ft_asprintf("%s/batches/%ld", m->cfg.state_dir, b->id);
@@ -114,7 +114,10 @@ batch_files(struct master *m, struct batch *b, json_t *batch, char *err,
 		return -1;
 	}
 	path = ft_asprintf("%s/batch.json", b->dir);
-	rc = json_dump_file(batch, path, JSON_COMPACT);
+	/* One string and one write: json_dump_file writes token by token. */
+	text = json_dumps(batch, JSON_COMPACT);
+	rc = text ? ft_write_file_atomic(path, text, strlen(text)) : -1;
+	free(text);
 	free(path);
 	if (rc == -1) {
 		snprintf(err, n, "%s/batch.json: cannot write", b->dir);
@@ -376,7 +379,7 @@ results_record(struct master *m, uint64_t tid, int worker, const void *result)
 	jsonl_int(o, "worker", worker);
 	jsonl_str(o, "status", r->ok ? "ok" : "failed");
 	jsonl_int(o, "exit", r->exit_code);
-	jsonl_num(o, "seconds", r->seconds);
+	jsonl_secs(o, "seconds", r->seconds);
 	jsonl_strn(o, "stdout", r->out, r->out_len);
 	jsonl_strn(o, "stderr", r->err, r->err_len);
 	if (!r->ok)

@@ -353,7 +353,7 @@ test_defaults(void **state)
 	assert_int_equal(cfg.nodes[0].workers, 1);
 	assert_int_equal(cfg.nworkers, 1);
 	assert_true(cfg.heartbeat == 1.0);
-	assert_true(cfg.heartbeat_timeout == 1.0);
+	assert_true(cfg.heartbeat_timeout == 0.75);
 	assert_true(cfg.task_timeout == 3600);
 	assert_true(cfg.slow_timeout == 60);
 	assert_true(cfg.start_timeout == 60);
@@ -373,7 +373,7 @@ test_defaults(void **state)
 	accepted(state, "{\"state_dir\": \"/s\", " NODES ", "
 		 "\"heartbeat_ms\": 250}", &cfg);
 	assert_true(cfg.heartbeat == 0.25);
-	assert_true(cfg.heartbeat_timeout == 0.25);
+	assert_true(cfg.heartbeat_timeout == 0.187);
 	ft_config_free(&cfg);
 }
 
