@@ -35,37 +35,50 @@ cli_call(struct cli *c, json_t *req, double timeout)
 	return ans;
 }
 
+/* Check BATCH against the task types installed beside this program.
+ * 0, -1 with JERR set, or -2 when the plugins cannot be loaded (said). */
+static int
+check_batch(const json_t *batch, struct jerr *jerr)
+{
+	struct ft_plugins pl;
+	char err[1024], *dir = ft_plugins_default_dir();
+	int rc = ft_plugins_load(&pl, dir, err, sizeof(err));
+
+	free(dir);
+	if (rc == -1) {
+		cli_err("%s", err);
+		return -2;
+	}
+	rc = ft_batch_check(batch, &pl, jerr);
+	ft_plugins_free(&pl);
+	return rc;
+}
+
 /* Load and check the batch file PATH.  The batch, or NULL after printing
  * one line "FILE:LINE:COL: KEY: MESSAGE". */
 static json_t *
 load_batch(const char *path)
 {
-	struct ft_plugins pl;
 	struct jerr jerr;
 	struct jpos *jp;
-	char err[1024], *text = NULL, *dir;
+	char err[1024], *text = NULL;
 	json_t *batch;
+	int rc;
 
-	dir = ft_plugins_default_dir();
-	if (ft_plugins_load(&pl, dir, err, sizeof(err)) == -1) {
-		free(dir);
-		cli_err("%s", err);
-		return NULL;
-	}
-	free(dir);
 	batch = jcheck_load_file(path, &text, err, sizeof(err));
 	if (batch == NULL) {
 		fprintf(stderr, "%s\n", err);
-	} else if (ft_batch_check(batch, &pl, &jerr) == -1) {
-		jp = jpos_build(text, strlen(text));
-		fprintf(stderr, "%s\n", jcheck_format(&jerr, path, jp, err,
-						      sizeof(err)));
-		jpos_free(jp);
+	} else if ((rc = check_batch(batch, &jerr)) != 0) {
+		if (rc == -1) {
+			jp = jpos_build(text, strlen(text));
+			fprintf(stderr, "%s\n", jcheck_format(&jerr, path, jp, err,
+							      sizeof(err)));
+			jpos_free(jp);
+		}
 		json_decref(batch);
 		batch = NULL;
 	}
 	free(text);
-	ft_plugins_free(&pl);
 	return batch;
 }
 
@@ -115,12 +128,29 @@ wait_batch(struct cli *c, json_int_t id)
 	return rc;
 }
 
+/* Send BATCH (taken over), print its id, and wait for it if WAIT. */
+static int
+send_batch(struct cli *c, json_t *batch, int wait)
+{
+	json_t *req = json_pack("{s:s, s:o}", "cmd", "submit", "batch", batch);
+	json_t *ans = cli_call(c, req, 600);
+	json_int_t id;
+
+	json_decref(req);
+	if (ans == NULL)
+		return 1;
+	id = json_integer_value(json_object_get(ans, "batch"));
+	json_decref(ans);
+	printf("%lld\n", (long long)id);
+	fflush(stdout);
+	return wait ? wait_batch(c, id) : 0;
+}
+
 /* submit -c CFG BATCH.json [--wait] */
 int
 cli_submit(struct cli *c)
 {
-	json_t *batch, *req, *ans;
-	json_int_t id;
+	json_t *batch;
 
 	if (c->argc != 1) {
 		cli_err("usage: ftfarm submit -c CFG BATCH.json [--wait]");
@@ -129,16 +159,7 @@ cli_submit(struct cli *c)
 	batch = load_batch(c->argv[0]);
 	if (batch == NULL)
 		return 2;
-	req = json_pack("{s:s, s:o}", "cmd", "submit", "batch", batch);
-	ans = cli_call(c, req, 600);
-	json_decref(req);
-	if (ans == NULL)
-		return 1;
-	id = json_integer_value(json_object_get(ans, "batch"));
-	json_decref(ans);
-	printf("%lld\n", (long long)id);
-	fflush(stdout);
-	return c->wait ? wait_batch(c, id) : 0;
+	return send_batch(c, batch, c->wait);
 }
 
 /* PATH made absolute against the working directory (a new string). */
@@ -193,11 +214,8 @@ wordcount_batch(struct cli *c)
 int
 cli_wordcount(struct cli *c)
 {
-	json_t *batch, *req, *ans;
-	struct ft_plugins pl;
+	json_t *batch;
 	struct jerr jerr;
-	char err[1024], *dir;
-	json_int_t id;
 	int rc;
 
 	if (c->output == NULL || c->argc < 1) {
@@ -206,31 +224,14 @@ cli_wordcount(struct cli *c)
 		return 2;
 	}
 	batch = wordcount_batch(c);
-	dir = ft_plugins_default_dir();
-	rc = ft_plugins_load(&pl, dir, err, sizeof(err));
-	free(dir);
-	if (rc == -1) {
-		cli_err("%s", err);
+	rc = check_batch(batch, &jerr);
+	if (rc != 0) {
+		if (rc == -1)
+			cli_err("%s: %s", jerr.path, jerr.msg);
 		json_decref(batch);
-		return 1;
+		return rc == -1 ? 2 : 1;
 	}
-	rc = ft_batch_check(batch, &pl, &jerr);
-	ft_plugins_free(&pl);
-	if (rc == -1) {
-		cli_err("%s: %s", jerr.path, jerr.msg);
-		json_decref(batch);
-		return 2;
-	}
-	req = json_pack("{s:s, s:o}", "cmd", "submit", "batch", batch);
-	ans = cli_call(c, req, 600);
-	json_decref(req);
-	if (ans == NULL)
-		return 1;
-	id = json_integer_value(json_object_get(ans, "batch"));
-	json_decref(ans);
-	printf("%lld\n", (long long)id);
-	fflush(stdout);
-	return wait_batch(c, id);
+	return send_batch(c, batch, 1);
 }
 
 /* wait -c CFG BATCH_ID */
