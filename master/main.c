@@ -102,6 +102,7 @@ start_workers(struct master *m, char *err, size_t n)
 		log_warnx("worker %d: spawn failed: %s", w->slot, err);
 		w->failures = 1;
 		w->respawn_due = 1;
+		w->respawn_at = ft_now() + 1;
 	}
 	return up > 0 ? 0 : -1;
 }

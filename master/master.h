@@ -47,7 +47,9 @@ struct worker {
 	char host[64];
 	int respawns;			/* times respawned */
 	int failures;			/* failures since it last finished a task */
-	int respawn_due;		/* respawn at the next cron */
+	int respawn_due;		/* respawn once respawn_at has come */
+	double respawn_at;		/* not before: the old process must be gone */
+	pid_t old_pid;			/* the process being replaced */
 	const char *doomed;		/* declare dead at the next cron, why */
 	double started;			/* spawn time (monotonic) */
 	double last_heard;

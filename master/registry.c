@@ -22,6 +22,12 @@
 
 #define SEND_TIMEOUT_MIN 5.0	/* seconds a send to a live worker may take */
 #define PICKS_MAX 256
+/* A spawn right after a kill raced Open MPI's handling of the dead
+ * process: once in a few hundred respawns MPI_Comm_spawn hung for its
+ * 300 s timeout.  Respawn only once the old process is gone, and a moment
+ * later. */
+#define RESPAWN_DELAY 0.2
+#define RESPAWN_WAIT_MAX 5.0
 
 static void on_message(struct treq *t, enum treq_outcome outcome, void *arg);
 
@@ -442,6 +448,24 @@ take_down(struct master *m, struct worker *w, const char *event,
 	loop_kick(m);
 }
 
+static void
+schedule_respawn(struct worker *w)
+{
+	w->respawn_due = 1;
+	w->respawn_at = ft_now() + RESPAWN_DELAY;
+	w->old_pid = ft_host_is_local(w->host) ? w->pid : 0;
+}
+
+/* Has the time come to respawn W? */
+static int
+respawn_ready(const struct worker *w, double now)
+{
+	if (now < w->respawn_at)
+		return 0;
+	return w->old_pid <= 0 || !ft_pid_alive(w->old_pid) ||
+	       now > w->respawn_at + RESPAWN_WAIT_MAX;
+}
+
 void
 registry_dead(struct master *m, struct worker *w, const char *reason)
 {
@@ -458,7 +482,7 @@ registry_dead(struct master *m, struct worker *w, const char *reason)
 	}
 	if (w->failures <= m->cfg.respawn_limit &&
 	    m->nodes[w->node].state == N_UP)
-		w->respawn_due = 1;
+		schedule_respawn(w);
 	else
 		nodes_worker_failed(m, w);
 }
@@ -490,7 +514,7 @@ respawn(struct master *m, struct worker *w)
 		jsonl_end(&m->events);
 		w->failures++;
 		if (w->failures <= m->cfg.respawn_limit)
-			w->respawn_due = 1;
+			schedule_respawn(w);
 		else
 			nodes_worker_failed(m, w);
 	}
@@ -538,7 +562,7 @@ registry_cron(struct master *m, double now)
 			w->doomed = NULL;
 			registry_dead(m, w, why);
 		}
-		if (w->respawn_due && !m->stopping)
+		if (w->respawn_due && !m->stopping && respawn_ready(w, now))
 			respawn(m, w);
 		maybe_ping(m, w, ft_now());
 		update_state(m, w);

@@ -239,10 +239,12 @@ task_end(struct sched *s, struct sched_task *t, enum task_state state)
 	s->nopen--;
 }
 
-/* Instance (TID, ATTEMPT) was lost for REASON. */
+/* Instance (TID, ATTEMPT) was lost for REASON.  STARTED: it may have
+ * been running (it counts against max_attempts); an instance still
+ * waiting in a worker's queue does not. */
 static void
 instance_lost(struct sched *s, int worker, uint64_t tid, uint32_t attempt,
-	      const char *reason)
+	      const char *reason, int started)
 {
 	struct sched_task *t = &s->tasks[tid - 1];
 	char why[160];
@@ -250,7 +252,8 @@ instance_lost(struct sched *s, int worker, uint64_t tid, uint32_t attempt,
 	t->ninst--;
 	if (t->state != TASK_RUNNING)
 		return;
-	t->failures++;
+	if (started)
+		t->failures++;
 	if (t->ninst > 0)
 		return;		/* another instance may still finish it */
 	if (t->failures >= s->p.max_attempts) {
@@ -296,12 +299,14 @@ sched_worker_down(struct sched *s, int worker, const char *reason, double now)
 	(void)now;
 	w->up = 0;
 	w->slow = 0;
-	/* Newest first: each goes to the front, so the oldest ends up first. */
+	/* Newest first: each goes to the front, so the oldest ends up first.
+	 * Workers run their instances in order: only the oldest can have
+	 * started. */
 	while (w->n > 0) {
 		struct inflight in = *ring_at(w, w->n - 1);
 
 		w->n--;
-		instance_lost(s, worker, in.tid, in.attempt, reason);
+		instance_lost(s, worker, in.tid, in.attempt, reason, w->n == 0);
 	}
 }
 
@@ -462,7 +467,7 @@ expire(struct sched *s, int worker, double now)
 		ring_remove(w, i);
 		if (s->ops.cancel)
 			s->ops.cancel(s->ops.ctx, worker, in.tid, in.attempt);
-		instance_lost(s, worker, in.tid, in.attempt, "deadline passed");
+		instance_lost(s, worker, in.tid, in.attempt, "deadline passed", 1);
 	}
 }
 
@@ -480,11 +485,13 @@ check_slow(struct sched *s, int worker, uint64_t lag_limit, double now)
 	}
 	head = ring_at(w, 0);
 	if (!w->slow || w->slow_seq != head->seq) {
+		/* Reported when it becomes slow; a new lagging task restarts
+		 * the clock quietly. */
+		if (!w->slow && s->ops.slow)
+			s->ops.slow(s->ops.ctx, worker, head->tid);
 		w->slow = 1;
 		w->slow_seq = head->seq;
 		w->slow_since = now;
-		if (s->ops.slow)
-			s->ops.slow(s->ops.ctx, worker, head->tid);
 	} else if (now - w->slow_since > s->p.slow_timeout && s->ops.hung) {
 		s->ops.hung(s->ops.ctx, worker, head->tid, now - head->start);
 	}

@@ -93,7 +93,9 @@ const struct sched_task *sched_task(const struct sched *s, uint64_t tid);
 
 /* WORKER may now be given tasks. */
 void sched_worker_up(struct sched *s, int worker);
-/* WORKER is gone (REASON): its instances are lost. */
+/* WORKER is gone (REASON): its instances are lost.  Only the oldest one
+ * can have started (workers run theirs in order), so only it counts
+ * against its task's max_attempts. */
 void sched_worker_down(struct sched *s, int worker, const char *reason,
 		       double now);
 /* WORKER takes no new tasks but keeps what it has (draining). */
