@@ -39,7 +39,7 @@ MASTER := master/main.c master/loop.c master/sched.c master/registry.c \
 	master/control.c master/results.c master/launch.c master/nodes.c
 WORKER := worker/main.c worker/agent.c worker/runner.c
 CLI := cli/main.c cli/commands.c cli/start.c
-PLUGINS := exec sleep
+PLUGINS := exec sleep wordcount
 
 common_o = $(COMMON:%.c=$(OBJ)/%.o)
 common_mpi_o = $(COMMON_MPI:%.c=$(OBJ)/%.o)
@@ -76,6 +76,12 @@ PLUGIN_COMMON := common/jcheck.c common/jpos.c common/util.c
 $(BINDIR)/tasks/%.so: worker/tasks/%.c $(PLUGIN_COMMON)
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) $(WARN) $(PLUGIN_CFLAGS) -o $@ $< $(PLUGIN_COMMON) $(LDLIBS)
+
+# wordcount is split into worker/tasks/wc_*.c, compiled into its plugin.
+WORDCOUNT_SRC := worker/tasks/wordcount.c $(wildcard worker/tasks/wc_*.c)
+$(BINDIR)/tasks/wordcount.so: $(WORDCOUNT_SRC) $(wildcard worker/tasks/wc_*.h) $(PLUGIN_COMMON)
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) -iquote worker/tasks $(CFLAGS) $(WARN) $(PLUGIN_CFLAGS) -o $@ $(WORDCOUNT_SRC) $(PLUGIN_COMMON) $(LDLIBS)
 
 -include $(shell find build -name '*.d' 2>/dev/null)
 

@@ -1,0 +1,457 @@
+/*
+ * Unit tests of the wordcount plugin's pieces: the SIMD and portable byte
+ * classifiers agree, the hash is the same whichever way a word reaches it,
+ * the table counts (short, long and huge words, growth) and sorts, record
+ * files detect truncation, manifest paths round-trip, shards are cut as
+ * documented, and whole jobs (run in-process through the plugin's hooks)
+ * count what a naive counter counts for every shard size.
+ *
+ * The plugin's sources are compiled in (the plugin is a shared object);
+ * the job test loads the built plugin as the master does.
+ */
+#include <dlfcn.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "tasks/wc_file.c"
+#include "tasks/wc_plan.c"
+#include "tasks/wc_table.c"
+#include "tasks/wc_task.c"
+#include "tasks/wc_tok.c"
+
+#ifndef FT_TEST_BINDIR
+#error "build with -DFT_TEST_BINDIR='\"/abs/path/bin\"'"
+#endif
+
+static uint64_t rng_state = 88172645463325252ULL;
+
+static uint64_t
+rnd(void)
+{
+	rng_state ^= rng_state << 13;
+	rng_state ^= rng_state >> 7;
+	rng_state ^= rng_state << 17;
+	return rng_state;
+}
+
+/* ---- classes ---- */
+
+static void
+check_masks(const struct wc_class *c)
+{
+	uint8_t a[64 * 9 + 64], b[64 * 9 + 64];
+	uint64_t ma[9], mb[9];
+	wc_masks_fn fast = wc_masks_pick();
+	size_t i, k;
+
+	for (k = 0; k < 50; k++) {
+		for (i = 0; i < sizeof(a); i++)
+			a[i] = k < 25 ? (uint8_t)rnd()
+				      : (uint8_t)"aZ 9,\xc3\xa9\n"[rnd() % 8];
+		memcpy(b, a, sizeof(a));
+		wc_masks_scalar(c, a, 9, ma);
+		fast(c, b, 9, mb);
+		assert_memory_equal(ma, mb, sizeof(ma));
+		assert_memory_equal(a, b, 64 * 9);
+		for (i = 0; i < 64 * 9; i++) {
+			assert_int_equal((ma[i / 64] >> (i % 64)) & 1,
+					 c->word[b[i]]);
+			assert_false(a[i] >= 'A' && a[i] <= 'Z');
+		}
+	}
+}
+
+static void
+test_masks_agree(void **state)
+{
+	struct wc_class c;
+	uint8_t set[32];
+
+	(void)state;
+	wc_class_default(&c);
+	assert_true(c.word['a'] && c.word['Z'] && c.word['0'] && c.word[0x80]);
+	assert_false(c.word[' '] || c.word['-'] || c.word[0] || c.word[0x7f]);
+	check_masks(&c);
+	wc_set_of_bytes(" \n\xc3\x00", 4, set);
+	wc_class_from_set(&c, set);
+	assert_false(c.word[' '] || c.word[0xc3] || c.word[0]);
+	assert_true(c.word[','] && c.word[0xa9] && c.word['a']);
+	check_masks(&c);
+}
+
+static void
+test_separator_hex(void **state)
+{
+	uint8_t set[32], back[32];
+	char hex[WC_SEPS_HEX + 1];
+
+	(void)state;
+	wc_set_of_bytes("\x00\xff;=", 4, set);
+	wc_set_to_hex(set, hex);
+	assert_int_equal(strlen(hex), WC_SEPS_HEX);
+	assert_int_equal(wc_set_from_hex(hex, back), 0);
+	assert_memory_equal(set, back, 32);
+	assert_int_equal(wc_set_from_hex("12", back), -1);
+	hex[3] = 'x';
+	assert_int_equal(wc_set_from_hex(hex, back), -1);
+}
+
+/* ---- hash ---- */
+
+static void
+test_hash_paths_agree(void **state)
+{
+	uint8_t raw[200 + WC_PAD], low[200 + WC_PAD];
+	struct wc_word w1, w2;
+	size_t n, i, k;
+
+	(void)state;
+	for (k = 0; k < 200; k++) {
+		n = 1 + rnd() % 60;
+		for (i = 0; i < sizeof(raw); i++) {
+			raw[i] = (uint8_t)("AbCzZ\xd0\xbf" "09"[rnd() % 9]);
+			low[i] = raw[i] >= 'A' && raw[i] <= 'Z' ? raw[i] + 32
+								: raw[i];
+		}
+		/* Garbage after the word must not matter. */
+		memset(low + n, 0x5a, WC_PAD);
+		wc_word_prep(&w1, raw, n, 0);
+		wc_word_prep(&w2, low, n, 1);
+		assert_int_equal(w1.h, w2.h);
+		assert_int_equal(w1.h, wc_hash(low, n));
+		assert_int_equal(w1.h, wc_hash(raw, n));
+	}
+}
+
+/* ---- table ---- */
+
+static uint64_t
+count_of(struct wc_table *t, const char *word, size_t n)
+{
+	struct wc_slot **l = wc_table_list(t);
+	const uint8_t *w;
+	size_t i, len;
+	uint64_t c = 0;
+
+	for (i = 0; i < t->used; i++) {
+		w = wc_slot_word(l[i], &len);
+		if (len == n && memcmp(w, word, n) == 0)
+			c = wc_slot_count(l[i]);
+	}
+	free(l);
+	return c;
+}
+
+static void
+add(struct wc_table *t, const char *s, size_t n)
+{
+	uint8_t *b = calloc(1, n + WC_PAD);
+
+	memcpy(b, s, n);
+	wc_table_add(t, b, n, 1);
+	free(b);
+}
+
+static void
+test_table_counts(void **state)
+{
+	struct wc_table t;
+	char word[32], *huge = malloc(100000);
+	size_t i;
+
+	(void)state;
+	wc_table_init(&t, 0);
+	for (i = 0; i < 3; i++) {
+		add(&t, "Hello", 5);
+		add(&t, "hELLO", 5);
+		add(&t, "a-twenty-four-byte-word!", 24);
+		add(&t, "A-TWENTY-FIVE-BYTE-WORD!!", 25);
+	}
+	memset(huge, 'Q', 100000);
+	add(&t, huge, 100000);
+	memset(huge, 'q', 100000);
+	add(&t, huge, 100000);
+	for (i = 0; i < 50000; i++) {		/* growth */
+		snprintf(word, sizeof(word), "w%zu", i);
+		add(&t, word, strlen(word));
+	}
+	add(&t, "w7", 2);
+	assert_int_equal(t.used, 50000 + 4);
+	assert_int_equal(t.words, 50000 + 1 + 12 + 2);
+	assert_int_equal(count_of(&t, "hello", 5), 6);
+	assert_int_equal(count_of(&t, "a-twenty-four-byte-word!", 24), 3);
+	assert_int_equal(count_of(&t, "a-twenty-five-byte-word!!", 25), 3);
+	assert_int_equal(count_of(&t, huge, 100000), 2);
+	assert_int_equal(count_of(&t, "w7", 2), 2);
+	assert_int_equal(count_of(&t, "w49999", 6), 1);
+	wc_table_free(&t);
+	free(huge);
+}
+
+static void
+test_table_sort(void **state)
+{
+	static const char *words[] = { "b", "ab", "abc", "a", "ab\0", "z" };
+	static const size_t lens[] = { 1, 2, 3, 1, 3, 1 };
+	static const char *want[] = { "z", "a", "ab", "ab\0", "abc", "b" };
+	struct wc_table t;
+	struct wc_slot **l;
+	const uint8_t *w;
+	size_t i, n;
+
+	(void)state;
+	wc_table_init(&t, 0);
+	for (i = 0; i < 6; i++)
+		add(&t, words[i], lens[i]);
+	add(&t, "z", 1);		/* z: 2, then the others by bytes */
+	l = wc_table_list(&t);
+	wc_table_sort(l, t.used);
+	for (i = 0; i < 6; i++) {
+		w = wc_slot_word(l[i], &n);
+		assert_int_equal(n, strlen(want[i]) + (i == 3));
+		assert_memory_equal(w, want[i], n);
+	}
+	free(l);
+	wc_table_free(&t);
+}
+
+/* ---- files ---- */
+
+static void
+test_record_files(void **state)
+{
+	struct wc_out o = { 0 };
+	struct wc_in in;
+	const uint8_t *w;
+	size_t n;
+	uint64_t c;
+
+	(void)state;
+	wc_out_record(&o, (const uint8_t *)"word", 4, 300);
+	wc_out_record(&o, (const uint8_t *)"x", 1, 1ULL << 60);
+	wc_out_finish(&o, 2);
+	assert_int_equal(wc_in_open(&in, o.data, o.len), 0);
+	assert_int_equal(wc_in_next(&in, &w, &n, &c), 1);
+	assert_int_equal(n, 4);
+	assert_int_equal(c, 300);
+	assert_int_equal(wc_in_next(&in, &w, &n, &c), 1);
+	assert_int_equal(c, 1ULL << 60);
+	assert_int_equal(wc_in_next(&in, &w, &n, &c), 0);
+	/* Truncated anywhere: an error, never a quiet end. */
+	for (n = WC_MAGIC_LEN; n < o.len; n++) {
+		int rc = 1;
+
+		wc_in_open(&in, o.data, n);
+		while (rc == 1)
+			rc = wc_in_next(&in, &w, &(size_t){ 0 }, &c);
+		assert_int_equal(rc, -1);
+	}
+	assert_int_equal(wc_in_open(&in, (const uint8_t *)"FTWC2\n", 6), -1);
+	wc_out_free(&o);
+}
+
+static void
+test_path_escape(void **state)
+{
+	struct ft_buf b = { 0 };
+	const char *path = "/a\\b\nc d";
+
+	(void)state;
+	wc_path_escape(&b, path);
+	ft_buf_add(&b, "", 1);
+	assert_string_equal(b.data, "/a\\\\b\\nc d");
+	assert_int_equal(wc_path_unescape(b.data), 0);
+	assert_string_equal(b.data, path);
+	strcpy(b.data, "bad\\x");
+	assert_int_equal(wc_path_unescape(b.data), -1);
+	ft_buf_free(&b);
+}
+
+/* ---- plan ---- */
+
+static void
+plan_files(struct wc_plan *p, const uint64_t *sizes, size_t n)
+{
+	size_t i;
+
+	memset(p, 0, sizeof(*p));
+	for (i = 0; i < n; i++)
+		add_file(p, "/x", sizes[i]);
+}
+
+static void
+test_plan_shards(void **state)
+{
+	static const uint64_t sizes[] = { 10, 0, 5, 0, 0, 7 };
+	struct wc_plan p;
+	char err[256];
+
+	(void)state;
+	plan_files(&p, sizes, 6);
+	assert_int_equal(p.total, 22);
+	assert_int_equal(wc_plan_shards(&p, 0, 5, err, sizeof(err)), 0);
+	assert_int_equal(p.nshards, 5);
+	assert_int_equal(p.cut[1], 5);
+	assert_int_equal(p.cut[5], 22);
+	/* A shard at a file's start also holds the empty files before it. */
+	assert_int_equal(wc_plan_first_file(&p, 10), 1);
+	assert_int_equal(wc_plan_first_file(&p, 15), 3);
+	assert_int_equal(wc_plan_first_file(&p, 12), 2);
+	assert_int_equal(wc_plan_first_file(&p, 22), 6);
+	free(p.cut);
+	assert_int_equal(wc_plan_shards(&p, 100, 0, err, sizeof(err)), 0);
+	assert_int_equal(p.nshards, 22);	/* no empty shards */
+	free(p.cut);
+	assert_int_equal(wc_plan_shards(&p, 3, 0, err, sizeof(err)), 0);
+	assert_int_equal(p.cut[1], 7);
+	assert_int_equal(p.cut[2], 14);
+	wc_plan_free(&p);
+	plan_files(&p, sizes, 0);
+	assert_int_equal(wc_plan_shards(&p, 0, 0, err, sizeof(err)), 0);
+	assert_int_equal(p.nshards, 1);
+	wc_plan_free(&p);
+	assert_int_equal(wc_plan_default_shards(0), 1);
+	assert_int_equal(wc_plan_default_shards(3 << 20), 3);
+	assert_int_equal(wc_plan_default_shards(100 << 20), 12);
+	assert_int_equal(wc_plan_default_shards(300ULL << 20), 12);
+	assert_int_equal(wc_plan_default_shards(1ULL << 30), 32);
+	assert_int_equal(wc_plan_default_shards(1ULL << 40), 1024);
+	plan_files(&p, (const uint64_t[]){ 1ULL << 40 }, 1);
+	assert_int_equal(wc_plan_shards(&p, 0, 1, err, sizeof(err)), -1);
+	assert_non_null(strstr(err, "more than"));
+	wc_plan_free(&p);
+}
+
+/* ---- whole jobs through the plugin's hooks ---- */
+
+static const struct ft_plugin *plugin;
+
+/* Run JOB in-process; 0 when every task succeeded. */
+static int
+run_job(const char *job_text, const char *dir)
+{
+	json_t *job = json_loads(job_text, 0, NULL), *tasks = json_array(), *t;
+	char err[512];
+	void *st;
+	size_t i;
+	int rc = 0;
+
+	st = plugin->job->start(job, dir, tasks, err, sizeof(err));
+	assert_non_null(st);
+	while (rc == 0 && json_array_size(tasks) > 0) {
+		json_array_foreach(tasks, i, t) {
+			volatile int cancel = 0;
+			struct ft_task task = { i, 1, t, &cancel, 65536 };
+			struct ft_result r;
+
+			memset(&r, 0, sizeof(r));
+			plugin->run(&task, &r);
+			if (plugin->job->task_done(st, i, r.ok, r.out, r.out_len,
+						   r.reason, err,
+						   sizeof(err)) == -1)
+				rc = -1;
+			free(r.out);
+			free(r.err);
+		}
+		json_array_clear(tasks);
+		if (rc == 0 &&
+		    plugin->job->next(st, tasks, err, sizeof(err)) == -1)
+			rc = -1;
+	}
+	plugin->job->free(st);
+	json_decref(tasks);
+	json_decref(job);
+	return rc;
+}
+
+/* Total of the counts in the output file PATH, and its line count. */
+static void
+output_totals(const char *path, uint64_t *words, size_t *lines)
+{
+	FILE *f = fopen(path, "r");
+	char *line = NULL, *tab;
+	size_t cap = 0;
+
+	*words = 0;
+	*lines = 0;
+	assert_non_null(f);
+	while (getline(&line, &cap, f) > 0) {
+		tab = strrchr(line, '\t');
+		assert_non_null(tab);
+		*words += strtoull(tab + 1, NULL, 10);
+		(*lines)++;
+	}
+	free(line);
+	fclose(f);
+}
+
+static void
+test_jobs_every_shard_size(void **state)
+{
+	char dir[] = "/tmp/ftfarm-wc-unit-XXXXXX", path[300], job[1024];
+	char jd[320], out[320];
+	static const char *texts[] = { "Ab cd  EFG\nhij,k l", "x",
+				       "", "yy zz ab", " a " };
+	size_t i, lines, want_lines = 0;
+	uint64_t words;
+	void *h;
+	FILE *f;
+
+	(void)state;
+	h = dlopen(FT_TEST_BINDIR "/tasks/wordcount.so", RTLD_NOW);
+	assert_non_null(h);
+	plugin = ((const struct ft_plugin *(*)(void))dlsym(h,
+						     FT_PLUGIN_SYMBOL))();
+	assert_non_null(mkdtemp(dir));
+	for (i = 0; i < 5; i++) {
+		snprintf(path, sizeof(path), "%s/in/f%zu", dir, i);
+		ft_mkdirs(ft_dirname(path));
+		f = fopen(path, "w");
+		fputs(texts[i], f);
+		fclose(f);
+	}
+	/* Words: ab cd efg hij k l x yy zz ab a = 11, 10 distinct. */
+	want_lines = 10;
+	snprintf(out, sizeof(out), "%s/out", dir);
+	for (i = 1; i <= 40; i++) {
+		snprintf(jd, sizeof(jd), "%s/job%zu", dir, i);
+		ft_mkdirs(jd);
+		snprintf(job, sizeof(job), "{\"type\": \"wordcount\", "
+			 "\"inputs\": [\"%s/in\"], \"output\": \"%s\", "
+			 "\"shard_bytes\": %zu, \"reducers\": %zu}", dir, out,
+			 i, 1 + i % 4);
+		assert_int_equal(run_job(job, jd), 0);
+		output_totals(out, &words, &lines);
+		assert_int_equal(words, 11);
+		assert_int_equal(lines, want_lines);
+	}
+	snprintf(job, sizeof(job), "rm -rf '%s'", dir);
+	assert_int_equal(system(job), 0);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_masks_agree),
+		cmocka_unit_test(test_separator_hex),
+		cmocka_unit_test(test_hash_paths_agree),
+		cmocka_unit_test(test_table_counts),
+		cmocka_unit_test(test_table_sort),
+		cmocka_unit_test(test_record_files),
+		cmocka_unit_test(test_path_escape),
+		cmocka_unit_test(test_plan_shards),
+		cmocka_unit_test(test_jobs_every_shard_size),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
