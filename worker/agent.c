@@ -12,7 +12,7 @@
 #include "wire.h"
 
 #define HELLO_TIMEOUT 60.0	/* seconds to wait for the master's welcome */
-#define SPIN_ITERS 2000		/* polls before the first nap */
+#define SPIN_ITERS 200		/* polls before the first nap */
 #define NAP_MIN 0.00005
 #define NAP_MAX 0.01
 #define BYE_TIMEOUT 5.0
