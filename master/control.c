@@ -20,7 +20,10 @@
 #include "log.h"
 #include "master.h"
 
-#define MAX_CLIENTS 64
+/* Clients served at once.  Each `ftfarm wait` holds one for as long as
+ * its batch runs; at the cap, the oldest client that never asked anything
+ * makes room for a newcomer. */
+#define MAX_CLIENTS 1024
 
 struct client {
 	struct master *m;
@@ -28,6 +31,8 @@ struct client {
 	ev_io rio, wio;
 	struct ft_buf in, out;
 	long wait_batch;		/* batch id waited for, 0 for none */
+	double since;			/* connected at (monotonic) */
+	int spoke;			/* has sent a whole request */
 	int closing;			/* close once out is written */
 	struct client *next;
 };
@@ -288,6 +293,7 @@ on_readable(struct ev_loop *loop, ev_io *io, int revents)
 	while ((nl = memchr(c->in.data, '\n', c->in.len)) != NULL) {
 		size_t len = (size_t)(nl - c->in.data);
 
+		c->spoke = 1;
 		handle_line(c, c->in.data, len);
 		memmove(c->in.data, nl + 1, c->in.len - len - 1);
 		c->in.len -= len + 1;
@@ -341,8 +347,25 @@ client_close(struct client *c)
 	ft_buf_free(&c->in);
 	ft_buf_free(&c->out);
 	free(c);
-	if (ctl->nclients < MAX_CLIENTS && ctl->fd >= 0)
-		ev_io_start(m->loop, &ctl->io);
+	if (ctl->fd >= 0)
+		ev_io_start(m->loop, &ctl->io);	/* if EMFILE had paused it */
+}
+
+/* At the cap: close the oldest client that has not asked anything.
+ * Returns 0 if one made room. */
+static int
+evict_silent(struct control *ctl)
+{
+	struct client *c, *oldest = NULL;
+
+	for (c = ctl->clients; c; c = c->next)
+		if (!c->spoke && c->out.len == 0 &&
+		    (oldest == NULL || c->since < oldest->since))
+			oldest = c;
+	if (oldest == NULL)
+		return -1;
+	client_close(oldest);
+	return 0;
 }
 
 /* Only our own user, or root, may talk to the master. */
@@ -372,21 +395,22 @@ on_accept(struct ev_loop *loop, ev_io *io, int revents)
 			ev_io_stop(loop, io);	/* until a client leaves */
 		return;
 	}
-	if (!peer_allowed(fd)) {
+	if (!peer_allowed(fd) ||
+	    (ctl->nclients >= MAX_CLIENTS && evict_silent(ctl) == -1)) {
 		close(fd);
 		return;
 	}
 	c = ft_calloc(1, sizeof(*c));
 	c->m = m;
 	c->fd = fd;
+	c->since = ft_now();
 	ev_io_init(&c->rio, on_readable, fd, EV_READ);
 	ev_io_init(&c->wio, on_writable, fd, EV_WRITE);
 	c->rio.data = c->wio.data = c;
 	ev_io_start(loop, &c->rio);
 	c->next = ctl->clients;
 	ctl->clients = c;
-	if (++ctl->nclients >= MAX_CLIENTS)
-		ev_io_stop(loop, io);
+	ctl->nclients++;
 }
 
 int
