@@ -17,6 +17,7 @@
 
 #include "cli.h"
 #include "ctl.h"
+#include "proto.h"
 #include "util.h"
 
 #define STOP_WAIT 30.0		/* seconds the launcher gets to finish */
@@ -352,14 +353,20 @@ cli_stop(struct cli *c)
 	json_array_foreach(pids, i, p) {
 		pid_t pid = (pid_t)json_integer_value(p);
 
+		char entry[64];
+
 		if (pid > 0 && is_worker(pid)) {
 			kill(pid, SIGKILL);
 			strays++;
 		}
+		/* And whatever its tasks started, if the master could not. */
+		snprintf(entry, sizeof(entry), "%s=%d", FT_WORKER_ENV, (int)pid);
+		if (pid > 0)
+			strays += ft_kill_by_env(entry);
 	}
 	json_decref(pids);
 	if (strays)
-		cli_err("killed %d worker processes left behind", strays);
+		cli_err("killed %d processes left behind", strays);
 	path = ft_asprintf("%s/mpirun.pid", c->cfg.state_dir);
 	unlink(path);
 	free(path);

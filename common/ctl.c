@@ -58,8 +58,11 @@ read_line(int fd, struct ft_buf *b, double timeout, char *err, size_t n)
 				    timeout);
 			return -1;
 		}
-		if (poll(&pfd, 1, ms) == -1 && errno != EINTR)
+		r = poll(&pfd, 1, ms);
+		if (r == -1 && errno != EINTR)
 			return ft_snprintf(err, n, "poll: %s", strerror(errno)), -1;
+		if (r <= 0)
+			continue;	/* the deadline is checked above */
 		ft_buf_reserve(b, 65536);
 		r = read(fd, b->data + b->len, b->cap - b->len - 1);
 		if (r == -1 && (errno == EINTR || errno == EAGAIN))

@@ -26,6 +26,11 @@
 #include "util.h"
 
 #define FT_PROTO_VERSION 1
+/* Set in a worker's environment to its pid, so inherited by its tasks. */
+#define FT_WORKER_ENV "FTFARM_WORKER_PID"
+/* STOP's flags: leave without MPI_Finalize (a static world lost ranks and
+ * Open MPI's finalize would wait for them). */
+#define FT_STOP_NO_FINALIZE 1u
 #define FT_MSG_MAX (512 * 1024)
 /* Largest task descriptor accepted at submit, so one always fits. */
 #define FT_SPEC_MAX (256 * 1024)

@@ -1,10 +1,12 @@
 /* util: small helpers every program of ftfarm uses. */
 #include "util.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -275,6 +277,49 @@ ft_pid_alive(pid_t pid)
 	}
 	fclose(f);
 	return alive;
+}
+
+/* Does the environment block ENV (LEN bytes of NUL-separated entries)
+ * hold ENTRY? */
+static int
+env_has(const char *env, size_t len, const char *entry)
+{
+	size_t n = strlen(entry), off = 0;
+
+	while (off < len) {
+		size_t l = strnlen(env + off, len - off);
+
+		if (l == n && memcmp(env + off, entry, n) == 0)
+			return 1;
+		off += l + 1;
+	}
+	return 0;
+}
+
+int
+ft_kill_by_env(const char *entry)
+{
+	DIR *d = opendir("/proc");
+	struct dirent *e;
+	int count = 0;
+
+	if (d == NULL)
+		return 0;
+	while ((e = readdir(d)) != NULL) {
+		pid_t pid = (pid_t)atoi(e->d_name);
+		char path[64], *env;
+		size_t len = 0;
+
+		if (pid <= 0 || pid == getpid())
+			continue;
+		snprintf(path, sizeof(path), "/proc/%d/environ", (int)pid);
+		env = ft_read_file(path, &len);
+		if (env && env_has(env, len, entry) && kill(pid, SIGKILL) == 0)
+			count++;
+		free(env);
+	}
+	closedir(d);
+	return count;
 }
 
 int

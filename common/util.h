@@ -47,6 +47,10 @@ int ft_write_file_atomic(const char *path, const char *data, size_t len);
 
 /* Is PID a live process (not a zombie)? */
 int ft_pid_alive(pid_t pid);
+/* SIGKILL every process of this machine whose environment, as it was
+ * started, holds ENTRY ("NAME=value").  Returns how many were signalled. */
+int ft_kill_by_env(const char *entry);
+
 /* Is HOST this machine ("localhost", "127.*", our host name)? */
 int ft_host_is_local(const char *host);
 

@@ -211,6 +211,8 @@ main(int argc, char **argv)
 	MPI_Comm_size(MPI_COMM_WORLD, &c);
 	if (rc == 2 && c > 1)
 		MPI_Abort(MPI_COMM_WORLD, 2);	/* static workers wait for us */
+	if (m.workers && registry_lost_ranks(&m))
+		return rc;	/* finalize would wait for the dead ranks */
 	MPI_Finalize();
 	treq_set_destroy(&m.treqs);
 	return rc;

@@ -117,6 +117,8 @@ void registry_dead(struct master *m, struct worker *w, const char *reason);
 void registry_retire(struct master *m, struct worker *w, const char *reason);
 void registry_cron(struct master *m, double now);
 void registry_stop_all(struct master *m);
+/* Static launch only: has any rank of the world died? */
+int registry_lost_ranks(const struct master *m);
 int registry_all_stopped(struct master *m);
 void registry_kill_leftovers(struct master *m);
 const char *registry_state_name(enum wstate s);

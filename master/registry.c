@@ -404,9 +404,19 @@ ping(struct master *m, struct worker *w, double now)
 static int
 kill_worker(struct master *m, struct worker *w)
 {
+	char entry[64];
+	int killed, strays;
+
 	if (!m->can_kill || w->pid <= 0 || !ft_host_is_local(w->host))
 		return 0;
-	return kill(w->pid, SIGKILL) == 0;
+	killed = kill(w->pid, SIGKILL) == 0;
+	/* Its tasks' processes would run on beside their next attempt. */
+	snprintf(entry, sizeof(entry), "%s=%d", FT_WORKER_ENV, (int)w->pid);
+	strays = ft_kill_by_env(entry);
+	if (strays)
+		log_info("worker %d: killed %d processes its tasks left", w->slot,
+			 strays);
+	return killed;
 }
 
 /* Drop every MPI request of W, and its intercommunicator. */
@@ -569,6 +579,26 @@ registry_cron(struct master *m, double now)
 	}
 }
 
+/* A static world that lost ranks cannot finalize: Open MPI's
+ * MPI_Finalize waits for every rank of the world. */
+int
+registry_lost_ranks(const struct master *m)
+{
+	int i;
+
+	for (i = 0; m->static_world && i < m->nworkers; i++)
+		if (m->workers[i].state == W_DEAD ||
+		    m->workers[i].state == W_INACTIVE)
+			return 1;
+	return 0;
+}
+
+static uint32_t
+stop_flags(const struct master *m)
+{
+	return registry_lost_ranks(m) ? FT_STOP_NO_FINALIZE : 0;
+}
+
 void
 registry_stop_all(struct master *m)
 {
@@ -582,7 +612,7 @@ registry_stop_all(struct master *m)
 		if (w->lingering) {
 			if (w->pid > 0 && ft_host_is_local(w->host))
 				kill(w->pid, SIGCONT);
-			wire_put_u32(&msg, 0);
+			wire_put_u32(&msg, stop_flags(m));
 			send_msg(m, w, FT_MSG_STOP, &msg);
 			continue;
 		}
@@ -593,7 +623,7 @@ registry_stop_all(struct master *m)
 		if (w->pid > 0 && ft_host_is_local(w->host))
 			kill(w->pid, SIGCONT);
 		sched_worker_pause(m->sched, w->slot);
-		wire_put_u32(&msg, 0);
+		wire_put_u32(&msg, stop_flags(m));
 		send_msg(m, w, FT_MSG_STOP, &msg);
 	}
 }

@@ -37,6 +37,7 @@ struct agent {
 	double master_timeout;
 	int welcomed;
 	int stop;
+	int no_finalize;		/* leave without MPI_Finalize */
 };
 
 static void
@@ -183,6 +184,20 @@ on_welcome(struct agent *a, const void *p, size_t n)
 }
 
 static void
+on_stop(struct agent *a, const void *p, size_t n)
+{
+	struct wire_r r;
+	uint32_t flags;
+
+	wire_reader(&r, p, n);
+	flags = wire_get_u32(&r);
+	if (wire_end(&r) == -1)
+		die(a, "malformed stop");
+	a->stop = 1;
+	a->no_finalize = (flags & FT_STOP_NO_FINALIZE) != 0;
+}
+
+static void
 handle(struct agent *a, int tag, const void *p, size_t n)
 {
 	if (!a->welcomed && tag != FT_MSG_WELCOME)
@@ -192,7 +207,7 @@ handle(struct agent *a, int tag, const void *p, size_t n)
 	case FT_MSG_ASSIGN: on_assign(a, p, n); break;
 	case FT_MSG_PING: on_ping(a, p, n); break;
 	case FT_MSG_CANCEL: on_cancel(a, p, n); break;
-	case FT_MSG_STOP: a->stop = 1; break;
+	case FT_MSG_STOP: on_stop(a, p, n); break;
 	default: die(a, "unexpected message from the master");
 	}
 }
@@ -307,5 +322,5 @@ agent_run(MPI_Comm comm, int rank, int slot, const struct ft_plugins *pl)
 	runner_stop(a.runner);
 	say_bye(&a);
 	free(a.rbuf);
-	return 0;
+	return a.no_finalize ? AGENT_NO_FINALIZE : 0;
 }

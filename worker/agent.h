@@ -15,8 +15,11 @@
 
 #include "plugins.h"
 
+/* agent_run's answer when the master said to leave without MPI_Finalize. */
+#define AGENT_NO_FINALIZE (-1)
+
 /* Serve the master at RANK on COMM as worker SLOT until told to stop.
- * Returns the process exit status. */
+ * Returns the process exit status, or AGENT_NO_FINALIZE. */
 int agent_run(MPI_Comm comm, int rank, int slot, const struct ft_plugins *pl);
 
 #endif

@@ -8,9 +8,11 @@
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 #include "agent.h"
 #include "plugins.h"
+#include "proto.h"
 #include "util.h"
 
 int
@@ -31,6 +33,10 @@ main(int argc, char **argv)
 		else
 			return 2;
 	}
+	/* Every process a task starts inherits this: when this worker is
+	 * killed, the master finds and kills what its tasks left running. */
+	snprintf(err, sizeof(err), "%d", (int)getpid());
+	setenv(FT_WORKER_ENV, err, 1);
 	MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided);
 	MPI_Comm_get_parent(&parent);
 	if (parent != MPI_COMM_NULL) {
@@ -51,6 +57,8 @@ main(int argc, char **argv)
 	}
 	free(dir);
 	rc = agent_run(comm, rank, slot, &pl);
+	if (rc == AGENT_NO_FINALIZE)
+		return 0;	/* ranks of our world died: finalize would hang */
 	MPI_Finalize();
 	ft_plugins_free(&pl);
 	return rc;
