@@ -21,6 +21,7 @@
 #include "util.h"
 
 #define STOP_WAIT 30.0		/* seconds the launcher gets to finish */
+#define MASTER_GONE_WAIT 3.0	/* ... once the master has left */
 
 struct argv {
 	char **v;
@@ -329,11 +330,32 @@ wait_gone(pid_t pid, double seconds)
 	return !ft_pid_alive(pid);
 }
 
+/* Wait for the launcher to finish: up to STOP_WAIT, or MASTER_GONE_WAIT
+ * once the master has left (the launcher may then wait for a process that
+ * will never finish).  1 if it finished. */
+static int
+wait_launcher(pid_t launcher, pid_t master)
+{
+	double until = ft_now() + STOP_WAIT, master_gone = 0;
+
+	while (ft_pid_alive(launcher) && ft_now() < until) {
+		if (master > 0 && !ft_pid_alive(master)) {
+			if (master_gone == 0)
+				master_gone = ft_now();
+			else if (ft_now() - master_gone > MASTER_GONE_WAIT)
+				break;
+		}
+		ft_sleep(0.02);
+	}
+	return !ft_pid_alive(launcher);
+}
+
 /* stop -c CFG */
 int
 cli_stop(struct cli *c)
 {
 	pid_t launcher_pid = read_pid(c->cfg.state_dir, "mpirun.pid");
+	pid_t master_pid = read_pid(c->cfg.state_dir, "master.pid");
 	json_t *pids = worker_pids(c), *p, *req;
 	char err[256], *path;
 	int strays = 0;
@@ -342,7 +364,7 @@ cli_stop(struct cli *c)
 	req = json_pack("{s:s}", "cmd", "stop");
 	json_decref(ctl_request(c->cfg.state_dir, req, 5, err, sizeof(err)));
 	json_decref(req);
-	if (launcher_pid > 0 && !wait_gone(launcher_pid, STOP_WAIT)) {
+	if (launcher_pid > 0 && !wait_launcher(launcher_pid, master_pid)) {
 		cli_err("the launcher (pid %d) did not finish; terminating it",
 			(int)launcher_pid);
 		kill(-launcher_pid, SIGTERM);
@@ -350,6 +372,11 @@ cli_stop(struct cli *c)
 			kill(-launcher_pid, SIGKILL);
 		wait_gone(launcher_pid, 5);
 	}
+	/* start ran the launcher as the leader of a session of its own:
+	 * whatever is left in that session (a worker whose spawn never
+	 * finished, a task's process) belongs to this cluster. */
+	if (launcher_pid > 0)
+		strays += ft_kill_session(launcher_pid);
 	json_array_foreach(pids, i, p) {
 		pid_t pid = (pid_t)json_integer_value(p);
 

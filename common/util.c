@@ -322,6 +322,45 @@ ft_kill_by_env(const char *entry)
 	return count;
 }
 
+/* The session id of PID from /proc/PID/stat, or -1. */
+static pid_t
+session_of(pid_t pid)
+{
+	char path[64], *text, *p;
+	int sid = -1;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	text = ft_read_file(path, NULL);
+	/* After the command name, in parentheses: state ppid pgrp session. */
+	p = text ? strrchr(text, ')') : NULL;
+	if (p == NULL || sscanf(p + 1, " %*c %*d %*d %d", &sid) != 1)
+		sid = -1;
+	free(text);
+	return (pid_t)sid;
+}
+
+int
+ft_kill_session(pid_t sid)
+{
+	DIR *d = opendir("/proc");
+	struct dirent *e;
+	int count = 0;
+
+	if (d == NULL || sid <= 1)
+		goto out;
+	while ((e = readdir(d)) != NULL) {
+		pid_t pid = (pid_t)atoi(e->d_name);
+
+		if (pid > 1 && pid != getpid() && session_of(pid) == sid &&
+		    ft_pid_alive(pid) && kill(pid, SIGKILL) == 0)
+			count++;
+	}
+out:
+	if (d)
+		closedir(d);
+	return count;
+}
+
 int
 ft_host_is_local(const char *host)
 {

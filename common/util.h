@@ -51,6 +51,10 @@ int ft_pid_alive(pid_t pid);
  * started, holds ENTRY ("NAME=value").  Returns how many were signalled. */
 int ft_kill_by_env(const char *entry);
 
+/* SIGKILL every process of session SID (but this one).  Returns how many
+ * were signalled. */
+int ft_kill_session(pid_t sid);
+
 /* Is HOST this machine ("localhost", "127.*", our host name)? */
 int ft_host_is_local(const char *host);
 

@@ -152,6 +152,8 @@ run(struct master *m, int dynamic)
 	m->sched = sched_new(m->cfg.nworkers, &sp, &ops);
 	registry_init(m);
 	nodes_init(m);
+	if (m->static_world || (m->async_spawn && launch_async_init(m) == -1))
+		m->async_spawn = 0;
 	if (loop_init(m) == -1 || control_open(m, err, sizeof(err)) == -1)
 		goto fail;
 	jsonl_event(&m->events, "master_up");
@@ -199,7 +201,9 @@ main(int argc, char **argv)
 		usage();
 	m.started = ft_now();
 	treq_set_init(&m.treqs);
-	MPI_Init_thread(&argc, &argv, MPI_THREAD_SINGLE, &provided);
+	/* Multiple: respawns run on a thread of their own (launch.c). */
+	MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
+	m.async_spawn = provided == MPI_THREAD_MULTIPLE;
 	dynamic = launch_probe(&m);
 	if (only_probe)
 		rc = probe(&m, dynamic);
@@ -213,6 +217,13 @@ main(int argc, char **argv)
 		MPI_Abort(MPI_COMM_WORLD, 2);	/* static workers wait for us */
 	if (m.workers && registry_lost_ranks(&m))
 		return rc;	/* finalize would wait for the dead ranks */
+	if (m.async_spawn && launch_async_busy()) {
+		/* A spawn hangs in MPI: finalize would wait for it. */
+		log_warnx("a worker spawn never finished; leaving without "
+			  "MPI_Finalize");
+		log_flush();
+		_exit(rc);
+	}
 	MPI_Finalize();
 	treq_set_destroy(&m.treqs);
 	return rc;

@@ -51,6 +51,8 @@ struct worker {
 	double respawn_at;		/* not before: the old process must be gone */
 	pid_t old_pid;			/* the process being replaced */
 	const char *doomed;		/* declare dead at the next cron, why */
+	int spawning;			/* its spawn runs on a spawner thread */
+	unsigned spawn_gen;		/* which spawn is the current one */
 	double started;			/* spawn time (monotonic) */
 	double last_heard;
 	double last_ping;
@@ -89,6 +91,7 @@ struct master {
 	struct control *control;
 	int static_world;		/* launch == static */
 	int can_kill;			/* may SIGKILL hung workers (not MPICH static) */
+	int async_spawn;		/* respawns run on the spawner thread */
 	char mpi_version[160];
 	int stopping;			/* 1: stopping workers, 2: leave the loop */
 	double stop_deadline;
@@ -131,6 +134,16 @@ int launch_probe(struct master *m);
 int launch_spawn(struct master *m, struct worker *w, char *err, size_t n);
 /* Static mode: attach every rank of the world.  0 or -1 with ERR. */
 int launch_static(struct master *m, char *err, size_t n);
+/* Spawning on threads (needs MPI_THREAD_MULTIPLE): enable it (0, or -1:
+ * spawn in the loop instead); is any spawn under way; start one for W
+ * (0, or -1); take a finished one: its worker and the worker's spawn_gen
+ * at the start (COMM its intercommunicator, or MPI_COMM_NULL with ERR),
+ * or NULL if none has finished. */
+int launch_async_init(struct master *m);
+int launch_async_busy(void);
+int launch_async_start(struct master *m, struct worker *w);
+struct worker *launch_async_poll(struct master *m, MPI_Comm *comm,
+				 unsigned *gen, char *err, size_t n);
 
 /* nodes.c */
 void nodes_init(struct master *m);

@@ -444,6 +444,7 @@ take_down(struct master *m, struct worker *w, const char *event,
 	/* Where killing a rank would end the job (MPICH), a hung worker is
 	 * left alone and told to stop at shutdown. */
 	w->lingering = !killed && m->static_world && !m->can_kill;
+	w->spawning = 0;	/* a spawn still under way is dropped when done */
 	event_worker(m, event, w);
 	jsonl_str(&m->events, "reason", reason);
 	jsonl_bool(&m->events, "killed", killed);
@@ -507,27 +508,81 @@ registry_retire(struct master *m, struct worker *w, const char *reason)
 		w->state = W_INACTIVE;
 }
 
-/* Spawn W again (the first rung of the ladder). */
+/* How long a spawn may take before it is given up on (it normally takes
+ * a quarter of a second here). */
+static double
+spawn_timeout(const struct master *m)
+{
+	return m->cfg.start_timeout < 15 ? m->cfg.start_timeout : 15;
+}
+
+/* A spawn for W failed (ERR): count it and climb the ladder. */
+static void
+spawn_failed(struct master *m, struct worker *w, const char *err)
+{
+	log_warnx("worker %d: respawn failed: %s", w->slot, err);
+	jsonl_event(&m->events, "worker_spawn_failed");
+	jsonl_int(&m->events, "worker", w->slot);
+	jsonl_str(&m->events, "node", m->cfg.nodes[w->node].name);
+	jsonl_str(&m->events, "reason", err);
+	jsonl_end(&m->events);
+	w->state = W_DEAD;
+	w->failures++;
+	if (w->failures <= m->cfg.respawn_limit && !m->stopping)
+		schedule_respawn(w);
+	else if (!m->stopping)
+		nodes_worker_failed(m, w);
+}
+
+/* Take the spawner thread's finished spawn, if any. */
+static void
+collect_spawn(struct master *m)
+{
+	MPI_Comm comm;
+	char err[256];
+	unsigned gen;
+	struct worker *w = launch_async_poll(m, &comm, &gen, err, sizeof(err));
+
+	if (w == NULL)
+		return;
+	if (!w->spawning || gen != w->spawn_gen) {
+		/* Given up on meanwhile: the new process, never welcomed,
+		 * leaves by itself. */
+		if (comm != MPI_COMM_NULL)
+			MPI_Comm_free(&comm);
+		return;
+	}
+	w->spawning = 0;
+	if (comm == MPI_COMM_NULL) {
+		spawn_failed(m, w, err);
+		return;
+	}
+	snprintf(w->host, sizeof(w->host), "%s", m->cfg.nodes[w->node].host);
+	registry_attach(m, w, comm, 0);
+}
+
+/* Spawn W again (the first rung of the ladder), on the spawner thread
+ * when there is one. */
 static void
 respawn(struct master *m, struct worker *w)
 {
 	char err[256];
 
+	if (m->async_spawn) {
+		if (launch_async_start(m, w) == -1)
+			return;		/* try again at the next cron */
+		w->respawn_due = 0;
+		w->respawns++;
+		w->spawning = 1;
+		w->state = W_STARTING;
+		w->pid = 0;
+		w->started = ft_now();
+		return;
+	}
 	w->respawn_due = 0;
 	w->respawns++;
-	if (launch_spawn(m, w, err, sizeof(err)) == -1) {
-		log_warnx("worker %d: respawn failed: %s", w->slot, err);
-		jsonl_event(&m->events, "worker_spawn_failed");
-		jsonl_int(&m->events, "worker", w->slot);
-		jsonl_str(&m->events, "node", m->cfg.nodes[w->node].name);
-		jsonl_str(&m->events, "reason", err);
-		jsonl_end(&m->events);
-		w->failures++;
-		if (w->failures <= m->cfg.respawn_limit)
-			schedule_respawn(w);
-		else
-			nodes_worker_failed(m, w);
-	}
+	if (launch_spawn(m, w, err, sizeof(err)) == -1)
+		spawn_failed(m, w, err);
 }
 
 static void
@@ -560,10 +615,16 @@ registry_cron(struct master *m, double now)
 {
 	int i;
 
+	if (m->async_spawn)
+		collect_spawn(m);
 	for (i = 0; i < m->nworkers; i++) {
 		struct worker *w = &m->workers[i];
 
-		if (w->state == W_STARTING &&
+		if (w->spawning && now - w->started > spawn_timeout(m)) {
+			w->spawning = 0;	/* its end, if any, is dropped */
+			spawn_failed(m, w, "MPI_Comm_spawn did not return in time");
+		}
+		if (w->state == W_STARTING && !w->spawning &&
 		    now - w->started > m->cfg.start_timeout)
 			registry_dead(m, w, "no hello from the new worker in time");
 		if (w->doomed) {
@@ -616,7 +677,7 @@ registry_stop_all(struct master *m)
 			send_msg(m, w, FT_MSG_STOP, &msg);
 			continue;
 		}
-		if (!registry_live(w) || w->bye)
+		if (!registry_live(w) || w->bye || w->comm == MPI_COMM_NULL)
 			continue;
 		/* A stopped (SIGSTOP) worker that was not killed can still
 		 * leave cleanly once it runs again. */
@@ -634,7 +695,8 @@ registry_all_stopped(struct master *m)
 	int i;
 
 	for (i = 0; i < m->nworkers; i++)
-		if (registry_live(&m->workers[i]) && !m->workers[i].bye)
+		if (registry_live(&m->workers[i]) && !m->workers[i].bye &&
+		    !m->workers[i].spawning)
 			return 0;
 	return 1;
 }
