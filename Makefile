@@ -39,7 +39,7 @@ MASTER := master/main.c master/loop.c master/sched.c master/registry.c \
 	master/control.c master/results.c master/launch.c master/nodes.c
 WORKER := worker/main.c worker/agent.c worker/runner.c
 CLI := cli/main.c cli/commands.c cli/start.c
-PLUGINS := exec sleep wordcount
+PLUGINS := exec sleep wordcount relax
 
 common_o = $(COMMON:%.c=$(OBJ)/%.o)
 common_mpi_o = $(COMMON_MPI:%.c=$(OBJ)/%.o)
@@ -82,6 +82,14 @@ WORDCOUNT_SRC := worker/tasks/wordcount.c $(wildcard worker/tasks/wc_*.c)
 $(BINDIR)/tasks/wordcount.so: $(WORDCOUNT_SRC) $(wildcard worker/tasks/wc_*.h) $(PLUGIN_COMMON)
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) -iquote worker/tasks $(CFLAGS) $(WARN) $(PLUGIN_CFLAGS) -o $@ $(WORDCOUNT_SRC) $(PLUGIN_COMMON) $(LDLIBS)
+
+# relax is split into worker/tasks/relax_*.c, compiled into its plugin.
+# Results must be the seed's bits: nothing fused or reassociated, whatever
+# CFLAGS says.
+RELAX_SRC := worker/tasks/relax.c $(wildcard worker/tasks/relax_*.c)
+$(BINDIR)/tasks/relax.so: $(RELAX_SRC) $(wildcard worker/tasks/relax_*.h) $(PLUGIN_COMMON)
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) -iquote worker/tasks $(CFLAGS) -fno-fast-math -ffp-contract=off $(WARN) $(PLUGIN_CFLAGS) -o $@ $(RELAX_SRC) $(PLUGIN_COMMON) $(LDLIBS)
 
 -include $(shell find build -name '*.d' 2>/dev/null)
 
