@@ -624,8 +624,11 @@ registry_cron(struct master *m, double now)
 			w->spawning = 0;	/* its end, if any, is dropped */
 			spawn_failed(m, w, "MPI_Comm_spawn did not return in time");
 		}
+		/* A respawned worker is in MPI already when its spawn
+		 * returns: it need not get the whole start timeout. */
 		if (w->state == W_STARTING && !w->spawning &&
-		    now - w->started > m->cfg.start_timeout)
+		    now - w->started > (w->respawns ? spawn_timeout(m)
+						    : m->cfg.start_timeout))
 			registry_dead(m, w, "no hello from the new worker in time");
 		if (w->doomed) {
 			const char *why = w->doomed;
