@@ -93,6 +93,22 @@ struct ft_job_ops {
 
 typedef const struct ft_plugin *(*ft_plugin_fn)(void);
 
+/* Define the exported ftfarm_plugin() of a plugin serving task type NAME
+ * (JOB: its job hooks, or NULL). */
+#define FT_PLUGIN_DEFINE(NAME, VALIDATE, RUN, JOB)			\
+	__attribute__((visibility("default")))				\
+	const struct ft_plugin *ftfarm_plugin(void);			\
+	const struct ft_plugin *					\
+	ftfarm_plugin(void)						\
+	{								\
+		static const struct ft_plugin plugin = {		\
+			.abi = FT_PLUGIN_ABI, .name = (NAME),		\
+			.validate = (VALIDATE), .run = (RUN),		\
+			.job = (JOB),					\
+		};							\
+		return &plugin;						\
+	}
+
 /* Every task's "timeout" key: seconds, or DEF when absent. */
 double ft_task_timeout(const json_t *task, double def);
 

@@ -836,18 +836,4 @@ cleanup:
 	return rc;
 }
 
-__attribute__((visibility("default")))
-const struct ft_plugin *ftfarm_plugin(void);
-
-const struct ft_plugin *
-ftfarm_plugin(void)
-{
-	static const struct ft_plugin plugin = {
-		.abi = FT_PLUGIN_ABI,
-		.name = "exec",
-		.validate = exec_validate,
-		.run = exec_run,
-	};
-
-	return &plugin;
-}
+FT_PLUGIN_DEFINE("exec", exec_validate, exec_run, NULL)

@@ -92,19 +92,4 @@ relax_run(const struct ft_task *task, struct ft_result *res)
 	return 0;
 }
 
-__attribute__((visibility("default")))
-const struct ft_plugin *ftfarm_plugin(void);
-
-const struct ft_plugin *
-ftfarm_plugin(void)
-{
-	static const struct ft_plugin plugin = {
-		.abi = FT_PLUGIN_ABI,
-		.name = "relax",
-		.validate = relax_check_task,
-		.run = relax_run,
-		.job = &relax_job_ops,
-	};
-
-	return &plugin;
-}
+FT_PLUGIN_DEFINE("relax", relax_check_task, relax_run, &relax_job_ops)

@@ -81,18 +81,4 @@ sleep_run(const struct ft_task *task, struct ft_result *res)
 	return 0;
 }
 
-__attribute__((visibility("default")))
-const struct ft_plugin *ftfarm_plugin(void);
-
-const struct ft_plugin *
-ftfarm_plugin(void)
-{
-	static const struct ft_plugin plugin = {
-		.abi = FT_PLUGIN_ABI,
-		.name = "sleep",
-		.validate = sleep_validate,
-		.run = sleep_run,
-	};
-
-	return &plugin;
-}
+FT_PLUGIN_DEFINE("sleep", sleep_validate, sleep_run, NULL)

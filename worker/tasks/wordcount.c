@@ -32,19 +32,4 @@ wordcount_run(const struct ft_task *task, struct ft_result *res)
 	return wc_fail(res, "unknown mode \"%s\"", mode);
 }
 
-__attribute__((visibility("default")))
-const struct ft_plugin *ftfarm_plugin(void);
-
-const struct ft_plugin *
-ftfarm_plugin(void)
-{
-	static const struct ft_plugin plugin = {
-		.abi = FT_PLUGIN_ABI,
-		.name = "wordcount",
-		.validate = wc_task_validate,
-		.run = wordcount_run,
-		.job = &wc_job_ops,
-	};
-
-	return &plugin;
-}
+FT_PLUGIN_DEFINE("wordcount", wc_task_validate, wordcount_run, &wc_job_ops)
