@@ -303,3 +303,22 @@ def machine_line(info):
     return (f"Machine: {info['cpu']}, {info['nproc']} CPUs, {info['mem']} RAM, "
             f"kernel {info['kernel']}, {info['mpi']}; tree {info['commit']}; "
             f"{info['date']}")
+
+
+def print_problems(title, problems, limit):
+    """Print the problems a benchmark saw (or "none") under TITLE."""
+    print(f"{title}\n")
+    for p in problems[:limit]:
+        print(f"- {p}")
+    if len(problems) > limit:
+        print(f"- ... {len(problems) - limit} more")
+    if not problems:
+        print("- none")
+
+
+def finish(work, keep):
+    """Remove the work dir unless asked to keep it."""
+    if keep:
+        log(f"kept {work}")
+    else:
+        shutil.rmtree(work, ignore_errors=True)

@@ -283,20 +283,8 @@ def main():
         print(f"Goal: detection within 2 x heartbeat ({lim:.1f} s) at "
               f"{h} ms: {verdict}; median {B.median(ok):.3f} s.  ")
     print()
-    print("Problems seen (event/result checks, mpirun.log, master.log "
-          "warnings):\n")
-    if problems:
-        for p in problems[:80]:
-            print(f"- {p}")
-        if len(problems) > 80:
-            print(f"- ... {len(problems) - 80} more")
-    else:
-        print("- none")
-    if not a.keep:
-        import shutil
-        shutil.rmtree(work, ignore_errors=True)
-    else:
-        B.log(f"kept {work}")
+    B.print_problems("Problems seen (event/result checks, mpirun.log, master.log warnings):", problems, 80)
+    B.finish(work, a.keep)
 
 
 if __name__ == "__main__":

@@ -292,19 +292,8 @@ def main():
         for n in notes:
             print(f"- {n}")
         print()
-    print("Problems seen (result checks, mpirun.log, master.log warnings):\n")
-    if problems:
-        for p in problems[:60]:
-            print(f"- {p}")
-        if len(problems) > 60:
-            print(f"- ... {len(problems) - 60} more")
-    else:
-        print("- none")
-    if not a.keep:
-        import shutil
-        shutil.rmtree(work, ignore_errors=True)
-    else:
-        B.log(f"kept {work}")
+    B.print_problems("Problems seen (result checks, mpirun.log, master.log warnings):", problems, 60)
+    B.finish(work, a.keep)
 
 
 if __name__ == "__main__":

@@ -74,6 +74,12 @@ def all_pids():
             yield int(name)
 
 
+def is_cluster_worker(tag, pid):
+    """Is PID an ftfarm-worker of the cluster tagged TAG?"""
+    want = f"FTFARM_TEST_TAG={tag}".encode()
+    return "ftfarm-worker" in proc_cmdline(pid) and want in proc_environ(pid)
+
+
 def tagged_pids(tag):
     """Live processes whose environment carries FTFARM_TEST_TAG=TAG."""
     want = f"FTFARM_TEST_TAG={tag}".encode()

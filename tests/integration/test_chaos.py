@@ -12,8 +12,8 @@ import time
 
 import pytest
 
-from conftest import (LIVE_STATES, batch_id_of, check_exactly_once,
-                      pid_alive, proc_cmdline, proc_environ, proc_state,
+from conftest import (is_cluster_worker, LIVE_STATES, batch_id_of, check_exactly_once,
+                      pid_alive, proc_cmdline, proc_state,
                       wait_until)
 
 pytestmark = pytest.mark.timeout(240)
@@ -47,9 +47,7 @@ class Killer(threading.Thread):
         self.errors = []
 
     def ours(self, pid):
-        tag = f"FTFARM_TEST_TAG={self.c.tag}".encode()
-        return "ftfarm-worker" in proc_cmdline(pid) and \
-            tag in proc_environ(pid)
+        return is_cluster_worker(self.c.tag, pid)
 
     def run(self):
         hit = set()
