@@ -81,6 +81,72 @@ proto_get_pong(const void *p, size_t n, struct proto_pong *m)
 }
 
 void
+proto_put_ping(struct ft_buf *b, uint64_t seq)
+{
+	wire_put_u64(b, seq);
+}
+
+int
+proto_get_ping(const void *p, size_t n, uint64_t *seq)
+{
+	struct wire_r r;
+
+	wire_reader(&r, p, n);
+	*seq = wire_get_u64(&r);
+	return wire_end(&r);
+}
+
+void
+proto_put_cancel(struct ft_buf *b, const struct proto_cancel *m)
+{
+	wire_put_u64(b, m->tid);
+	wire_put_u32(b, m->attempt);
+}
+
+int
+proto_get_cancel(const void *p, size_t n, struct proto_cancel *m)
+{
+	struct wire_r r;
+
+	wire_reader(&r, p, n);
+	m->tid = wire_get_u64(&r);
+	m->attempt = wire_get_u32(&r);
+	return wire_end(&r);
+}
+
+void
+proto_put_stop(struct ft_buf *b, uint32_t flags)
+{
+	wire_put_u32(b, flags);
+}
+
+int
+proto_get_stop(const void *p, size_t n, uint32_t *flags)
+{
+	struct wire_r r;
+
+	wire_reader(&r, p, n);
+	*flags = wire_get_u32(&r);
+	return wire_end(&r);
+}
+
+void
+proto_put_bye(struct ft_buf *b)
+{
+	wire_put_u32(b, 0);
+}
+
+int
+proto_get_bye(const void *p, size_t n)
+{
+	struct wire_r r;
+
+	wire_reader(&r, p, n);
+	(void)wire_get_u32(&r);
+	return wire_end(&r);
+}
+
+void
 proto_begin_list(struct ft_buf *b)
 {
 	b->len = 0;

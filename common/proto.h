@@ -93,12 +93,27 @@ struct proto_pong {
 	uint32_t queued;		/* tasks waiting on the worker */
 };
 
+struct proto_cancel {
+	uint64_t tid;
+	uint32_t attempt;
+};
+
 void proto_put_hello(struct ft_buf *b, const struct proto_hello *m);
 int proto_get_hello(const void *p, size_t n, struct proto_hello *m);
 void proto_put_welcome(struct ft_buf *b, const struct proto_welcome *m);
 int proto_get_welcome(const void *p, size_t n, struct proto_welcome *m);
 void proto_put_pong(struct ft_buf *b, const struct proto_pong *m);
 int proto_get_pong(const void *p, size_t n, struct proto_pong *m);
+/* PING carries its sequence number, STOP its flags (FT_STOP_*), BYE
+ * nothing but a reserved zero. */
+void proto_put_ping(struct ft_buf *b, uint64_t seq);
+int proto_get_ping(const void *p, size_t n, uint64_t *seq);
+void proto_put_cancel(struct ft_buf *b, const struct proto_cancel *m);
+int proto_get_cancel(const void *p, size_t n, struct proto_cancel *m);
+void proto_put_stop(struct ft_buf *b, uint32_t flags);
+int proto_get_stop(const void *p, size_t n, uint32_t *flags);
+void proto_put_bye(struct ft_buf *b);
+int proto_get_bye(const void *p, size_t n);
 
 /* ASSIGN and RESULT carry a count then that many records.  The writer
  * reserves the count and patches it with proto_set_count; the reader is

@@ -9,7 +9,6 @@
 
 #include "proto.h"
 #include "runner.h"
-#include "wire.h"
 
 #define HELLO_TIMEOUT 60.0	/* seconds to wait for the master's welcome */
 #define SPIN_ITERS 200		/* polls before the first nap */
@@ -143,13 +142,10 @@ on_assign(struct agent *a, const void *p, size_t n)
 static void
 on_ping(struct agent *a, const void *p, size_t n)
 {
-	struct wire_r r;
 	struct proto_pong pong;
 	struct ft_buf b = { 0 };
 
-	wire_reader(&r, p, n);
-	pong.seq = wire_get_u64(&r);
-	if (wire_end(&r) == -1)
+	if (proto_get_ping(p, n, &pong.seq) == -1)
 		die(a, "malformed ping");
 	pong.running = runner_running(a->runner, &pong.queued);
 	proto_put_pong(&b, &pong);
@@ -159,16 +155,11 @@ on_ping(struct agent *a, const void *p, size_t n)
 static void
 on_cancel(struct agent *a, const void *p, size_t n)
 {
-	struct wire_r r;
-	uint64_t tid;
-	uint32_t attempt;
+	struct proto_cancel c;
 
-	wire_reader(&r, p, n);
-	tid = wire_get_u64(&r);
-	attempt = wire_get_u32(&r);
-	if (wire_end(&r) == -1)
+	if (proto_get_cancel(p, n, &c) == -1)
 		die(a, "malformed cancel");
-	runner_cancel(a->runner, tid, attempt);
+	runner_cancel(a->runner, c.tid, c.attempt);
 }
 
 static void
@@ -186,12 +177,9 @@ on_welcome(struct agent *a, const void *p, size_t n)
 static void
 on_stop(struct agent *a, const void *p, size_t n)
 {
-	struct wire_r r;
 	uint32_t flags;
 
-	wire_reader(&r, p, n);
-	flags = wire_get_u32(&r);
-	if (wire_end(&r) == -1)
+	if (proto_get_stop(p, n, &flags) == -1)
 		die(a, "malformed stop");
 	a->stop = 1;
 	a->no_finalize = (flags & FT_STOP_NO_FINALIZE) != 0;
@@ -276,7 +264,7 @@ say_bye(struct agent *a)
 	struct ft_buf b = { 0 };
 	double until = ft_now() + BYE_TIMEOUT;
 
-	wire_put_u32(&b, 0);
+	proto_put_bye(&b);
 	send_buf(a, FT_MSG_BYE, &b);
 	while (a->outs && ft_now() < until) {
 		test_sends(a, ft_now());
