@@ -35,8 +35,10 @@ COMMON := common/jpos.c common/jcheck.c common/config.c common/log.c \
 	common/util.c common/ctl.c common/proto.c common/jsonl.c
 # Code that calls MPI.
 COMMON_MPI := common/treq.c
-MASTER := master/main.c master/loop.c master/sched.c master/registry.c \
-	master/control.c master/results.c master/launch.c master/nodes.c
+MASTER := master/main.c master/loop.c master/farm.c master/commands.c \
+	master/control.c master/health.c master/registry.c master/batches.c \
+	master/jobs.c master/link.c master/spawn.c master/worker.c \
+	master/node.c master/sched.c master/events.c master/defer.c
 WORKER := worker/main.c worker/agent.c worker/runner.c
 CLI := cli/main.c cli/commands.c cli/start.c
 PLUGINS := exec sleep wordcount relax
@@ -71,15 +73,17 @@ $(BINDIR)/ftfarm: $(cli_o) $(common_o)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS) -ldl
 
-# Plugins link the small pieces of common/ they use into themselves.
+# Plugins link the small pieces of common/ they use into themselves (and
+# are rebuilt when a header of common/, the ABI among them, changes).
 PLUGIN_COMMON := common/jcheck.c common/jpos.c common/util.c
-$(BINDIR)/tasks/%.so: worker/tasks/%.c $(PLUGIN_COMMON)
+PLUGIN_DEPS := $(PLUGIN_COMMON) $(wildcard common/*.h)
+$(BINDIR)/tasks/%.so: worker/tasks/%.c $(PLUGIN_DEPS)
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) $(WARN) $(PLUGIN_CFLAGS) -o $@ $< $(PLUGIN_COMMON) $(LDLIBS)
 
 # wordcount is split into worker/tasks/wc_*.c, compiled into its plugin.
 WORDCOUNT_SRC := worker/tasks/wordcount.c $(wildcard worker/tasks/wc_*.c)
-$(BINDIR)/tasks/wordcount.so: $(WORDCOUNT_SRC) $(wildcard worker/tasks/wc_*.h) $(PLUGIN_COMMON)
+$(BINDIR)/tasks/wordcount.so: $(WORDCOUNT_SRC) $(wildcard worker/tasks/wc_*.h) $(PLUGIN_DEPS)
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) -iquote worker/tasks $(CFLAGS) $(WARN) $(PLUGIN_CFLAGS) -o $@ $(WORDCOUNT_SRC) $(PLUGIN_COMMON) $(LDLIBS)
 
@@ -87,7 +91,7 @@ $(BINDIR)/tasks/wordcount.so: $(WORDCOUNT_SRC) $(wildcard worker/tasks/wc_*.h) $
 # Results must be the seed's bits: nothing fused or reassociated, whatever
 # CFLAGS says.
 RELAX_SRC := worker/tasks/relax.c $(wildcard worker/tasks/relax_*.c)
-$(BINDIR)/tasks/relax.so: $(RELAX_SRC) $(wildcard worker/tasks/relax_*.h) $(PLUGIN_COMMON)
+$(BINDIR)/tasks/relax.so: $(RELAX_SRC) $(wildcard worker/tasks/relax_*.h) $(PLUGIN_DEPS)
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) -iquote worker/tasks $(CFLAGS) -fno-fast-math -ffp-contract=off $(WARN) $(PLUGIN_CFLAGS) -o $@ $(RELAX_SRC) $(PLUGIN_COMMON) $(LDLIBS)
 

@@ -105,11 +105,12 @@ print_summary(json_t *b)
 static int
 wait_batch(struct cli *c, json_int_t id)
 {
-	json_t *req = json_pack("{s:s, s:I}", "cmd", "wait", "batch", id);
-	json_t *ans = cli_call(c, req, 0);
-	json_t *b;
+	json_t *req = ctl_request_new(CTL_WAIT);
+	json_t *ans, *b;
 	int rc;
 
+	json_object_set_new(req, "batch", json_integer(id));
+	ans = cli_call(c, req, 0);
 	json_decref(req);
 	if (ans == NULL)
 		return 1;
@@ -132,10 +133,11 @@ wait_batch(struct cli *c, json_int_t id)
 static int
 send_batch(struct cli *c, json_t *batch, int wait)
 {
-	json_t *req = json_pack("{s:s, s:o}", "cmd", "submit", "batch", batch);
-	json_t *ans = cli_call(c, req, 600);
+	json_t *req = ctl_request_new(CTL_SUBMIT), *ans;
 	json_int_t id;
 
+	json_object_set_new(req, "batch", batch);
+	ans = cli_call(c, req, 600);
 	json_decref(req);
 	if (ans == NULL)
 		return 1;
@@ -248,66 +250,52 @@ cli_wait(struct cli *c)
 	return wait_batch(c, (json_int_t)id);
 }
 
+/* One cell of column COL of ROW, as the column says. */
 static void
-print_workers(json_t *workers)
+print_cell(const struct ctl_col *col, json_t *row, int last)
 {
-	size_t i;
-	json_t *w;
+	json_t *v = json_object_get(row, col->key);
+	int w = last ? 0 : col->width;
 
-	printf("%-6s %-10s %-12s %-8s %-9s %-8s %s\n", "WORKER", "NODE", "HOST",
-	       "PID", "STATE", "RESPAWNS", "DONE");
-	json_array_foreach(workers, i, w)
-		printf("%-6lld %-10s %-12s %-8lld %-9s %-8lld %lld\n",
-		       (long long)json_integer_value(json_object_get(w, "id")),
-		       json_string_value(json_object_get(w, "node")),
-		       json_string_value(json_object_get(w, "host")),
-		       (long long)json_integer_value(json_object_get(w, "pid")),
-		       json_string_value(json_object_get(w, "state")),
-		       (long long)json_integer_value(json_object_get(w, "respawns")),
-		       (long long)json_integer_value(json_object_get(w, "tasks_done")));
+	switch (col->type) {
+	case JT_INT:
+		printf("%*lld", w, (long long)json_integer_value(v));
+		break;
+	case JT_NUMBER:
+		printf("%*.3f", w, json_number_value(v));
+		break;
+	default:
+		printf("%*s", w, json_is_string(v) ? json_string_value(v) : "");
+	}
+	putchar(last ? '\n' : ' ');
 }
 
+/* ROWS as a table of the printed columns of COLS (N of them). */
 static void
-print_nodes(json_t *nodes)
+print_table(const struct ctl_col *cols, int n, json_t *rows)
 {
+	json_t *row;
 	size_t i;
-	json_t *n;
+	int k, last = n - 1;
 
-	printf("\n%-10s %-12s %-9s %s\n", "NODE", "HOST", "STATE", "REBOOTS");
-	json_array_foreach(nodes, i, n)
-		printf("%-10s %-12s %-9s %lld\n",
-		       json_string_value(json_object_get(n, "name")),
-		       json_string_value(json_object_get(n, "host")),
-		       json_string_value(json_object_get(n, "state")),
-		       (long long)json_integer_value(json_object_get(n, "reboots")));
-}
-
-static void
-print_batches(json_t *batches)
-{
-	size_t i;
-	json_t *b;
-
-	if (json_array_size(batches) == 0)
-		return;
-	printf("\n%-6s %-20s %8s %8s %8s %-9s %s\n", "BATCH", "NAME", "TOTAL",
-	       "DONE", "FAILED", "STATE", "SECONDS");
-	json_array_foreach(batches, i, b)
-		printf("%-6lld %-20s %8lld %8lld %8lld %-9s %.3f\n",
-		       (long long)json_integer_value(json_object_get(b, "id")),
-		       json_string_value(json_object_get(b, "name")),
-		       (long long)json_integer_value(json_object_get(b, "total")),
-		       (long long)json_integer_value(json_object_get(b, "done")),
-		       (long long)json_integer_value(json_object_get(b, "failed")),
-		       json_string_value(json_object_get(b, "state")),
-		       json_number_value(json_object_get(b, "seconds")));
+	while (last > 0 && cols[last].title == NULL)
+		last--;
+	for (k = 0; k <= last; k++)
+		if (cols[k].title)
+			printf("%*s%c", k == last ? 0 : cols[k].width,
+			       cols[k].title, k == last ? '\n' : ' ');
+	json_array_foreach(rows, i, row)
+		for (k = 0; k <= last; k++)
+			if (cols[k].title)
+				print_cell(&cols[k], row, k == last);
 }
 
 /* status -c CFG [--json] */
 int
 cli_status(struct cli *c)
 {
-	json_t *req = json_pack("{s:s}", "cmd", "status");
+	const char *const *k = ctl_status_keys;
+	json_t *req = ctl_request_new(CTL_STATUS);
 	json_t *ans = cli_call(c, req, 30);
 
 	json_decref(req);
@@ -320,15 +308,24 @@ cli_status(struct cli *c)
 	} else {
 		printf("cluster %s: %s launch, %s; up %.1f s; %lld queued, "
 		       "%lld open\n\n",
-		       json_string_value(json_object_get(ans, "cluster")),
-		       json_string_value(json_object_get(ans, "launch")),
-		       json_string_value(json_object_get(ans, "mpi")),
-		       json_number_value(json_object_get(ans, "uptime")),
-		       (long long)json_integer_value(json_object_get(ans, "queued")),
-		       (long long)json_integer_value(json_object_get(ans, "open")));
-		print_workers(json_object_get(ans, "workers"));
-		print_nodes(json_object_get(ans, "nodes"));
-		print_batches(json_object_get(ans, "batches"));
+		       json_string_value(json_object_get(ans, k[CTL_S_CLUSTER])),
+		       json_string_value(json_object_get(ans, k[CTL_S_LAUNCH])),
+		       json_string_value(json_object_get(ans, k[CTL_S_MPI])),
+		       json_number_value(json_object_get(ans, k[CTL_S_UPTIME])),
+		       (long long)json_integer_value(json_object_get(ans,
+							k[CTL_S_QUEUED])),
+		       (long long)json_integer_value(json_object_get(ans,
+							k[CTL_S_OPEN])));
+		print_table(ctl_worker_cols, CTL_W_NCOLS,
+			    json_object_get(ans, k[CTL_S_WORKERS]));
+		putchar('\n');
+		print_table(ctl_node_cols, CTL_N_NCOLS,
+			    json_object_get(ans, k[CTL_S_NODES]));
+		if (json_array_size(json_object_get(ans, k[CTL_S_BATCHES]))) {
+			putchar('\n');
+			print_table(ctl_batch_cols, CTL_B_NCOLS,
+				    json_object_get(ans, k[CTL_S_BATCHES]));
+		}
 	}
 	json_decref(ans);
 	return 0;

@@ -217,7 +217,7 @@ wait_ready(struct cli *c, pid_t pid, const char *log, size_t offset)
 			show_failure(log, offset);
 			return 1;
 		}
-		req = json_pack("{s:s}", "cmd", "status");
+		req = ctl_request_new(CTL_STATUS);
 		ans = ctl_request(c->cfg.state_dir, req, 5, err, sizeof(err));
 		json_decref(req);
 		if (ans) {
@@ -294,7 +294,7 @@ cli_start(struct cli *c)
 static json_t *
 worker_pids(struct cli *c)
 {
-	json_t *req = json_pack("{s:s}", "cmd", "status");
+	json_t *req = ctl_request_new(CTL_STATUS);
 	char err[256];
 	json_t *ans = ctl_request(c->cfg.state_dir, req, 5, err, sizeof(err));
 	json_t *pids = json_array(), *w;
@@ -361,7 +361,7 @@ cli_stop(struct cli *c)
 	int strays = 0;
 	size_t i;
 
-	req = json_pack("{s:s}", "cmd", "stop");
+	req = ctl_request_new(CTL_STOP);
 	json_decref(ctl_request(c->cfg.state_dir, req, 5, err, sizeof(err)));
 	json_decref(req);
 	if (launcher_pid > 0 && !wait_launcher(launcher_pid, master_pid)) {

@@ -12,11 +12,8 @@ static const struct jfield batch_fields[] = {
 	{ NULL, 0, 0 },
 };
 
-/* Check one task at PATH: an object with a known "type", then whatever
- * its plugin requires.  (Its encoded size is checked by the master, which
- * encodes it anyway.) */
-static int
-check_task(const json_t *task, const char *path, const struct ft_plugins *pl,
+int
+ft_batch_check_task(const json_t *task, const char *path, const struct ft_plugins *pl,
 	   struct jerr *err)
 {
 	const struct ft_plugin *p;
@@ -87,7 +84,7 @@ ft_batch_check(const json_t *batch, const struct ft_plugins *pl,
 				FT_BATCH_MAX_TASKS);
 	json_array_foreach(tasks, i, task) {
 		jpath_index(path, sizeof(path), "tasks", i);
-		if (check_task(task, path, pl, err) == -1)
+		if (ft_batch_check_task(task, path, pl, err) == -1)
 			return -1;
 	}
 	return 0;

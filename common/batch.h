@@ -21,6 +21,12 @@
 int ft_batch_check(const json_t *batch, const struct ft_plugins *pl,
 		   struct jerr *err);
 
+/* Check one task at PATH: an object with a known "type", then whatever
+ * its plugin requires.  (Its encoded size is checked by the master, which
+ * encodes it anyway.)  0, or -1 with ERR. */
+int ft_batch_check_task(const json_t *task, const char *path,
+			const struct ft_plugins *pl, struct jerr *err);
+
 /* The plugin planning BATCH if it is a job (checked), else NULL. */
 const struct ft_plugin *ft_batch_job(const json_t *batch,
 				     const struct ft_plugins *pl);

@@ -16,6 +16,7 @@
 
 #include "jcheck.h"
 #include "jpos.h"
+#include "plugin.h"
 #include "util.h"
 
 static const struct jfield top_fields[] = {
@@ -61,7 +62,7 @@ static const struct {
 	const char *key;
 	double hi;
 } num_limits[] = {
-	{ "task_timeout_s", 1e7 },
+	{ "task_timeout_s", FT_TASK_TIMEOUT_MAX },
 	{ "slow_timeout_s", 1e7 },
 	{ "start_timeout_s", 3600 },
 };

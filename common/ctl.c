@@ -11,6 +11,125 @@
 
 #include "util.h"
 
+/* ---- the command table ---- */
+
+static const struct jfield ctl_no_fields[] = {
+	{ "v", JT_INT, 1 },
+	{ "cmd", JT_STRING, 1 },
+	{ NULL, 0, 0 },
+};
+
+static const struct jfield ctl_submit_fields[] = {
+	{ "v", JT_INT, 1 },
+	{ "cmd", JT_STRING, 1 },
+	{ "batch", JT_OBJECT, 1 },
+	{ NULL, 0, 0 },
+};
+
+static const struct jfield ctl_wait_fields[] = {
+	{ "v", JT_INT, 1 },
+	{ "cmd", JT_STRING, 1 },
+	{ "batch", JT_INT, 1 },
+	{ NULL, 0, 0 },
+};
+
+static const struct jfield ctl_log_level_fields[] = {
+	{ "v", JT_INT, 1 },
+	{ "cmd", JT_STRING, 1 },
+	{ "level", JT_STRING, 1 },
+	{ NULL, 0, 0 },
+};
+
+static const struct ctl_command commands[] = {
+	{ CTL_INVALID, NULL, 0, NULL },
+#define CTL_ROW(E, name, role, fields) { CTL_##E, name, role, fields },
+	CTL_COMMANDS(CTL_ROW)
+#undef CTL_ROW
+};
+
+const struct ctl_command *
+ctl_command(enum ctl_cmd cmd)
+{
+	return cmd > CTL_INVALID && cmd < CTL_NCMDS ? &commands[cmd] : NULL;
+}
+
+const struct ctl_command *
+ctl_command_find(const char *name)
+{
+	int i;
+
+	for (i = CTL_INVALID + 1; name && i < CTL_NCMDS; i++)
+		if (strcmp(commands[i].name, name) == 0)
+			return &commands[i];
+	return NULL;
+}
+
+const struct ctl_command *
+ctl_check_request(const json_t *req, char *err, size_t n)
+{
+	const struct ctl_command *c;
+	struct jerr jerr;
+
+	c = ctl_command_find(json_string_value(json_object_get(req, "cmd")));
+	if (c == NULL) {
+		ft_snprintf(err, n, "unknown command");
+		return NULL;
+	}
+	if (jcheck_object(req, "", c->fields, &jerr) == -1) {
+		ft_snprintf(err, n, "%s: %s%s%s", c->name, jerr.path,
+			    jerr.path[0] ? ": " : "", jerr.msg);
+		return NULL;
+	}
+	return c;
+}
+
+json_t *
+ctl_request_new(enum ctl_cmd cmd)
+{
+	return json_pack("{s:s}", "cmd", ctl_command(cmd)->name);
+}
+
+/* ---- the status answer's columns ---- */
+
+#define CTL_COL_ROW(E, key, title, width, type) { key, title, width, type },
+const struct ctl_col ctl_worker_cols[CTL_W_NCOLS] = {
+	CTL_WORKER_COLS(CTL_COL_ROW)
+};
+const struct ctl_col ctl_node_cols[CTL_N_NCOLS] = {
+	CTL_NODE_COLS(CTL_COL_ROW)
+};
+const struct ctl_col ctl_batch_cols[CTL_B_NCOLS] = {
+	CTL_BATCH_COLS(CTL_COL_ROW)
+};
+#undef CTL_COL_ROW
+
+#define CTL_KEY_ROW(E, key, type) key,
+const char *const ctl_status_keys[CTL_S_NKEYS] = {
+	CTL_STATUS_KEYS(CTL_KEY_ROW)
+};
+#undef CTL_KEY_ROW
+
+void
+ctl_row_int(json_t *row, const struct ctl_col *col, long long v)
+{
+	json_object_set_new(row, col->key, col->type == JT_NUMBER ?
+			    json_real((double)v) : json_integer(v));
+}
+
+void
+ctl_row_num(json_t *row, const struct ctl_col *col, double v)
+{
+	json_object_set_new(row, col->key, json_real(v));
+}
+
+void
+ctl_row_str(json_t *row, const struct ctl_col *col, const char *v)
+{
+	json_object_set_new(row, col->key, json_string(v ? v : ""));
+}
+
+/* ---- the client side ---- */
+
 char *
 ctl_socket_path(const char *state_dir)
 {

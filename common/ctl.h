@@ -5,6 +5,12 @@
  * JSON object per line, {"v": FT_CTL_VERSION, "cmd": NAME, ...}; the master
  * answers each with one line, {"ok": true, ...} or {"ok": false, "error":
  * "..."}.  A request of another version is refused.
+ *
+ * The commands, the keys each request may carry and the columns of the
+ * status answer are defined once, here, and used by both ends: the master
+ * checks a request against its command's fields and fills the status
+ * answer with these keys; the CLI builds requests from the table and
+ * prints the status tables from the same columns.
  */
 #ifndef FT_CTL_H
 #define FT_CTL_H
@@ -12,9 +18,125 @@
 #include <jansson.h>
 #include <stddef.h>
 
+#include "jcheck.h"
+
 #define FT_CTL_VERSION 1
 /* Longest request line the master reads (batches of many tasks). */
 #define FT_CTL_MAX_LINE (512 * 1024 * 1024)
+
+/* Who may send a command: anyone who may connect (READ), those who may
+ * run code as the master's user (SUBMIT), or its operators (ADMIN). */
+enum ctl_role { CTL_ROLE_READ = 1, CTL_ROLE_SUBMIT, CTL_ROLE_ADMIN };
+
+/* X(ENUM, name, role, fields): fields are the request's own keys beside
+ * "v" and "cmd". */
+#define CTL_COMMANDS(X)							\
+	X(STATUS, "status", CTL_ROLE_READ, ctl_no_fields)		\
+	X(SUBMIT, "submit", CTL_ROLE_SUBMIT, ctl_submit_fields)		\
+	X(WAIT, "wait", CTL_ROLE_READ, ctl_wait_fields)			\
+	X(STOP, "stop", CTL_ROLE_ADMIN, ctl_no_fields)			\
+	X(LOG_LEVEL, "log_level", CTL_ROLE_ADMIN, ctl_log_level_fields)
+
+enum ctl_cmd {
+	CTL_INVALID = 0,
+#define CTL_ENUM(E, name, role, fields) CTL_##E,
+	CTL_COMMANDS(CTL_ENUM)
+#undef CTL_ENUM
+	CTL_NCMDS
+};
+
+struct ctl_command {
+	enum ctl_cmd cmd;
+	const char *name;
+	enum ctl_role role;
+	const struct jfield *fields;	/* {NULL}-terminated, "v" and "cmd" included */
+};
+
+/* The command called NAME, or NULL. */
+const struct ctl_command *ctl_command_find(const char *name);
+const struct ctl_command *ctl_command(enum ctl_cmd cmd);
+/* Check REQ against its command's fields: a known command, no unknown or
+ * mistyped key.  The command, or NULL with ERR ("unknown command",
+ * "batch: expected an integer, got a string"). */
+const struct ctl_command *ctl_check_request(const json_t *req, char *err,
+					    size_t n);
+/* A new request {"cmd": NAME} for CMD ("v" is added when it is sent). */
+json_t *ctl_request_new(enum ctl_cmd cmd);
+
+/*
+ * The status answer: {"ok", "cluster", "launch", "mpi", "uptime",
+ * "queued", "open", "workers": [...], "nodes": [...], "batches": [...],
+ * "counters": {...}}.  Each table's rows have the columns below:
+ * X(ENUM, key, title, width, type); a title of NULL is not printed, a
+ * negative width is left-aligned.
+ */
+#define CTL_WORKER_COLS(X)						\
+	X(W_ID, "id", "WORKER", -6, JT_INT)				\
+	X(W_NODE, "node", "NODE", -10, JT_STRING)			\
+	X(W_HOST, "host", "HOST", -12, JT_STRING)			\
+	X(W_PID, "pid", "PID", -8, JT_INT)				\
+	X(W_STATE, "state", "STATE", -9, JT_STRING)			\
+	X(W_RESPAWNS, "respawns", "RESPAWNS", -8, JT_INT)		\
+	X(W_DONE, "tasks_done", "DONE", 0, JT_INT)			\
+	X(W_INFLIGHT, "inflight", NULL, 0, JT_INT)
+
+#define CTL_NODE_COLS(X)						\
+	X(N_NAME, "name", "NODE", -10, JT_STRING)			\
+	X(N_HOST, "host", "HOST", -12, JT_STRING)			\
+	X(N_STATE, "state", "STATE", -9, JT_STRING)			\
+	X(N_REBOOTS, "reboots", "REBOOTS", 0, JT_INT)			\
+	X(N_WORKERS, "workers", NULL, 0, JT_INT)
+
+/* Batches also carry, when they apply, "job", "error" and "result". */
+#define CTL_BATCH_COLS(X)						\
+	X(B_ID, "id", "BATCH", -6, JT_INT)				\
+	X(B_NAME, "name", "NAME", -20, JT_STRING)			\
+	X(B_TOTAL, "total", "TOTAL", 8, JT_INT)				\
+	X(B_DONE, "done", "DONE", 8, JT_INT)				\
+	X(B_OK, "ok", NULL, 0, JT_INT)					\
+	X(B_FAILED, "failed", "FAILED", 8, JT_INT)			\
+	X(B_STATE, "state", "STATE", -9, JT_STRING)			\
+	X(B_SECONDS, "seconds", "SECONDS", 0, JT_NUMBER)
+
+#define CTL_STATUS_KEYS(X)						\
+	X(S_CLUSTER, "cluster", JT_STRING)				\
+	X(S_LAUNCH, "launch", JT_STRING)				\
+	X(S_MPI, "mpi", JT_STRING)					\
+	X(S_UPTIME, "uptime", JT_NUMBER)				\
+	X(S_QUEUED, "queued", JT_INT)					\
+	X(S_OPEN, "open", JT_INT)					\
+	X(S_WORKERS, "workers", JT_ARRAY)				\
+	X(S_NODES, "nodes", JT_ARRAY)					\
+	X(S_BATCHES, "batches", JT_ARRAY)				\
+	X(S_COUNTERS, "counters", JT_OBJECT)
+
+#define CTL_COL_ENUM(E, key, title, width, type) CTL_##E,
+#define CTL_KEY_ENUM(E, key, type) CTL_##E,
+enum ctl_worker_col { CTL_WORKER_COLS(CTL_COL_ENUM) CTL_W_NCOLS };
+enum ctl_node_col { CTL_NODE_COLS(CTL_COL_ENUM) CTL_N_NCOLS };
+enum ctl_batch_col { CTL_BATCH_COLS(CTL_COL_ENUM) CTL_B_NCOLS };
+enum ctl_status_key { CTL_STATUS_KEYS(CTL_KEY_ENUM) CTL_S_NKEYS };
+#undef CTL_COL_ENUM
+#undef CTL_KEY_ENUM
+
+struct ctl_col {
+	const char *key;
+	const char *title;		/* NULL: not printed */
+	int width;			/* < 0: left-aligned */
+	enum jtype type;
+};
+
+/* Indexed by the enums above. */
+extern const struct ctl_col ctl_worker_cols[CTL_W_NCOLS];
+extern const struct ctl_col ctl_node_cols[CTL_N_NCOLS];
+extern const struct ctl_col ctl_batch_cols[CTL_B_NCOLS];
+extern const char *const ctl_status_keys[CTL_S_NKEYS];
+
+/* ROW[COL.key] = V, by the column's type (a JSON integer, real or string).
+ * Strings are copied. */
+void ctl_row_int(json_t *row, const struct ctl_col *col, long long v);
+void ctl_row_num(json_t *row, const struct ctl_col *col, double v);
+void ctl_row_str(json_t *row, const struct ctl_col *col, const char *v);
 
 /* <state_dir>/control.sock (a new string). */
 char *ctl_socket_path(const char *state_dir);

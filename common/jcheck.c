@@ -402,3 +402,32 @@ out:
 	free(buf);
 	return root;
 }
+
+int
+jcheck_abs(const json_t *v, const char *at, struct jerr *err)
+{
+	const char *s = json_string_value(v);
+
+	if (s == NULL)
+		return jerr_set(err, at, "expected a string, got %s",
+				jcheck_type_name(v));
+	if (strlen(s) != json_string_length(v))
+		return jerr_set(err, at, "must not contain a NUL byte");
+	if (s[0] != '/')
+		return jerr_set(err, at, "must be an absolute path, not \"%s\"",
+				s);
+	return 0;
+}
+
+int
+jcheck_abs_path(const json_t *obj, const char *path, const char *key,
+		struct jerr *err)
+{
+	const json_t *v = json_object_get(obj, key);
+	char kpath[sizeof(err->path)];
+
+	if (v == NULL)
+		return 0;
+	jpath_key(kpath, sizeof(kpath), path, key);
+	return jcheck_abs(v, kpath, err);
+}

@@ -74,6 +74,13 @@ int jcheck_num_range(const json_t *obj, const char *path, const char *key,
 int jcheck_num_positive(const json_t *obj, const char *path, const char *key,
 			double hi, struct jerr *err);
 
+/* The string V (at AT) must be an absolute path without a NUL byte.  0 or
+ * -1 with ERR set. */
+int jcheck_abs(const json_t *v, const char *at, struct jerr *err);
+/* The same for the string member KEY of OBJ (at PATH), when present. */
+int jcheck_abs_path(const json_t *obj, const char *path, const char *key,
+		    struct jerr *err);
+
 /* Format ERR as "FILE:LINE:COL: PATH: MSG" (the position looked up in JP;
  * "FILE: PATH: MSG" when unknown; the path part left out when empty).
  * FILE may be NULL ("<input>").  Returns OUT. */

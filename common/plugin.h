@@ -19,14 +19,18 @@
 
 #include "jcheck.h"
 
-#define FT_PLUGIN_ABI 1
+#define FT_PLUGIN_ABI 2
 #define FT_PLUGIN_SYMBOL "ftfarm_plugin"
+/* The largest "timeout" of a task, and of the config's task_timeout_s. */
+#define FT_TASK_TIMEOUT_MAX 1e7
 
 struct ft_job_ops;
 
 /* One task handed to run(). */
 struct ft_task {
-	uint64_t id;			/* the task's index in its batch */
+	uint64_t id;			/* the master's id of the task: unique
+					 * while the master runs, not its
+					 * index in the batch */
 	uint32_t attempt;		/* 1 for the first try */
 	const json_t *spec;		/* the task object, already validated */
 	const volatile int *cancel;	/* non-zero: stop as soon as possible */
@@ -37,7 +41,12 @@ struct ft_task {
  * out and err afterwards. */
 struct ft_result {
 	int ok;				/* 1: the task succeeded */
-	int exit_code;			/* exit status of a process, else 0 or -1 */
+	int exit_code;			/* as a shell reports a process: its exit
+					 * status, 128 + N when signal N killed
+					 * it, 127 when it could not start;
+					 * without such a status 0 when ok and
+					 * -1 when not (timeout, cancel, a
+					 * failure of the plugin's own work) */
 	char *out;			/* malloc'd standard output (or NULL) */
 	size_t out_len;
 	char *err;			/* malloc'd standard error (or NULL) */
@@ -49,10 +58,11 @@ struct ft_plugin {
 	uint32_t abi;			/* FT_PLUGIN_ABI */
 	const char *name;		/* the task "type" it serves */
 	/* Check the task object TASK found at PATH (its "type" already
-	 * matched).  Every task may carry "type" and "timeout" (seconds, a
-	 * positive number); the plugin's own keys are its business.  Returns
-	 * 0, or -1 with ERR set.  Must not block or touch the filesystem in a
-	 * way that changes it. */
+	 * matched).  Every task may carry "type" and "timeout" (seconds, in
+	 * (0, FT_TASK_TIMEOUT_MAX]); the plugin's own keys are its business.
+	 * Returns 0, or -1 with ERR set.  Must not block or change the
+	 * filesystem.  Submitted tasks and the tasks a job plans are both
+	 * checked with it. */
 	int (*validate)(const json_t *task, const char *path, struct jerr *err);
 	/* Run TASK, fill RES.  Returns 0 when RES says what happened (even a
 	 * failed task), -1 only if the plugin itself could not work (RES.reason
@@ -64,30 +74,45 @@ struct ft_plugin {
 
 /*
  * Job hooks (optional).  A batch {"name": ..., "job": {"type": NAME, ...}}
- * is handed to the plugin NAME, which plans it into tasks of its own type
- * in phases: the master queues a phase's tasks, reports each task's first
- * result, and asks for the next phase once all of them have ended.  The
- * hooks run in the master's loop: they must be quick (no pass over the
- * data: the data is the workers' business).
+ * is handed to the plugin NAME, whose job runs in phases driven by the
+ * master's phase engine:
+ *
+ *   init -> plan (phase 1) -> report|failed for each task -> plan (phase 2)
+ *        -> ... -> plan appends nothing: the job is complete -> summary
+ *        -> cleanup(ok) -> free
+ *
+ * A phase is planned once every task of the previous one has ended.  The
+ * first failed task or hook error fails the job: no further phase is
+ * planned, cleanup(0) runs, and the rest of the phase's tasks are only
+ * counted.  Planned tasks are checked with the plugin's validate like
+ * submitted ones.  The hooks run in the master's loop: they must be quick
+ * (no pass over the data: the data is the workers' business).
  */
 struct ft_job_ops {
 	/* Check the job object at PATH ("job").  0 or -1 with ERR.  May look
 	 * at the files it names (their existence, readability). */
 	int (*validate)(const json_t *job, const char *path, struct jerr *err);
-	/* Plan JOB.  DIR is a directory of the batch's own, shared by the
-	 * nodes, for the job's intermediate files.  Appends the first phase's
-	 * task objects to TASKS and returns the job's state, or NULL with ERR. */
-	void *(*start)(const json_t *job, const char *dir, json_t *tasks,
-		       char *err, size_t n);
-	/* Task INDEX of the current phase ended (OK, its stdout OUT, or why it
-	 * failed).  Returns 0, or -1 with ERR when the job cannot go on. */
-	int (*task_done)(void *state, size_t index, int ok, const char *out,
-			 size_t out_len, const char *reason, char *err, size_t n);
-	/* The phase has ended: append the next phase's tasks to TASKS (none:
-	 * the job is complete).  0, or -1 with ERR. */
-	int (*next)(void *state, json_t *tasks, char *err, size_t n);
-	/* What the job produced, for summary.json (a new reference). */
+	/* The job's state for JOB (checked).  DIR is a directory of the
+	 * batch's own, shared by the nodes, for the job's intermediate files.
+	 * NULL with ERR. */
+	void *(*init)(const json_t *job, const char *dir, char *err, size_t n);
+	/* Append the next phase's task objects to TASKS; none: the job is
+	 * complete.  0, or -1 with ERR. */
+	int (*plan)(void *state, json_t *tasks, char *err, size_t n);
+	/* Task INDEX of the current phase succeeded; REPORT is its standard
+	 * output parsed as JSON (NULL when it is not JSON).  0, or -1 with
+	 * ERR when the job cannot go on. */
+	int (*report)(void *state, size_t index, const json_t *report,
+		      char *err, size_t n);
+	/* Task INDEX of the current phase failed for REASON: say in ERR why
+	 * the job fails. */
+	void (*failed)(void *state, size_t index, const char *reason, char *err,
+		       size_t n);
+	/* What the job produced, for summary.json (a new reference); called
+	 * only for a complete job. */
 	json_t *(*summary)(void *state);
+	/* Remove what the job leaves behind; OK: it is complete. */
+	void (*cleanup)(void *state, int ok);
 	void (*free)(void *state);
 };
 

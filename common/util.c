@@ -176,6 +176,34 @@ ft_exe_dir(void)
 }
 
 int
+ft_dir_writable(const char *dir, char *why, size_t n)
+{
+	struct stat sb;
+	char *probe;
+	int fd, e;
+
+	if (stat(dir, &sb) == -1) {
+		snprintf(why, n, "%s", strerror(errno));
+		return -1;
+	}
+	if (!S_ISDIR(sb.st_mode)) {
+		snprintf(why, n, "not a directory");
+		return -1;
+	}
+	probe = ft_asprintf("%s/.ftfarm-probe.XXXXXX", dir);
+	fd = mkstemp(probe);
+	e = errno;
+	if (fd == -1) {
+		snprintf(why, n, "not writable: %s", strerror(e));
+	} else {
+		close(fd);
+		unlink(probe);
+	}
+	free(probe);
+	return fd == -1 ? -1 : 0;
+}
+
+int
 ft_write_all(int fd, const void *buf, size_t n)
 {
 	const char *p = buf;

@@ -38,6 +38,11 @@ char *ft_path_join(const char *base, const char *path);
 /* Directory holding the running executable (a new string). */
 char *ft_exe_dir(void);
 
+/* Can files be made in DIR?  0, or -1 with WHY: it must exist, be a
+ * directory and take a probe file (made and removed at once: access()
+ * says yes to root on a read-only or root-squashed export). */
+int ft_dir_writable(const char *dir, char *why, size_t n);
+
 /* Write all N bytes of BUF to FD (restarting on EINTR).  0 or -1. */
 int ft_write_all(int fd, const void *buf, size_t n);
 /* Read a whole file into a new NUL-terminated buffer.  NULL with errno. */

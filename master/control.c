@@ -1,10 +1,6 @@
-/*
- * control: the Unix socket the ftfarm CLI talks to.
- *
- * One JSON request per line, one JSON answer per line (see common/ctl.h).
- * Only the master's own user (or root) may connect.  A bad request gets an
- * error answer; it never disturbs the master.
- */
+/* control: the socket the ftfarm CLI talks to (see control.h). */
+#include "control.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -15,10 +11,8 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#include "batch.h"
 #include "ctl.h"
-#include "log.h"
-#include "master.h"
+#include "util.h"
 
 /* Clients served at once.  Each `ftfarm wait` holds one for as long as
  * its batch runs; at the cap, the oldest client that never asked anything
@@ -26,11 +20,11 @@
 #define MAX_CLIENTS 1024
 
 struct client {
-	struct master *m;
+	struct control *ctl;
 	int fd;
 	ev_io rio, wio;
 	struct ft_buf in, out;
-	long wait_batch;		/* batch id waited for, 0 for none */
+	long waiting;			/* batch id waited for, 0 for none */
 	double since;			/* connected at (monotonic) */
 	int spoke;			/* has sent a whole request */
 	int closing;			/* close once out is written */
@@ -38,6 +32,8 @@ struct client {
 };
 
 struct control {
+	struct ev_loop *loop;
+	struct control_ops ops;
 	int fd;
 	ev_io io;
 	char *path;
@@ -45,232 +41,55 @@ struct control {
 	int nclients;
 };
 
-/* A command handler: 0 with *ANS set, -1 with ERR set, or 1 when the
- * answer comes later (wait). */
-typedef int (*cmd_fn)(struct client *c, json_t *req, json_t **ans, char *err,
-		      size_t n);
-
 static void client_close(struct client *c);
 
 /* ---- answers ---- */
 
-static void
-client_send(struct client *c, json_t *ans)
+void
+control_send(struct client *c, const json_t *answer)
 {
-	char *text = json_dumps(ans, JSON_COMPACT);
+	char *text = json_dumps(answer, JSON_COMPACT);
 
 	ft_buf_adds(&c->out, text ? text : "{\"ok\":false}");
 	ft_buf_add(&c->out, "\n", 1);
 	free(text);
-	ev_io_start(c->m->loop, &c->wio);
+	ev_io_start(c->ctl->loop, &c->wio);
 }
 
-static void
-client_error(struct client *c, const char *msg)
+void
+control_error(struct client *c, const char *msg)
 {
 	json_t *ans = json_pack("{s:b, s:s}", "ok", 0, "error", msg);
 
-	client_send(c, ans);
+	control_send(c, ans);
 	json_decref(ans);
 }
 
-/* ---- commands ---- */
-
-static json_t *
-workers_json(struct master *m)
+long
+control_waiting(const struct client *c)
 {
-	json_t *a = json_array();
-	int i;
-
-	for (i = 0; i < m->nworkers; i++) {
-		struct worker *w = &m->workers[i];
-
-		json_array_append_new(a, json_pack(
-			"{s:i, s:s, s:s, s:i, s:s, s:i, s:I, s:i}",
-			"id", w->slot, "node", m->cfg.nodes[w->node].name,
-			"host", w->host[0] ? w->host : m->cfg.nodes[w->node].host,
-			"pid", (int)w->pid, "state", registry_state_name(w->state),
-			"respawns", w->respawns, "tasks_done",
-			(json_int_t)w->tasks_done,
-			"inflight", sched_inflight(m->sched, w->slot)));
-	}
-	return a;
+	return c->waiting;
 }
 
-static json_t *
-nodes_json(struct master *m)
+void
+control_set_waiting(struct client *c, long batch)
 {
-	json_t *a = json_array();
-	int i;
-
-	for (i = 0; i < m->cfg.nnodes; i++)
-		json_array_append_new(a, json_pack(
-			"{s:s, s:s, s:s, s:i, s:i}",
-			"name", m->cfg.nodes[i].name, "host", m->cfg.nodes[i].host,
-			"state", nodes_state_name(m->nodes[i].state),
-			"reboots", m->nodes[i].reboots,
-			"workers", m->cfg.nodes[i].workers));
-	return a;
+	c->waiting = batch;
 }
 
-/* status: the cluster, its workers, nodes and batches. */
-static int
-cmd_status(struct client *c, json_t *req, json_t **ans, char *err, size_t n)
+void
+control_foreach(struct control *ctl, void (*fn)(struct client *c, void *arg),
+		void *arg)
 {
-	struct master *m = c->m;
-	json_t *batches = json_array();
-	int i;
+	struct client *c, *next;
 
-	(void)req, (void)err, (void)n;
-	for (i = 0; i < m->nbatches; i++)
-		json_array_append_new(batches, results_batch_json(m->batches[i]));
-	*ans = json_pack("{s:b, s:s, s:s, s:s, s:f, s:I, s:I, s:o, s:o, s:o, "
-			 "s:{s:I, s:I, s:I, s:I, s:I}}",
-		"ok", 1, "cluster", m->cfg.name,
-		"launch", m->static_world ? "static" : "dynamic",
-		"mpi", m->mpi_version, "uptime", ft_now() - m->started,
-		"queued", (json_int_t)sched_queued(m->sched),
-		"open", (json_int_t)sched_open(m->sched),
-		"workers", workers_json(m), "nodes", nodes_json(m),
-		"batches", batches, "counters",
-		"msgs_in", (json_int_t)m->msgs_in,
-		"msgs_out", (json_int_t)m->msgs_out,
-		"results_in", (json_int_t)m->results_in,
-		"duplicates", (json_int_t)m->duplicates,
-		"bad_msgs", (json_int_t)m->bad_msgs);
-	return 0;
+	for (c = ctl ? ctl->clients : NULL; c; c = next) {
+		next = c->next;
+		fn(c, arg);
+	}
 }
 
-/* submit {"batch": {...}}: queue a batch, answer its id. */
-static int
-cmd_submit(struct client *c, json_t *req, json_t **ans, char *err, size_t n)
-{
-	json_t *batch = json_object_get(req, "batch");
-	struct jerr jerr;
-	long id;
-
-	if (c->m->stopping) {
-		snprintf(err, n, "the master is stopping");
-		return -1;
-	}
-	if (batch == NULL || !json_is_object(batch)) {
-		snprintf(err, n, "submit needs \"batch\", an object");
-		return -1;
-	}
-	if (ft_batch_check(batch, &c->m->plugins, &jerr) == -1) {
-		jcheck_format(&jerr, "batch", NULL, err, n);
-		return -1;
-	}
-	id = results_submit(c->m, batch, err, n);
-	if (id < 0)
-		return -1;
-	*ans = json_pack("{s:b, s:I}", "ok", 1, "batch", (json_int_t)id);
-	return 0;
-}
-
-/* wait {"batch": ID}: answer when the batch has finished. */
-static int
-cmd_wait(struct client *c, json_t *req, json_t **ans, char *err, size_t n)
-{
-	json_t *id = json_object_get(req, "batch");
-	struct batch *b;
-
-	if (!json_is_integer(id) ||
-	    (b = results_find(c->m, (long)json_integer_value(id))) == NULL) {
-		snprintf(err, n, "wait needs \"batch\", the id of a batch");
-		return -1;
-	}
-	if (results_finished(b)) {
-		*ans = json_pack("{s:b, s:o}", "ok", 1, "batch",
-				 results_batch_json(b));
-		return 0;
-	}
-	c->wait_batch = (long)json_integer_value(id);
-	return 1;
-}
-
-/* stop: stop the workers, then the master. */
-static int
-cmd_stop(struct client *c, json_t *req, json_t **ans, char *err, size_t n)
-{
-	(void)req, (void)err, (void)n;
-	if (!c->m->stopping) {
-		log_info("stop requested");
-		c->m->stopping = 1;
-		loop_kick(c->m);
-	}
-	*ans = json_pack("{s:b}", "ok", 1);
-	return 0;
-}
-
-/* log_level {"level": "debug"|"info"|"warn"} */
-static int
-cmd_log_level(struct client *c, json_t *req, json_t **ans, char *err, size_t n)
-{
-	const char *name = json_string_value(json_object_get(req, "level"));
-	int level = name ? log_level_parse(name) : -1;
-
-	(void)c;
-	if (level < 0) {
-		snprintf(err, n, "log_level needs \"level\": debug, info or warn");
-		return -1;
-	}
-	log_set_level((enum log_level)level);
-	*ans = json_pack("{s:b}", "ok", 1);
-	return 0;
-}
-
-static const struct {
-	const char *name;
-	cmd_fn fn;
-} commands[] = {
-	{ "status", cmd_status },
-	{ "submit", cmd_submit },
-	{ "wait", cmd_wait },
-	{ "stop", cmd_stop },
-	{ "log_level", cmd_log_level },
-};
-
-/* Answer one request line. */
-static void
-handle_line(struct client *c, const char *line, size_t len)
-{
-	json_error_t jerr;
-	json_t *req = json_loadb(line, len, JSON_REJECT_DUPLICATES, &jerr);
-	json_t *ans = NULL, *v;
-	const char *cmd;
-	char err[512] = "";
-	size_t i;
-	int rc = -1;
-
-	if (req == NULL || !json_is_object(req)) {
-		client_error(c, "malformed request: not a JSON object");
-		goto out;
-	}
-	v = json_object_get(req, "v");
-	if (!json_is_integer(v) || json_integer_value(v) != FT_CTL_VERSION) {
-		client_error(c, "incompatible ftfarm and ftfarm-master versions");
-		goto out;
-	}
-	cmd = json_string_value(json_object_get(req, "cmd"));
-	for (i = 0; cmd && i < FT_ARRAY_LEN(commands); i++)
-		if (strcmp(cmd, commands[i].name) == 0)
-			break;
-	if (cmd == NULL || i == FT_ARRAY_LEN(commands)) {
-		client_error(c, "unknown command");
-		goto out;
-	}
-	rc = commands[i].fn(c, req, &ans, err, sizeof(err));
-	if (rc == -1)
-		client_error(c, err);
-	else if (rc == 0)
-		client_send(c, ans);
-out:
-	json_decref(ans);
-	json_decref(req);
-}
-
-/* ---- the socket ---- */
+/* ---- clients ---- */
 
 static void
 on_readable(struct ev_loop *loop, ev_io *io, int revents)
@@ -294,14 +113,14 @@ on_readable(struct ev_loop *loop, ev_io *io, int revents)
 		size_t len = (size_t)(nl - c->in.data);
 
 		c->spoke = 1;
-		handle_line(c, c->in.data, len);
+		c->ctl->ops.request(c->ctl->ops.ctx, c, c->in.data, len);
 		memmove(c->in.data, nl + 1, c->in.len - len - 1);
 		c->in.len -= len + 1;
 	}
 	if (c->in.len > FT_CTL_MAX_LINE) {
-		client_error(c, "request too long");
+		control_error(c, "request too long");
 		c->closing = 1;
-		ev_io_stop(c->m->loop, &c->rio);
+		ev_io_stop(c->ctl->loop, &c->rio);
 	}
 }
 
@@ -331,8 +150,7 @@ on_writable(struct ev_loop *loop, ev_io *io, int revents)
 static void
 client_close(struct client *c)
 {
-	struct master *m = c->m;
-	struct control *ctl = m->control;
+	struct control *ctl = c->ctl;
 	struct client **p;
 
 	for (p = &ctl->clients; *p; p = &(*p)->next)
@@ -341,14 +159,14 @@ client_close(struct client *c)
 			break;
 		}
 	ctl->nclients--;
-	ev_io_stop(m->loop, &c->rio);
-	ev_io_stop(m->loop, &c->wio);
+	ev_io_stop(ctl->loop, &c->rio);
+	ev_io_stop(ctl->loop, &c->wio);
 	close(c->fd);
 	ft_buf_free(&c->in);
 	ft_buf_free(&c->out);
 	free(c);
 	if (ctl->fd >= 0)
-		ev_io_start(m->loop, &ctl->io);	/* if EMFILE had paused it */
+		ev_io_start(ctl->loop, &ctl->io);	/* if EMFILE had paused it */
 }
 
 /* At the cap: close the oldest client that has not asked anything.
@@ -383,8 +201,7 @@ peer_allowed(int fd)
 static void
 on_accept(struct ev_loop *loop, ev_io *io, int revents)
 {
-	struct master *m = io->data;
-	struct control *ctl = m->control;
+	struct control *ctl = io->data;
 	struct client *c;
 	int fd;
 
@@ -401,7 +218,7 @@ on_accept(struct ev_loop *loop, ev_io *io, int revents)
 		return;
 	}
 	c = ft_calloc(1, sizeof(*c));
-	c->m = m;
+	c->ctl = ctl;
 	c->fd = fd;
 	c->since = ft_now();
 	ev_io_init(&c->rio, on_readable, fd, EV_READ);
@@ -413,16 +230,14 @@ on_accept(struct ev_loop *loop, ev_io *io, int revents)
 	ctl->nclients++;
 }
 
-int
-control_open(struct master *m, char *err, size_t n)
+/* ---- the socket ---- */
+
+static int
+listen_at(struct control *ctl, char *err, size_t n)
 {
-	struct control *ctl = ft_calloc(1, sizeof(*ctl));
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	mode_t old;
 
-	m->control = ctl;
-	ctl->fd = -1;
-	ctl->path = ctl_socket_path(m->cfg.state_dir);
 	if (ft_snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", ctl->path) < 0) {
 		snprintf(err, n, "%s: path too long for a socket", ctl->path);
 		return -1;
@@ -441,20 +256,38 @@ control_open(struct master *m, char *err, size_t n)
 		return -1;
 	}
 	umask(old);
-	ev_io_init(&ctl->io, on_accept, ctl->fd, EV_READ);
-	ctl->io.data = m;
-	ev_io_start(m->loop, &ctl->io);
 	return 0;
 }
 
-void
-control_close(struct master *m)
+struct control *
+control_open(struct ev_loop *loop, const char *path,
+	     const struct control_ops *ops, char *err, size_t n)
 {
-	struct control *ctl = m->control;
+	struct control *ctl = ft_calloc(1, sizeof(*ctl));
 
+	ctl->loop = loop;
+	ctl->ops = *ops;
+	ctl->fd = -1;
+	ctl->path = ft_strdup(path);
+	if (listen_at(ctl, err, n) == -1) {
+		if (ctl->fd >= 0)
+			close(ctl->fd);
+		free(ctl->path);
+		free(ctl);
+		return NULL;
+	}
+	ev_io_init(&ctl->io, on_accept, ctl->fd, EV_READ);
+	ctl->io.data = ctl;
+	ev_io_start(loop, &ctl->io);
+	return ctl;
+}
+
+void
+control_close(struct control *ctl)
+{
 	if (ctl == NULL)
 		return;
-	ev_io_stop(m->loop, &ctl->io);
+	ev_io_stop(ctl->loop, &ctl->io);
 	if (ctl->fd >= 0)
 		close(ctl->fd);
 	ctl->fd = -1;
@@ -469,24 +302,4 @@ control_close(struct master *m)
 	unlink(ctl->path);
 	free(ctl->path);
 	free(ctl);
-	m->control = NULL;
-}
-
-void
-control_batch_done(struct master *m, struct batch *b)
-{
-	struct client *c;
-	json_t *ans = NULL;
-
-	for (c = m->control ? m->control->clients : NULL; c; c = c->next) {
-		if (c->wait_batch == 0 ||
-		    results_find(m, c->wait_batch) != b)
-			continue;
-		if (ans == NULL)
-			ans = json_pack("{s:b, s:o}", "ok", 1, "batch",
-					results_batch_json(b));
-		c->wait_batch = 0;
-		client_send(c, ans);
-	}
-	json_decref(ans);
 }

@@ -1,31 +1,25 @@
-/*
- * loop: the master's libev loop.
- *
- * MPI has no file descriptor to wait on, so the loop polls it: on every
- * iteration while messages flow (an idle watcher keeps the loop from
- * blocking), then, once nothing happened for HOT_WINDOW, from a timer whose
- * period doubles up to COLD_MAX so that an idle master leaves the cores to
- * the workers.  Anything that sends (or a message that arrives) makes the
- * loop hot again.  A cron timer runs the periodic work.
- */
+/* loop: the master's libev loop (see loop.h). */
+#include "loop.h"
+
 #include <math.h>
 #include <signal.h>
 
+#include "farm.h"
 #include "log.h"
-#include "master.h"
 
 #define HOT_WINDOW 0.002	/* seconds of quiet before polling backs off */
 #define COLD_MIN 0.00005
 #define COLD_MAX 0.01
 #define CRON_PERIOD 0.01
 #define FLUSH_PERIOD 0.1
-#define STOP_WAIT 5.0		/* seconds workers get to say bye */
 #define STALL 0.05		/* a poll gap longer than this is a stall */
 
 static ev_idle hot_w;
 static ev_timer cold_w, cron_w;
 static ev_signal term_w, int_w;
+static ev_prepare defer_w;
 static double last_activity, backoff, last_flush, last_poll;
+static int hot;
 
 static void
 poll_mpi(struct master *m)
@@ -47,7 +41,7 @@ go_hot(struct master *m)
 {
 	ev_timer_stop(m->loop, &cold_w);
 	ev_idle_start(m->loop, &hot_w);
-	m->hot = 1;
+	hot = 1;
 }
 
 static void
@@ -57,14 +51,15 @@ go_cold(struct master *m)
 	backoff = COLD_MIN;
 	ev_timer_set(&cold_w, backoff, 0);
 	ev_timer_start(m->loop, &cold_w);
-	m->hot = 0;
+	hot = 0;
 }
 
-void
-loop_kick(struct master *m)
+/* m->kick: something was sent, answers will come. */
+static void
+kick(struct master *m)
 {
 	last_activity = ft_now();
-	if (!m->hot && m->loop)
+	if (!hot && m->loop)
 		go_hot(m);
 }
 
@@ -75,7 +70,7 @@ on_hot(struct ev_loop *loop, ev_idle *w, int revents)
 
 	(void)loop, (void)revents;
 	poll_mpi(m);
-	if (m->hot && ft_now() - last_activity > HOT_WINDOW)
+	if (hot && ft_now() - last_activity > HOT_WINDOW)
 		go_cold(m);
 }
 
@@ -86,7 +81,7 @@ on_cold(struct ev_loop *loop, ev_timer *w, int revents)
 
 	(void)revents;
 	poll_mpi(m);
-	if (m->hot)
+	if (hot)
 		return;		/* something kicked the loop meanwhile */
 	if (ft_now() - last_activity <= HOT_WINDOW) {
 		go_hot(m);
@@ -97,63 +92,30 @@ on_cold(struct ev_loop *loop, ev_timer *w, int revents)
 	ev_timer_start(loop, w);
 }
 
-void
-events_flush(struct master *m)
-{
-	if (jsonl_flush(&m->events) == -1)
-		log_warn("events.jsonl");
-}
-
-/* No worker can run anything any more: fail what is left. */
-static void
-check_all_gone(struct master *m)
-{
-	int i;
-
-	if (sched_open(m->sched) == 0 || m->stopping)
-		return;
-	for (i = 0; i < m->nworkers; i++)
-		if (registry_live(&m->workers[i]) || m->workers[i].respawn_due)
-			return;
-	log_warnx("no worker is left: failing %llu open tasks",
-		  (unsigned long long)sched_open(m->sched));
-	sched_fail_open(m->sched, "no live workers");
-}
-
-static void
-cron_stop(struct master *m, double now)
-{
-	if (m->stopping == 1) {
-		registry_stop_all(m);
-		m->stop_deadline = now + STOP_WAIT;
-		m->stopping = 2;
-		return;
-	}
-	if (registry_all_stopped(m) || now > m->stop_deadline) {
-		registry_kill_leftovers(m);
-		ev_break(m->loop, EVBREAK_ALL);
-	}
-}
-
 static void
 on_cron(struct ev_loop *loop, ev_timer *w, int revents)
 {
 	struct master *m = w->data;
 	double now = ft_now();
 
-	(void)loop, (void)revents;
+	(void)revents;
 	poll_mpi(m);
-	sched_tick(m->sched, now);
-	registry_cron(m, now);
-	check_all_gone(m);
-	registry_dispatch_all(m);
-	if (m->stopping)
-		cron_stop(m, now);
+	if (farm_cron(m, now))
+		ev_break(loop, EVBREAK_ALL);
 	if (now - last_flush >= FLUSH_PERIOD) {
-		events_flush(m);
-		results_flush(m);
+		farm_flush(m);
 		last_flush = now;
 	}
+}
+
+/* Before the loop blocks: the work callbacks deferred. */
+static void
+on_prepare(struct ev_loop *loop, ev_prepare *w, int revents)
+{
+	struct master *m = w->data;
+
+	(void)loop, (void)revents;
+	defer_run(&m->defer);
 }
 
 static void
@@ -180,11 +142,14 @@ loop_init(struct master *m)
 	ev_timer_init(&cron_w, on_cron, CRON_PERIOD, CRON_PERIOD);
 	ev_signal_init(&term_w, on_signal, SIGTERM);
 	ev_signal_init(&int_w, on_signal, SIGINT);
+	ev_prepare_init(&defer_w, on_prepare);
 	hot_w.data = cold_w.data = cron_w.data = m;
-	term_w.data = int_w.data = m;
+	term_w.data = int_w.data = defer_w.data = m;
 	ev_timer_start(m->loop, &cron_w);
 	ev_signal_start(m->loop, &term_w);
 	ev_signal_start(m->loop, &int_w);
+	ev_prepare_start(m->loop, &defer_w);
+	m->kick = kick;
 	go_hot(m);
 	return 0;
 }
@@ -196,4 +161,6 @@ loop_run(struct master *m)
 	ev_idle_stop(m->loop, &hot_w);
 	ev_timer_stop(m->loop, &cold_w);
 	ev_timer_stop(m->loop, &cron_w);
+	ev_prepare_stop(m->loop, &defer_w);
+	defer_run(&m->defer);
 }

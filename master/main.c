@@ -15,8 +15,13 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "commands.h"
+#include "farm.h"
 #include "log.h"
+#include "loop.h"
 #include "master.h"
+#include "registry.h"
+#include "spawn.h"
 
 static void
 usage(void)
@@ -41,7 +46,7 @@ static int
 setup(struct master *m, const char *config, char *err, size_t n)
 {
 	char *path, *dir;
-	int level;
+	int level, rc;
 
 	if (ft_config_load(config, &m->cfg, err, n) == -1)
 		return -1;
@@ -55,18 +60,17 @@ setup(struct master *m, const char *config, char *err, size_t n)
 	level = log_level_parse(m->cfg.log_level);
 	log_set_level(level < 0 ? LOG_INFO : (enum log_level)level);
 	path = ft_asprintf("%s/events.jsonl", m->cfg.state_dir);
-	if (jsonl_open(&m->events, path) == -1) {
+	rc = events_open(&m->events, path, m->cfg.task_events);
+	if (rc == -1)
 		snprintf(err, n, "%s: %s", path, strerror(errno));
-		free(path);
-		return -1;
-	}
 	free(path);
-	dir = ft_plugins_default_dir();
-	if (ft_plugins_load(&m->plugins, dir, err, n) == -1) {
-		free(dir);
+	if (rc == -1)
 		return -1;
-	}
+	dir = ft_plugins_default_dir();
+	rc = ft_plugins_load(&m->plugins, dir, err, n);
 	free(dir);
+	if (rc == -1)
+		return -1;
 	dir = ft_exe_dir();
 	m->worker_exe = ft_asprintf("%s/ftfarm-worker", dir);
 	free(dir);
@@ -84,58 +88,27 @@ write_pid(struct master *m)
 	free(text);
 }
 
-/* Spawn every worker (dynamic) or attach the world's ranks (static). */
-static int
-start_workers(struct master *m, char *err, size_t n)
-{
-	int i, up = 0;
-
-	if (m->static_world)
-		return launch_static(m, err, n);
-	for (i = 0; i < m->nworkers; i++) {
-		struct worker *w = &m->workers[i];
-
-		if (launch_spawn(m, w, err, n) == 0) {
-			up++;
-			continue;
-		}
-		log_warnx("worker %d: spawn failed: %s", w->slot, err);
-		w->failures = 1;
-		w->respawn_due = 1;
-		w->respawn_at = ft_now() + 1;
-	}
-	return up > 0 ? 0 : -1;
-}
-
 static void
 shutdown_master(struct master *m)
 {
-	int i;
-
-	control_close(m);
-	results_close(m);
-	jsonl_event(&m->events, "master_stopped");
-	jsonl_end(&m->events);
-	jsonl_close(&m->events);
-	for (i = 0; i < m->nworkers; i++)
-		if (m->workers[i].comm != MPI_COMM_NULL) {
-			treq_retire_peer(&m->treqs, m->workers[i].comm,
-					 m->workers[i].rank);
-			if (!m->static_world)
-				MPI_Comm_free(&m->workers[i].comm);
-		}
+	m->lost_ranks = registry_lost_ranks(m);
+	commands_close(m);
+	farm_flush(m);
+	farm_free(m);
+	ev_master_stopped(&m->events);
+	events_close(&m->events);
 	log_info("stopped");
 }
 
 static int
 run(struct master *m, int dynamic)
 {
-	struct sched_params sp;
-	struct sched_ops ops;
 	char err[1024];
 
 	m->static_world = m->cfg.launch == FT_LAUNCH_STATIC;
 	m->can_kill = !(m->static_world && strcmp(FT_MPI_FLAVOR, "mpich") == 0);
+	if (m->static_world)
+		m->async_spawn = 0;
 	log_info("MPI: %s; dynamic processes: %s; launch: %s", m->mpi_version,
 		 dynamic ? "yes" : "no", m->static_world ? "static" : "dynamic");
 	if (!m->static_world && !dynamic) {
@@ -144,25 +117,16 @@ run(struct master *m, int dynamic)
 			 "\"launch\": \"static\"", m->cfg.path, m->mpi_version);
 		goto fail;
 	}
-	sched_params_default(&sp);
-	sp.max_attempts = m->cfg.max_attempts;
-	sp.slow_timeout = m->cfg.slow_timeout;
-	sp.grace = m->cfg.heartbeat + m->cfg.heartbeat_timeout + 1;
-	registry_sched_ops(m, &ops);
-	m->sched = sched_new(m->cfg.nworkers, &sp, &ops);
-	registry_init(m);
-	nodes_init(m);
-	if (m->static_world || (m->async_spawn && launch_async_init(m) == -1))
-		m->async_spawn = 0;
-	if (loop_init(m) == -1 || control_open(m, err, sizeof(err)) == -1)
+	farm_init(m);
+	if (loop_init(m) == -1) {
+		snprintf(err, sizeof(err), "cannot make the event loop");
 		goto fail;
-	jsonl_event(&m->events, "master_up");
-	jsonl_int(&m->events, "pid", getpid());
-	jsonl_str(&m->events, "mpi", m->mpi_version);
-	jsonl_str(&m->events, "launch", m->static_world ? "static" : "dynamic");
-	jsonl_end(&m->events);
-	events_flush(m);
-	if (start_workers(m, err, sizeof(err)) == -1)
+	}
+	if (commands_open(m, err, sizeof(err)) == -1)
+		goto fail;
+	ev_master_up(&m->events, getpid(), m->mpi_version,
+		     m->static_world ? "static" : "dynamic");
+	if (registry_start(m, err, sizeof(err)) == -1)
 		goto fail;
 	write_pid(m);
 	loop_run(m);
@@ -171,8 +135,7 @@ run(struct master *m, int dynamic)
 fail:
 	fprintf(stderr, "ftfarm-master: %s\n", err);
 	log_warnx("%s", err);
-	if (m->control)
-		control_close(m);
+	commands_close(m);
 	return 2;
 }
 
@@ -201,10 +164,10 @@ main(int argc, char **argv)
 		usage();
 	m.started = ft_now();
 	treq_set_init(&m.treqs);
-	/* Multiple: respawns run on a thread of their own (launch.c). */
+	/* Multiple: respawns run on threads of their own (spawn.h). */
 	MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
 	m.async_spawn = provided == MPI_THREAD_MULTIPLE;
-	dynamic = launch_probe(&m);
+	dynamic = spawn_probe(m.mpi_version, sizeof(m.mpi_version));
 	if (only_probe)
 		rc = probe(&m, dynamic);
 	else if (setup(&m, config, err, sizeof(err)) == -1) {
@@ -215,9 +178,9 @@ main(int argc, char **argv)
 	MPI_Comm_size(MPI_COMM_WORLD, &c);
 	if (rc == 2 && c > 1)
 		MPI_Abort(MPI_COMM_WORLD, 2);	/* static workers wait for us */
-	if (m.workers && registry_lost_ranks(&m))
+	if (m.lost_ranks || (m.workers && registry_lost_ranks(&m)))
 		return rc;	/* finalize would wait for the dead ranks */
-	if (m.async_spawn && launch_async_busy()) {
+	if (m.async_spawn && spawn_async_busy()) {
 		/* A spawn hangs in MPI: finalize would wait for it. */
 		log_warnx("a worker spawn never finished; leaving without "
 			  "MPI_Finalize");

@@ -1,9 +1,12 @@
 /*
  * ftfarm-worker: runs tasks for the master.
  *
- * Spawned by the master (dynamic launch: `ftfarm-worker --slot N`, the
- * master at the other end of the parent intercommunicator) or started as
- * rank N+1 of a static world whose rank 0 is the master.
+ * Spawned by the master (dynamic launch: `ftfarm-worker --slot N --node
+ * NAME --state-dir DIR`, the master at the other end of the parent
+ * intercommunicator) or started as rank N+1 of a static world whose rank 0
+ * is the master.  --node and --state-dir only say whose worker this is, to
+ * whoever looks at the process list (an operator, a node's power
+ * control).
  */
 #include <getopt.h>
 #include <stdio.h>
@@ -20,6 +23,8 @@ main(int argc, char **argv)
 {
 	static const struct option opts[] = {
 		{ "slot", required_argument, NULL, 's' },
+		{ "node", required_argument, NULL, 'n' },
+		{ "state-dir", required_argument, NULL, 'd' },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct ft_plugins pl;
@@ -30,7 +35,7 @@ main(int argc, char **argv)
 	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
 		if (c == 's')
 			slot = atoi(optarg);
-		else
+		else if (c != 'n' && c != 'd')
 			return 2;
 	}
 	/* Every process a task starts inherits this: when this worker is

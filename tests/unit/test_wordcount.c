@@ -28,6 +28,8 @@
 #include "tasks/wc_task.c"
 #include "tasks/wc_tok.c"
 
+#include "jobs.h"
+
 #ifndef FT_TEST_BINDIR
 #error "build with -DFT_TEST_BINDIR='\"/abs/path/bin\"'"
 #endif
@@ -335,42 +337,46 @@ test_plan_shards(void **state)
 
 static const struct ft_plugin *plugin;
 
-/* Run JOB in-process; 0 when every task succeeded. */
+/* Run JOB in-process through the master's phase engine; 0 when every
+ * task succeeded. */
 static int
 run_job(const char *job_text, const char *dir)
 {
-	json_t *job = json_loads(job_text, 0, NULL), *tasks = json_array(), *t;
+	json_t *job = json_loads(job_text, 0, NULL), *tasks = NULL, *t;
+	const struct ft_plugin *one[] = { plugin };
+	struct ft_plugins pl = { .v = one, .n = 1 };
+	enum job_step step = JOB_PHASE;
+	struct job *j;
 	char err[512];
-	void *st;
+	uint32_t base = 0;
 	size_t i;
-	int rc = 0;
 
-	st = plugin->job->start(job, dir, tasks, err, sizeof(err));
-	assert_non_null(st);
-	while (rc == 0 && json_array_size(tasks) > 0) {
-		json_array_foreach(tasks, i, t) {
+	j = job_start(plugin, &pl, job, dir, &tasks, err, sizeof(err));
+	assert_non_null(j);
+	while (step == JOB_PHASE) {
+		json_t *phase = tasks;
+
+		tasks = NULL;
+		step = JOB_RUNNING;
+		json_array_foreach(phase, i, t) {
 			volatile int cancel = 0;
 			struct ft_task task = { i, 1, t, &cancel, 65536 };
 			struct ft_result r;
 
 			memset(&r, 0, sizeof(r));
 			plugin->run(&task, &r);
-			if (plugin->job->task_done(st, i, r.ok, r.out, r.out_len,
-						   r.reason, err,
-						   sizeof(err)) == -1)
-				rc = -1;
+			step = job_task_ended(j, base + (uint32_t)i, r.ok,
+					      r.out, r.out_len, r.reason,
+					      &tasks);
 			free(r.out);
 			free(r.err);
 		}
-		json_array_clear(tasks);
-		if (rc == 0 &&
-		    plugin->job->next(st, tasks, err, sizeof(err)) == -1)
-			rc = -1;
+		base += (uint32_t)json_array_size(phase);
+		json_decref(phase);
 	}
-	plugin->job->free(st);
-	json_decref(tasks);
+	job_free(j);
 	json_decref(job);
-	return rc;
+	return step == JOB_COMPLETE ? 0 : -1;
 }
 
 /* Total of the counts in the output file PATH, and its line count. */

@@ -126,7 +126,6 @@ errstr(int e, char *buf, size_t n)
 
 /* ---- validation ---- */
 
-#define MAX_TIMEOUT 1e7		/* seconds, as the config's task_timeout_s */
 
 static const struct jfield exec_fields[] = {
 	{ "type", JT_STRING, 1 },
@@ -217,7 +216,7 @@ static int
 exec_validate(const json_t *task, const char *path, struct jerr *err)
 {
 	if (jcheck_object(task, path, exec_fields, err) == -1 ||
-	    jcheck_num_positive(task, path, "timeout", MAX_TIMEOUT,
+	    jcheck_num_positive(task, path, "timeout", FT_TASK_TIMEOUT_MAX,
 				err) == -1 ||
 	    check_argv(task, path, err) == -1 ||
 	    check_env(task, path, err) == -1 ||

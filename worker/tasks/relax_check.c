@@ -1,6 +1,8 @@
 /* relax_check: validation of relax jobs and tasks (see relax_check.h). */
 #include "relax_check.h"
 
+#include "plugin.h"
+
 #include <errno.h>
 #include <limits.h>
 #include <stdio.h>
@@ -11,7 +13,6 @@
 
 #include "util.h"
 
-#define MAX_TIMEOUT 1e7			/* seconds, as the config's */
 #define MAX_FROM 1000000000000L		/* sweeps a checkpoint may hold */
 
 static const struct jfield job_fields[] = {
@@ -42,54 +43,6 @@ static const struct jfield task_fields[] = {
 	{ NULL, JT_ANY, 0 },
 };
 
-/* Is the member KEY of OBJ (at PATH), if present, an absolute path? */
-static int
-check_absolute(const json_t *obj, const char *path, const char *key,
-	       struct jerr *err)
-{
-	const char *v = jget_str(obj, key, NULL);
-	char kpath[sizeof(err->path)];
-
-	if (v == NULL || v[0] == '/')
-		return 0;
-	jpath_key(kpath, sizeof(kpath), path, key);
-	return jerr_set(err, kpath, "must be an absolute path, not \"%s\"", v);
-}
-
-/* Can files be made in DIR?  0, or -1 with WHY: it must exist, be a
- * directory, pass access(W_OK) and take a probe file (made and removed;
- * access() alone says yes to root on a read-only export). */
-static int
-probe_dir(const char *dir, char *why, size_t n)
-{
-	struct stat sb;
-	char *probe;
-	int fd;
-
-	if (stat(dir, &sb) == -1) {
-		snprintf(why, n, "%s", strerror(errno));
-		return -1;
-	}
-	if (!S_ISDIR(sb.st_mode)) {
-		snprintf(why, n, "not a directory");
-		return -1;
-	}
-	if (access(dir, W_OK | X_OK) == -1) {
-		snprintf(why, n, "not writable: %s", strerror(errno));
-		return -1;
-	}
-	probe = ft_asprintf("%s/.ftfarm-relax-probe.XXXXXX", dir);
-	fd = mkstemp(probe);
-	if (fd == -1) {
-		snprintf(why, n, "not writable: %s", strerror(errno));
-	} else {
-		close(fd);
-		unlink(probe);
-	}
-	free(probe);
-	return fd == -1 ? -1 : 0;
-}
-
 /* The directory member KEY of JOB. */
 static int
 check_dir(const json_t *job, const char *path, const char *key,
@@ -98,7 +51,7 @@ check_dir(const json_t *job, const char *path, const char *key,
 	const char *dir = jget_str(job, key, "");
 	char kpath[sizeof(err->path)], why[160];
 
-	if (probe_dir(dir, why, sizeof(why)) == 0)
+	if (ft_dir_writable(dir, why, sizeof(why)) == 0)
 		return 0;
 	jpath_key(kpath, sizeof(kpath), path, key);
 	return jerr_set(err, kpath, "%s: %s", dir, why);
@@ -121,7 +74,7 @@ check_out(const json_t *job, const char *path, const char *key,
 	if (stat(file, &sb) == 0 && S_ISDIR(sb.st_mode))
 		return jerr_set(err, kpath, "%s: is a directory", file);
 	dir = ft_dirname(file);
-	if (probe_dir(dir, why, sizeof(why)) == -1)
+	if (ft_dir_writable(dir, why, sizeof(why)) == -1)
 		rc = jerr_set(err, kpath, "%s: directory %s: %s", file, dir,
 			      why);
 	free(dir);
@@ -161,9 +114,9 @@ relax_check_job(const json_t *job, const char *path, struct jerr *err)
 
 	if (jcheck_object(job, path, job_fields, err) == -1 ||
 	    check_job_numbers(job, path, err) == -1 ||
-	    check_absolute(job, path, "dir", err) == -1 ||
-	    check_absolute(job, path, "output", err) == -1 ||
-	    check_absolute(job, path, "matrix", err) == -1)
+	    jcheck_abs_path(job, path, "dir", err) == -1 ||
+	    jcheck_abs_path(job, path, "output", err) == -1 ||
+	    jcheck_abs_path(job, path, "matrix", err) == -1)
 		return -1;
 	if (matrix && strcmp(matrix, jget_str(job, "output", "")) == 0) {
 		jpath_key(kpath, sizeof(kpath), path, "matrix");
@@ -193,7 +146,7 @@ check_save(const json_t *task, const char *path, struct jerr *err)
 		jpath_key(kpath, sizeof(kpath), path, "matrix");
 		return jerr_set(err, kpath, "only with \"save\": \"output\"");
 	}
-	return check_absolute(task, path, "matrix", err);
+	return jcheck_abs_path(task, path, "matrix", err);
 }
 
 int
@@ -213,9 +166,10 @@ relax_check_task(const json_t *task, const char *path, struct jerr *err)
 	    jcheck_int_range(task, path, "sweeps", 0, RELAX_ROUND_MAX,
 			     err) == -1 ||
 	    jcheck_int_range(task, path, "drop", 1, MAX_FROM, err) == -1 ||
-	    check_absolute(task, path, "dir", err) == -1 ||
+	    jcheck_abs_path(task, path, "dir", err) == -1 ||
 	    check_save(task, path, err) == -1 ||
-	    jcheck_num_positive(task, path, "timeout", MAX_TIMEOUT, err) == -1)
+	    jcheck_num_positive(task, path, "timeout", FT_TASK_TIMEOUT_MAX,
+				err) == -1)
 		return -1;
 	return 0;
 }

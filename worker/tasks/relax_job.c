@@ -18,7 +18,8 @@
 #include "util.h"
 
 enum phase {
-	PH_ROUND = 1,		/* sweeps, then a checkpoint */
+	PH_NONE = 0,		/* nothing planned yet */
+	PH_ROUND,		/* sweeps, then a checkpoint */
 	PH_LAST,		/* sweeps up to itmax, then the outputs */
 	PH_FINAL,		/* the outputs at the sweep the job stops at */
 };
@@ -172,8 +173,7 @@ plan_round(struct relax_job *j, long from, json_t *tasks, char *err, size_t n)
 }
 
 static void *
-job_start(const json_t *job, const char *batch_dir, json_t *tasks, char *err,
-	  size_t n)
+job_init(const json_t *job, const char *batch_dir, char *err, size_t n)
 {
 	struct relax_job *j = ft_calloc(1, sizeof(*j));
 	long every = (long)jget_int(job, "checkpoint_every",
@@ -189,10 +189,7 @@ job_start(const json_t *job, const char *batch_dir, json_t *tasks, char *err,
 	if (jget_str(job, "matrix", NULL))
 		j->matrix = ft_strdup(jget_str(job, "matrix", NULL));
 	j->got = ft_calloc((size_t)j->blocks, 1);
-	if (make_dir(j, jget_str(job, "dir", ""), err, n) == -1 ||
-	    plan_round(j, 0, tasks, err, n) == -1) {
-		cleanup(j);
-		json_array_clear(tasks);
+	if (make_dir(j, jget_str(job, "dir", ""), err, n) == -1) {
 		free(j->dir);
 		free(j->output);
 		free(j->matrix);
@@ -222,16 +219,14 @@ parse_eps(const json_t *v, double *eps)
 	return 0;
 }
 
-/* Take block B's report OUT into the phase's eps.  0, or -1 with ERR. */
+/* Take block B's report R into the phase's eps.  0, or -1 with ERR. */
 static int
-take_report(struct relax_job *j, long b, const char *out, size_t len,
-	    char *err, size_t n)
+take_report(struct relax_job *j, long b, const json_t *r, char *err,
+	    size_t n)
 {
-	json_t *r = json_loadb(out, len, 0, NULL);
-	json_t *eps = json_object_get(r, "eps");
+	const json_t *eps = json_object_get(r, "eps");
 	double e;
 	long t;
-	int rc = -1;
 
 	if (r == NULL || jget_int(r, "block", -1) != b ||
 	    jget_int(r, "from", -1) != j->from ||
@@ -240,47 +235,46 @@ take_report(struct relax_job *j, long b, const char *out, size_t len,
 		snprintf(err, n, "block %ld (sweeps %ld to %ld): unreadable "
 			 "report (is output_cap too small?)", b, j->from,
 			 j->from + j->k);
-		goto out;
+		return -1;
 	}
 	for (t = 0; t < j->k; t++) {
 		if (parse_eps(json_array_get(eps, (size_t)t), &e) == -1) {
 			snprintf(err, n, "block %ld: bad eps at sweep %ld", b,
 				 j->from + t + 1);
-			goto out;
+			return -1;
 		}
 		if (e > j->geps[t])
 			j->geps[t] = e;
 	}
-	rc = 0;
-out:
-	json_decref(r);
-	return rc;
+	return 0;
 }
 
 static int
-job_task_done(void *state, size_t index, int ok, const char *out,
-	      size_t out_len, const char *reason, char *err, size_t n)
+job_report(void *state, size_t index, const json_t *report, char *err,
+	   size_t n)
 {
 	struct relax_job *j = state;
 	long b = (long)index;
 
 	if (index >= (size_t)j->blocks || j->got[b]) {
 		snprintf(err, n, "unexpected result for task %zu", index);
-		goto fail;
+		return -1;
 	}
-	if (!ok) {
-		snprintf(err, n, "block %ld (sweeps %ld to %ld) failed: %s", b,
-			 j->from, j->from + j->k, reason);
-		goto fail;
-	}
-	if (take_report(j, b, out, out_len, err, n) == -1)
-		goto fail;
+	if (take_report(j, b, report, err, n) == -1)
+		return -1;
 	j->got[b] = 1;
 	j->reported++;
 	return 0;
-fail:
-	cleanup(j);
-	return -1;
+}
+
+static void
+job_failed(void *state, size_t index, const char *reason, char *err,
+	   size_t n)
+{
+	struct relax_job *j = state;
+
+	snprintf(err, n, "block %zu (sweeps %ld to %ld) failed: %s", index,
+		 j->from, j->from + j->k, reason);
 }
 
 /* The sweeps' verification sums in row order.  0, or -1 with ERR. */
@@ -370,23 +364,31 @@ after_round(struct relax_job *j, json_t *tasks, char *err, size_t n)
 }
 
 static int
-job_next(void *state, json_t *tasks, char *err, size_t n)
+job_plan(void *state, json_t *tasks, char *err, size_t n)
 {
 	struct relax_job *j = state;
-	int rc;
 
+	if (j->phase == PH_NONE)
+		return plan_round(j, 0, tasks, err, n);
+	if (j->done)
+		return 0;
 	if (j->reported != j->blocks) {
 		snprintf(err, n, "%ld of %ld blocks reported", j->reported,
 			 j->blocks);
-		rc = -1;
-	} else if (j->phase == PH_FINAL) {
-		rc = finish(j, err, n);
-	} else {
-		rc = after_round(j, tasks, err, n);
+		return -1;
 	}
-	if (rc == -1)
-		cleanup(j);
-	return rc;
+	if (j->phase == PH_FINAL)
+		return finish(j, err, n);
+	return after_round(j, tasks, err, n);
+}
+
+/* Whether complete or failed, the job's directory and a matrix being
+ * written go (finish() has published what a complete job produced). */
+static void
+job_cleanup(void *state, int ok)
+{
+	(void)ok;
+	cleanup(state);
 }
 
 static json_t *
@@ -428,9 +430,11 @@ job_free(void *state)
 
 const struct ft_job_ops relax_job_ops = {
 	.validate = relax_check_job,
-	.start = job_start,
-	.task_done = job_task_done,
-	.next = job_next,
+	.init = job_init,
+	.plan = job_plan,
+	.report = job_report,
+	.failed = job_failed,
 	.summary = job_summary,
+	.cleanup = job_cleanup,
 	.free = job_free,
 };

@@ -15,7 +15,6 @@
 
 #define SLICE 0.02		/* longest sleep between two looks at cancel */
 #define MAX_SECONDS 1e6
-#define MAX_TIMEOUT 1e7		/* seconds, as the config's task_timeout_s */
 
 static const struct jfield sleep_fields[] = {
 	{ "type", JT_STRING, 1 },
@@ -31,7 +30,7 @@ sleep_validate(const json_t *task, const char *path, struct jerr *err)
 	if (jcheck_object(task, path, sleep_fields, err) == -1 ||
 	    jcheck_num_range(task, path, "seconds", 0, MAX_SECONDS,
 			     err) == -1 ||
-	    jcheck_num_positive(task, path, "timeout", MAX_TIMEOUT, err) == -1)
+	    jcheck_num_positive(task, path, "timeout", FT_TASK_TIMEOUT_MAX, err) == -1)
 		return -1;
 	return 0;
 }

@@ -20,9 +20,12 @@
 #define MAX_DELIMITERS (1 << 20)	/* bytes of a delimiter file */
 #define SHORT_PATH 96
 
-enum phase { PH_MAP, PH_REDUCE, PH_MERGE, PH_DONE };
+/* The phase whose tasks are out (PH_NONE before the first plan). */
+enum phase { PH_NONE, PH_MAP, PH_REDUCE, PH_MERGE, PH_DONE };
 
-static const char *const phase_names[] = { "map", "reduce", "merge", "done" };
+static const char *const phase_names[] = {
+	"none", "map", "reduce", "merge", "done",
+};
 
 struct job {
 	char *dir;		/* the job's directory */
@@ -49,19 +52,6 @@ static const struct jfield job_fields[] = {
 	{ NULL, JT_ANY, 0 },
 };
 
-/* V (at AT) must be an absolute path without NUL. */
-static int
-check_abs(const json_t *v, const char *at, struct jerr *err)
-{
-	const char *s = json_string_value(v);
-
-	if (s[0] != '/')
-		return jerr_set(err, at, "must be an absolute path");
-	if (strlen(s) != json_string_length(v))
-		return jerr_set(err, at, "must not contain a NUL byte");
-	return 0;
-}
-
 /* Input V (at AT): an existing, readable file or directory. */
 static int
 check_input(const json_t *v, const char *at, struct jerr *err)
@@ -69,7 +59,7 @@ check_input(const json_t *v, const char *at, struct jerr *err)
 	const char *path = json_string_value(v);
 	struct stat st;
 
-	if (check_abs(v, at, err) == -1)
+	if (jcheck_abs(v, at, err) == -1)
 		return -1;
 	if (stat(path, &st) == -1)
 		return jerr_set(err, at, "%s: %s", path, strerror(errno));
@@ -104,26 +94,19 @@ check_inputs(const json_t *job, const char *path, struct jerr *err)
 static int
 check_output(const json_t *job, const char *path, struct jerr *err)
 {
-	const json_t *v = json_object_get(job, "output");
-	const char *out = json_string_value(v);
+	const char *out = jget_str(job, "output", "");
 	struct stat st;
-	char at[256], *dir;
+	char at[256], why[160], *dir;
 	int rc = 0;
 
 	jpath_key(at, sizeof(at), path, "output");
-	if (check_abs(v, at, err) == -1)
+	if (jcheck_abs_path(job, path, "output", err) == -1)
 		return -1;
 	if (stat(out, &st) == 0 && S_ISDIR(st.st_mode))
 		return jerr_set(err, at, "%s: is a directory", out);
 	dir = ft_dirname(out);
-	if (stat(dir, &st) == -1)
-		rc = jerr_set(err, at, "directory %s: %s", dir,
-			      strerror(errno));
-	else if (!S_ISDIR(st.st_mode))
-		rc = jerr_set(err, at, "%s: not a directory", dir);
-	else if (access(dir, W_OK | X_OK) == -1)
-		rc = jerr_set(err, at, "directory %s is not writable: %s", dir,
-			      strerror(errno));
+	if (ft_dir_writable(dir, why, sizeof(why)) == -1)
+		rc = jerr_set(err, at, "directory %s: %s", dir, why);
 	free(dir);
 	return rc;
 }
@@ -140,7 +123,7 @@ check_delimiters(const json_t *job, const char *path, struct jerr *err)
 	if (v == NULL)
 		return 0;
 	jpath_key(at, sizeof(at), path, "delimiters");
-	if (check_abs(v, at, err) == -1)
+	if (jcheck_abs(v, at, err) == -1)
 		return -1;
 	if (stat(file, &st) == -1)
 		return jerr_set(err, at, "%s: %s", file, strerror(errno));
@@ -273,8 +256,7 @@ job_free(void *state)
 }
 
 static void *
-job_start(const json_t *spec, const char *dir, json_t *tasks, char *err,
-	  size_t n)
+job_init(const json_t *spec, const char *dir, char *err, size_t n)
 {
 	struct job *j = ft_calloc(1, sizeof(*j));
 	const char *delim = jget_str(spec, "delimiters", NULL);
@@ -294,7 +276,6 @@ job_start(const json_t *spec, const char *dir, json_t *tasks, char *err,
 		job_free(j);
 		return NULL;
 	}
-	add_map_tasks(j, tasks);
 	return j;
 }
 
@@ -329,36 +310,36 @@ task_error(const struct job *j, size_t index, const char *reason, char *err,
 	}
 }
 
-/* The numbers a task printed ({"words": N, ...}).  0 or -1. */
+/* The numbers a task reported ({"words": N, ...}).  0 or -1. */
 static int
-task_numbers(const char *out, size_t len, uint64_t *words,
-	     uint64_t *distinct, uint64_t *bytes)
+task_numbers(const json_t *r, uint64_t *words, uint64_t *distinct,
+	     uint64_t *bytes)
 {
-	json_t *o = json_loadb(out, len, 0, NULL);
-	json_t *w = json_object_get(o, "words");
-	int rc = json_is_integer(w) ? 0 : -1;
+	json_t *w = json_object_get(r, "words");
 
 	*words = (uint64_t)json_integer_value(w);
-	*distinct = (uint64_t)json_integer_value(json_object_get(o,
+	*distinct = (uint64_t)json_integer_value(json_object_get(r,
 								 "distinct"));
-	*bytes = (uint64_t)json_integer_value(json_object_get(o, "bytes"));
-	json_decref(o);
-	return rc;
+	*bytes = (uint64_t)json_integer_value(json_object_get(r, "bytes"));
+	return json_is_integer(w) ? 0 : -1;
+}
+
+static void
+job_failed(void *state, size_t index, const char *reason, char *err,
+	   size_t n)
+{
+	task_error(state, index, reason && *reason ? reason : "failed", err,
+		   n);
 }
 
 static int
-job_task_done(void *state, size_t index, int ok, const char *out,
-	      size_t out_len, const char *reason, char *err, size_t n)
+job_report(void *state, size_t index, const json_t *report, char *err,
+	   size_t n)
 {
 	struct job *j = state;
 	uint64_t words, distinct, bytes;
 
-	if (!ok) {
-		task_error(j, index, reason && *reason ? reason : "failed",
-			   err, n);
-		return -1;
-	}
-	if (task_numbers(out, out_len, &words, &distinct, &bytes) == -1) {
+	if (task_numbers(report, &words, &distinct, &bytes) == -1) {
 		task_error(j, index, "its output is not the expected JSON",
 			   err, n);
 		return -1;
@@ -447,22 +428,31 @@ check_totals(const struct job *j, char *err, size_t n)
 }
 
 static int
-job_next(void *state, json_t *tasks, char *err, size_t n)
+job_plan(void *state, json_t *tasks, char *err, size_t n)
 {
 	struct job *j = state;
 
 	if (j->phase == PH_DONE)
 		return 0;
-	if (check_totals(j, err, n) == -1)
+	if (j->phase != PH_NONE && check_totals(j, err, n) == -1)
 		return -1;
-	if (j->phase == PH_MAP)
+	if (j->phase == PH_NONE)
+		add_map_tasks(j, tasks);
+	else if (j->phase == PH_MAP)
 		add_reduce_tasks(j, tasks);
 	else if (j->phase == PH_REDUCE)
 		add_merge_task(j, tasks);
-	else
-		cleanup(j);
 	j->phase++;
 	return 0;
+}
+
+/* A complete job's intermediate files go; a failed job's stay for a
+ * look (a later run of the job in a new batch has its own directory). */
+static void
+job_cleanup(void *state, int ok)
+{
+	if (ok)
+		cleanup(state);
 }
 
 static json_t *
@@ -482,9 +472,11 @@ job_summary(void *state)
 
 const struct ft_job_ops wc_job_ops = {
 	.validate = job_validate,
-	.start = job_start,
-	.task_done = job_task_done,
-	.next = job_next,
+	.init = job_init,
+	.plan = job_plan,
+	.report = job_report,
+	.failed = job_failed,
 	.summary = job_summary,
+	.cleanup = job_cleanup,
 	.free = job_free,
 };

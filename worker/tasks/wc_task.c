@@ -11,7 +11,6 @@
 #include "wc_file.h"
 #include "wc_tok.h"
 
-#define MAX_TIMEOUT 1e7		/* seconds, as the config's task_timeout_s */
 #define MAX_BYTES (1LL << 62)	/* any global byte offset */
 
 static const struct jfield map_fields[] = {
@@ -49,22 +48,6 @@ static const struct jfield merge_fields[] = {
 	{ NULL, JT_ANY, 0 },
 };
 
-/* String member KEY of OBJ (at PATH) must be an absolute path. */
-static int
-check_abs(const json_t *obj, const char *path, const char *key,
-	  struct jerr *err)
-{
-	const json_t *v = json_object_get(obj, key);
-	char at[256];
-
-	jpath_key(at, sizeof(at), path, key);
-	if (json_string_value(v)[0] != '/')
-		return jerr_set(err, at, "must be an absolute path");
-	if (strlen(json_string_value(v)) != json_string_length(v))
-		return jerr_set(err, at, "must not contain a NUL byte");
-	return 0;
-}
-
 static int
 check_map(const json_t *t, const char *path, struct jerr *err)
 {
@@ -73,7 +56,7 @@ check_map(const json_t *t, const char *path, struct jerr *err)
 	char at[256];
 
 	if (jcheck_object(t, path, map_fields, err) == -1 ||
-	    check_abs(t, path, "dir", err) == -1 ||
+	    jcheck_abs_path(t, path, "dir", err) == -1 ||
 	    jcheck_int_range(t, path, "shard", 0, WC_MAX_SHARDS - 1,
 			     err) == -1 ||
 	    jcheck_int_range(t, path, "start", 0, MAX_BYTES, err) == -1 ||
@@ -94,7 +77,7 @@ static int
 check_reduce(const json_t *t, const char *path, struct jerr *err)
 {
 	if (jcheck_object(t, path, reduce_fields, err) == -1 ||
-	    check_abs(t, path, "dir", err) == -1 ||
+	    jcheck_abs_path(t, path, "dir", err) == -1 ||
 	    jcheck_int_range(t, path, "part", 0, WC_MAX_REDUCERS - 1,
 			     err) == -1 ||
 	    jcheck_int_range(t, path, "shards", 1, WC_MAX_SHARDS, err) == -1)
@@ -106,8 +89,8 @@ static int
 check_merge(const json_t *t, const char *path, struct jerr *err)
 {
 	if (jcheck_object(t, path, merge_fields, err) == -1 ||
-	    check_abs(t, path, "dir", err) == -1 ||
-	    check_abs(t, path, "output", err) == -1 ||
+	    jcheck_abs_path(t, path, "dir", err) == -1 ||
+	    jcheck_abs_path(t, path, "output", err) == -1 ||
 	    jcheck_int_range(t, path, "reducers", 1, WC_MAX_REDUCERS,
 			     err) == -1)
 		return -1;
@@ -139,7 +122,7 @@ wc_task_validate(const json_t *task, const char *path, struct jerr *err)
 		return jerr_set(err, at, "must be \"map\", \"reduce\" or "
 				"\"merge\", not \"%s\"", mode);
 	if (rc == 0)
-		rc = jcheck_num_positive(task, path, "timeout", MAX_TIMEOUT,
+		rc = jcheck_num_positive(task, path, "timeout", FT_TASK_TIMEOUT_MAX,
 					 err);
 	return rc;
 }
@@ -155,7 +138,7 @@ wc_fail(struct ft_result *res, const char *fmt, ...)
 		msg = NULL;
 	va_end(ap);
 	res->ok = 0;
-	res->exit_code = 1;
+	res->exit_code = -1;
 	snprintf(res->reason, sizeof(res->reason), "%s",
 		 msg ? msg : "out of memory");
 	if (msg) {

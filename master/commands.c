@@ -1,0 +1,271 @@
+/* commands: what the control socket's requests do (see commands.h). */
+#include "commands.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "batch.h"
+#include "control.h"
+#include "ctl.h"
+#include "log.h"
+
+/* A command handler: 0 with *ANS set, -1 with ERR set, or 1 when the
+ * answer comes later (wait). */
+typedef int (*cmd_fn)(struct master *m, struct client *c, json_t *req,
+		      json_t **ans, char *err, size_t n);
+
+/* ---- status ---- */
+
+static json_t *
+worker_row(const struct master *m, const struct worker *w)
+{
+	const struct ctl_col *c = ctl_worker_cols;
+	json_t *o = json_object();
+
+	ctl_row_int(o, &c[CTL_W_ID], w->id);
+	ctl_row_str(o, &c[CTL_W_NODE], w->node_name);
+	ctl_row_str(o, &c[CTL_W_HOST],
+		    w->host[0] ? w->host : m->cfg.nodes[w->node].host);
+	ctl_row_int(o, &c[CTL_W_PID], w->pid);
+	ctl_row_str(o, &c[CTL_W_STATE], worker_state_name(w->state));
+	ctl_row_int(o, &c[CTL_W_RESPAWNS], w->respawns);
+	ctl_row_int(o, &c[CTL_W_DONE], (long long)w->tasks_done);
+	ctl_row_int(o, &c[CTL_W_INFLIGHT], sched_inflight(m->sched, w->id));
+	return o;
+}
+
+static json_t *
+node_row(const struct master *m, const struct node *nd)
+{
+	const struct ctl_col *c = ctl_node_cols;
+	json_t *o = json_object();
+
+	ctl_row_str(o, &c[CTL_N_NAME], nd->name);
+	ctl_row_str(o, &c[CTL_N_HOST], m->cfg.nodes[nd->id].host);
+	ctl_row_str(o, &c[CTL_N_STATE], node_state_name(nd->state));
+	ctl_row_int(o, &c[CTL_N_REBOOTS], nd->reboots);
+	ctl_row_int(o, &c[CTL_N_WORKERS], m->cfg.nodes[nd->id].workers);
+	return o;
+}
+
+static json_t *
+counters_json(const struct master *m)
+{
+	struct counters k = m->counters;
+	json_t *o = json_object();
+
+	k.msgs_in = m->links.msgs_in;
+	k.msgs_out = m->links.msgs_out;
+#define FT_COUNTER_SET(name)						\
+	json_object_set_new(o, #name, json_integer((json_int_t)k.name));
+	FT_COUNTERS(FT_COUNTER_SET)
+#undef FT_COUNTER_SET
+	return o;
+}
+
+/* status: the cluster, its workers, nodes and batches. */
+static int
+cmd_status(struct master *m, struct client *c, json_t *req, json_t **ans,
+	   char *err, size_t n)
+{
+	const char *const *k = ctl_status_keys;
+	json_t *ws = json_array(), *ns = json_array(), *bs = json_array();
+	int i;
+
+	(void)c, (void)req, (void)err, (void)n;
+	for (i = 0; i < m->nworkers; i++)
+		json_array_append_new(ws, worker_row(m, &m->workers[i]));
+	for (i = 0; i < m->cfg.nnodes; i++)
+		json_array_append_new(ns, node_row(m, &m->nodes[i]));
+	for (i = 0; i < m->batches.n; i++)
+		json_array_append_new(bs, batch_json(m->batches.v[i]));
+	*ans = json_pack("{s:b}", "ok", 1);
+	json_object_set_new(*ans, k[CTL_S_CLUSTER], json_string(m->cfg.name));
+	json_object_set_new(*ans, k[CTL_S_LAUNCH],
+			    json_string(m->static_world ? "static" : "dynamic"));
+	json_object_set_new(*ans, k[CTL_S_MPI], json_string(m->mpi_version));
+	json_object_set_new(*ans, k[CTL_S_UPTIME],
+			    json_real(ft_now() - m->started));
+	json_object_set_new(*ans, k[CTL_S_QUEUED],
+			    json_integer((json_int_t)sched_queued(m->sched)));
+	json_object_set_new(*ans, k[CTL_S_OPEN],
+			    json_integer((json_int_t)sched_open(m->sched)));
+	json_object_set_new(*ans, k[CTL_S_WORKERS], ws);
+	json_object_set_new(*ans, k[CTL_S_NODES], ns);
+	json_object_set_new(*ans, k[CTL_S_BATCHES], bs);
+	json_object_set_new(*ans, k[CTL_S_COUNTERS], counters_json(m));
+	return 0;
+}
+
+/* ---- the other commands ---- */
+
+/* submit {"batch": {...}}: queue a batch, answer its id. */
+static int
+cmd_submit(struct master *m, struct client *c, json_t *req, json_t **ans,
+	   char *err, size_t n)
+{
+	json_t *batch = json_object_get(req, "batch");
+	struct jerr jerr;
+	long id;
+
+	(void)c;
+	if (m->stopping) {
+		snprintf(err, n, "the master is stopping");
+		return -1;
+	}
+	if (ft_batch_check(batch, &m->plugins, &jerr) == -1) {
+		jcheck_format(&jerr, "batch", NULL, err, n);
+		return -1;
+	}
+	id = batches_submit(&m->batches, batch, err, n);
+	if (id < 0)
+		return -1;
+	*ans = json_pack("{s:b, s:I}", "ok", 1, "batch", (json_int_t)id);
+	return 0;
+}
+
+/* wait {"batch": ID}: answer when the batch has finished. */
+static int
+cmd_wait(struct master *m, struct client *c, json_t *req, json_t **ans,
+	 char *err, size_t n)
+{
+	long id = (long)json_integer_value(json_object_get(req, "batch"));
+	struct batch *b = batches_find(&m->batches, id);
+
+	if (b == NULL) {
+		snprintf(err, n, "wait: no batch %ld", id);
+		return -1;
+	}
+	if (batch_finished(b)) {
+		*ans = json_pack("{s:b, s:o}", "ok", 1, "batch", batch_json(b));
+		return 0;
+	}
+	control_set_waiting(c, id);
+	return 1;
+}
+
+/* stop: stop the workers, then the master. */
+static int
+cmd_stop(struct master *m, struct client *c, json_t *req, json_t **ans,
+	 char *err, size_t n)
+{
+	(void)c, (void)req, (void)err, (void)n;
+	if (!m->stopping) {
+		log_info("stop requested");
+		m->stopping = 1;
+		master_kick(m);
+	}
+	*ans = json_pack("{s:b}", "ok", 1);
+	return 0;
+}
+
+/* log_level {"level": "debug"|"info"|"warn"} */
+static int
+cmd_log_level(struct master *m, struct client *c, json_t *req, json_t **ans,
+	      char *err, size_t n)
+{
+	int level = log_level_parse(json_string_value(json_object_get(req,
+								      "level")));
+
+	(void)m, (void)c;
+	if (level < 0) {
+		snprintf(err, n, "log_level needs \"level\": debug, info or warn");
+		return -1;
+	}
+	log_set_level((enum log_level)level);
+	*ans = json_pack("{s:b}", "ok", 1);
+	return 0;
+}
+
+/* Indexed by enum ctl_cmd (common/ctl.h). */
+static const cmd_fn handlers[CTL_NCMDS] = {
+	[CTL_STATUS] = cmd_status,
+	[CTL_SUBMIT] = cmd_submit,
+	[CTL_WAIT] = cmd_wait,
+	[CTL_STOP] = cmd_stop,
+	[CTL_LOG_LEVEL] = cmd_log_level,
+};
+
+/* Answer one request line. */
+static void
+on_request(void *ctx, struct client *c, const char *line, size_t len)
+{
+	struct master *m = ctx;
+	const struct ctl_command *cmd;
+	json_error_t jerr;
+	json_t *req = json_loadb(line, len, JSON_REJECT_DUPLICATES, &jerr);
+	json_t *ans = NULL, *v;
+	char err[512] = "";
+	int rc;
+
+	if (req == NULL || !json_is_object(req)) {
+		control_error(c, "malformed request: not a JSON object");
+		goto out;
+	}
+	v = json_object_get(req, "v");
+	if (!json_is_integer(v) || json_integer_value(v) != FT_CTL_VERSION) {
+		control_error(c, "incompatible ftfarm and ftfarm-master versions");
+		goto out;
+	}
+	cmd = ctl_check_request(req, err, sizeof(err));
+	if (cmd == NULL) {
+		control_error(c, err);
+		goto out;
+	}
+	rc = handlers[cmd->cmd](m, c, req, &ans, err, sizeof(err));
+	if (rc == -1)
+		control_error(c, err);
+	else if (rc == 0)
+		control_send(c, ans);
+out:
+	json_decref(ans);
+	json_decref(req);
+}
+
+int
+commands_open(struct master *m, char *err, size_t n)
+{
+	struct control_ops ops = { .ctx = m, .request = on_request };
+	char *path = ctl_socket_path(m->cfg.state_dir);
+
+	m->control = control_open(m->loop, path, &ops, err, n);
+	free(path);
+	return m->control ? 0 : -1;
+}
+
+void
+commands_close(struct master *m)
+{
+	control_close(m->control);
+	m->control = NULL;
+}
+
+struct done_arg {
+	struct master *m;
+	struct batch *b;
+	json_t *ans;
+};
+
+static void
+answer_waiter(struct client *c, void *arg)
+{
+	struct done_arg *d = arg;
+
+	if (control_waiting(c) != batch_id(d->b))
+		return;
+	if (d->ans == NULL)
+		d->ans = json_pack("{s:b, s:o}", "ok", 1, "batch",
+				   batch_json(d->b));
+	control_set_waiting(c, 0);
+	control_send(c, d->ans);
+}
+
+void
+commands_batch_done(struct master *m, struct batch *b)
+{
+	struct done_arg d = { m, b, NULL };
+
+	control_foreach(m->control, answer_waiter, &d);
+	json_decref(d.ans);
+}

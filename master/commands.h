@@ -1,0 +1,24 @@
+/*
+ * commands: what the control socket's requests do (the table of commands
+ * and their fields is common/ctl.h, shared with the CLI).
+ *
+ *   status                  the cluster: workers, nodes, batches, counters
+ *   submit {"batch": {...}} queue a batch; answer its id
+ *   wait {"batch": ID}      answer once the batch has finished
+ *   stop                    stop the workers, then the master
+ *   log_level {"level": L}  debug, info or warn
+ *
+ * A bad request gets an error answer; it never disturbs the master.
+ */
+#ifndef FT_COMMANDS_H
+#define FT_COMMANDS_H
+
+#include "master.h"
+
+/* Open the control socket of M's state dir.  0, or -1 with ERR. */
+int commands_open(struct master *m, char *err, size_t n);
+void commands_close(struct master *m);
+/* Batch B has finished: answer whoever waits for it. */
+void commands_batch_done(struct master *m, struct batch *b);
+
+#endif

@@ -1,0 +1,46 @@
+/*
+ * control: the Unix socket the ftfarm CLI talks to (see common/ctl.h).
+ *
+ * One request per line in, one answer per line out.  Only the master's
+ * own user (or root) may connect.  This module is the socket and its
+ * clients: reading lines, queueing answers, closing; what a line means is
+ * its owner's business (commands.h), handed each complete line.
+ */
+#ifndef FT_CONTROL_H
+#define FT_CONTROL_H
+
+#include <ev.h>
+#include <jansson.h>
+#include <stddef.h>
+
+struct control;
+struct client;
+
+struct control_ops {
+	void *ctx;
+	/* Client C sent one request line (LEN bytes, no newline). */
+	void (*request)(void *ctx, struct client *c, const char *line,
+			size_t len);
+};
+
+/* Listen at PATH (a stale socket there is replaced).  The control, or
+ * NULL with ERR. */
+struct control *control_open(struct ev_loop *loop, const char *path,
+			     const struct control_ops *ops, char *err,
+			     size_t n);
+/* Push out pending answers (bounded), close every client and the socket,
+ * remove it. */
+void control_close(struct control *ctl);
+
+/* Queue ANSWER (one line) for C. */
+void control_send(struct client *c, const json_t *answer);
+/* Queue {"ok": false, "error": MSG} for C. */
+void control_error(struct client *c, const char *msg);
+/* The batch C waits for (0 for none); set it. */
+long control_waiting(const struct client *c);
+void control_set_waiting(struct client *c, long batch);
+/* Call FN(C, ARG) for every client. */
+void control_foreach(struct control *ctl, void (*fn)(struct client *c,
+						      void *arg), void *arg);
+
+#endif

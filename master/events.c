@@ -1,0 +1,94 @@
+/* events: the master's events.jsonl (see events.h). */
+#include "events.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "log.h"
+#include "util.h"
+
+int
+events_open(struct events *ev, const char *path, int task_events)
+{
+	ev->task_events = task_events;
+	ev->path = ft_strdup(path);
+	if (jsonl_open(&ev->out, path) == -1) {
+		free(ev->path);
+		ev->path = NULL;
+		return -1;
+	}
+	return 0;
+}
+
+int
+events_flush(struct events *ev)
+{
+	static int last_errno;
+
+	if (jsonl_flush(&ev->out) == 0) {
+		last_errno = 0;
+		return 0;
+	}
+	if (errno != last_errno)
+		log_warn("%s", ev->path ? ev->path : "events.jsonl");
+	last_errno = errno;
+	return -1;
+}
+
+void
+events_close(struct events *ev)
+{
+	jsonl_close(&ev->out);
+	free(ev->path);
+	ev->path = NULL;
+}
+
+/* ---- the emitters, generated from FT_EVENTS ---- */
+
+#define EV_PUT_int(ev, key, v) jsonl_int(&(ev)->out, key, v)
+#define EV_PUT_str(ev, key, v) jsonl_str(&(ev)->out, key, v ? v : "")
+#define EV_PUT_num(ev, key, v) jsonl_num(&(ev)->out, key, v)
+#define EV_PUT_bool(ev, key, v) jsonl_bool(&(ev)->out, key, v)
+#define EV_PUT_ostr(ev, key, v)						\
+	do {								\
+		if (v)							\
+			jsonl_str(&(ev)->out, key, v);			\
+	} while (0)
+#define EV_PUT_obool(ev, key, v)					\
+	do {								\
+		if (v)							\
+			jsonl_bool(&(ev)->out, key, 1);			\
+	} while (0)
+#define EV_PUT(type, key) EV_PUT_##type(ev, #key, key);
+
+#define EV_DEFINE(name, flags)						\
+	void ev_##name(struct events *ev EV_FIELDS_##name(EV_PARAM))	\
+	{								\
+		if (((flags) & EVF_TASK) && !ev->task_events)		\
+			return;						\
+		jsonl_event(&ev->out, #name);				\
+		EV_FIELDS_##name(EV_PUT)				\
+		jsonl_end(&ev->out);					\
+		if ((flags) & EVF_NOW)					\
+			events_flush(ev);				\
+	}
+FT_EVENTS(EV_DEFINE)
+#undef EV_DEFINE
+
+/* ---- the schema, for the README's list ---- */
+
+#define EV_SCHEMA_KEY_int(key) " " #key
+#define EV_SCHEMA_KEY_str(key) " " #key
+#define EV_SCHEMA_KEY_num(key) " " #key
+#define EV_SCHEMA_KEY_bool(key) " " #key
+#define EV_SCHEMA_KEY_ostr(key) " " #key "?"
+#define EV_SCHEMA_KEY_obool(key) " " #key "?"
+#define EV_SCHEMA_KEY(type, key) EV_SCHEMA_KEY_##type(key)
+#define EV_SCHEMA_ROW(name, flags)					\
+	{ #name, "" EV_FIELDS_##name(EV_SCHEMA_KEY) },
+const struct event_schema events_schema[] = {
+	FT_EVENTS(EV_SCHEMA_ROW)
+};
+#undef EV_SCHEMA_ROW
+const size_t events_nschema = FT_ARRAY_LEN(events_schema);

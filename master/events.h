@@ -1,0 +1,106 @@
+/*
+ * events: <state_dir>/events.jsonl, the master's record of what happened,
+ * one JSON object per line: {"ts": <epoch seconds>, "event": NAME, ...}.
+ *
+ * Every event is declared once, in FT_EVENTS below, with its fields; each
+ * gets a typed emitter ev_NAME(ev, field...) and a row in events_schema
+ * (a unit test holds the README's list of events to it).  Field types:
+ * int, str, num and bool are always written; ostr (NULL) and obool (0) are
+ * left out when empty.  Task events (task_assigned, task_done) are written
+ * only when the config's task_events is on.
+ *
+ * Lines are kept in memory and written by events_flush (the cron calls it;
+ * so do the emitters of events that matter at once, marked NOW).
+ */
+#ifndef FT_EVENTS_H
+#define FT_EVENTS_H
+
+#include <stddef.h>
+
+#include "jsonl.h"
+
+/* E(name, flags) per event; its fields are EV_FIELDS_<name>(F), one
+ * F(type, key) per field, in the order they are written. */
+#define FT_EVENTS(E)							\
+	E(master_up, EVF_NOW)						\
+	E(master_stopped, EVF_NOW)					\
+	E(worker_up, 0)							\
+	E(worker_respawned, 0)						\
+	E(worker_dead, EVF_NOW)						\
+	E(worker_inactive, EVF_NOW)					\
+	E(worker_spawn_failed, 0)					\
+	E(worker_slow, 0)						\
+	E(node_inactive, EVF_NOW)					\
+	E(batch_submitted, 0)						\
+	E(task_assigned, EVF_TASK)					\
+	E(task_done, EVF_TASK)						\
+	E(task_reassigned, 0)						\
+	E(task_failed, 0)						\
+	E(batch_done, EVF_NOW)
+
+#define EV_FIELDS_master_up(F) F(int, pid) F(str, mpi) F(str, launch)
+#define EV_FIELDS_master_stopped(F)
+#define EV_FIELDS_worker_up(F)						\
+	F(int, worker) F(str, node) F(int, pid) F(str, host) F(int, respawns)
+#define EV_FIELDS_worker_respawned(F) EV_FIELDS_worker_up(F)
+#define EV_FIELDS_worker_dead(F)					\
+	F(int, worker) F(str, node) F(int, pid) F(str, reason) F(bool, killed)
+#define EV_FIELDS_worker_inactive(F) EV_FIELDS_worker_dead(F)
+#define EV_FIELDS_worker_spawn_failed(F)				\
+	F(int, worker) F(str, node) F(str, reason)
+#define EV_FIELDS_worker_slow(F)					\
+	F(int, worker) F(str, node) F(int, pid) F(int, batch) F(int, task)
+#define EV_FIELDS_node_inactive(F) F(str, node) F(str, reason)
+#define EV_FIELDS_batch_submitted(F)					\
+	F(int, batch) F(str, name) F(int, tasks) F(ostr, job)
+#define EV_FIELDS_task_assigned(F)					\
+	F(int, batch) F(int, task) F(int, attempt) F(int, worker)	\
+	F(obool, duplicate)
+#define EV_FIELDS_task_done(F)						\
+	F(int, batch) F(int, task) F(int, attempt) F(int, worker)	\
+	F(str, status)
+#define EV_FIELDS_task_reassigned(F)					\
+	F(int, batch) F(int, task) F(int, attempt) F(int, worker)	\
+	F(str, reason)
+#define EV_FIELDS_task_failed(F) F(int, batch) F(int, task) F(str, reason)
+#define EV_FIELDS_batch_done(F)						\
+	F(int, batch) F(int, total) F(int, ok) F(int, failed)		\
+	F(num, seconds) F(ostr, error)
+
+#define EVF_NOW 1		/* flushed at once */
+#define EVF_TASK 2		/* a per-task event: only with task_events */
+
+struct events {
+	struct jsonl out;
+	int task_events;		/* write EVF_TASK events */
+	char *path;
+};
+
+/* Open PATH for appending.  0, or -1 with errno. */
+int events_open(struct events *ev, const char *path, int task_events);
+/* Write what is pending.  0, or -1 with errno (logged once per errno). */
+int events_flush(struct events *ev);
+void events_close(struct events *ev);
+
+#define EV_CTYPE_int long long
+#define EV_CTYPE_str const char *
+#define EV_CTYPE_ostr const char *
+#define EV_CTYPE_num double
+#define EV_CTYPE_bool int
+#define EV_CTYPE_obool int
+#define EV_PARAM(type, key) , EV_CTYPE_##type key
+#define EV_PROTO(name, flags)						\
+	void ev_##name(struct events *ev EV_FIELDS_##name(EV_PARAM));
+FT_EVENTS(EV_PROTO)
+#undef EV_PROTO
+
+/* The declared events: NAME and its fields, space-separated, optional
+ * ones with a trailing "?" ("batch name tasks job?"). */
+struct event_schema {
+	const char *name;
+	const char *fields;
+};
+extern const struct event_schema events_schema[];
+extern const size_t events_nschema;
+
+#endif

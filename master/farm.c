@@ -1,0 +1,172 @@
+/* farm: the parts of the master wired together (see farm.h). */
+#include "farm.h"
+
+#include "commands.h"
+#include "health.h"
+#include "log.h"
+#include "registry.h"
+
+#define STOP_WAIT 5.0		/* seconds workers get to say bye */
+
+/* ---- the scheduler's news ---- */
+
+static void
+on_reassigned(void *ctx, uint64_t tid, uint32_t attempt, int worker,
+	      const char *reason)
+{
+	struct master *m = ctx;
+	const struct sched_task *t = sched_task(m->sched, tid);
+
+	ev_task_reassigned(&m->events, t->batch, t->index, attempt, worker,
+			   reason);
+}
+
+static void
+deferred_fail(void *ctx, uint64_t tid, const char *reason)
+{
+	struct master *m = ctx;
+
+	batches_fail(&m->batches, tid, reason);
+}
+
+/* A failed task ends its batch, or moves its job on: after the
+ * scheduler's call. */
+static void
+on_failed(void *ctx, uint64_t tid, const char *reason)
+{
+	struct master *m = ctx;
+
+	defer_call(&m->defer, deferred_fail, tid, reason);
+}
+
+static void
+on_cancel(void *ctx, int worker, uint64_t tid, uint32_t attempt)
+{
+	struct master *m = ctx;
+
+	registry_cancel(m, &m->workers[worker], tid, attempt);
+}
+
+static void
+on_slow(void *ctx, int worker, uint64_t tid)
+{
+	struct master *m = ctx;
+
+	registry_slow(m, &m->workers[worker], tid);
+}
+
+static void
+on_hung(void *ctx, int worker, uint64_t tid, double seconds)
+{
+	struct master *m = ctx;
+	char why[128];
+
+	snprintf(why, sizeof(why), "slow for %.1f s on one task (id %llu)",
+		 seconds, (unsigned long long)tid);
+	registry_doom(m, &m->workers[worker], why);
+}
+
+/* ---- the registry's news ---- */
+
+static void
+on_result(void *ctx, struct worker *w, uint64_t tid,
+	  const struct proto_result *r)
+{
+	struct master *m = ctx;
+
+	batches_record(&m->batches, tid, w->id, r);
+}
+
+static void
+on_worker_failed(void *ctx, struct worker *w)
+{
+	health_worker_failed(ctx, w);
+}
+
+/* ---- the batches' news ---- */
+
+static void
+on_queued(void *ctx)
+{
+	registry_dispatch_all(ctx);
+}
+
+static void
+on_finished(void *ctx, struct batch *b)
+{
+	commands_batch_done(ctx, b);
+}
+
+void
+farm_init(struct master *m)
+{
+	struct sched_params sp;
+	struct sched_ops so = {
+		.ctx = m, .reassigned = on_reassigned, .failed = on_failed,
+		.cancel = on_cancel, .slow = on_slow, .hung = on_hung,
+	};
+	struct registry_ops ro = {
+		.ctx = m, .result = on_result, .failed = on_worker_failed,
+	};
+	struct batches_ops bo = {
+		.ctx = m, .queued = on_queued, .finished = on_finished,
+	};
+
+	defer_init(&m->defer, m);
+	sched_params_default(&sp);
+	sp.max_attempts = m->cfg.max_attempts;
+	sp.slow_timeout = m->cfg.slow_timeout;
+	sp.grace = m->cfg.heartbeat + m->cfg.heartbeat_timeout + 1;
+	m->sched = sched_new(m->cfg.nworkers, &sp, &so);
+	registry_init(m, &ro);
+	health_init(m);
+	batches_init(&m->batches, &m->cfg, &m->plugins, m->sched, &m->events,
+		     &bo);
+}
+
+void
+farm_free(struct master *m)
+{
+	batches_close(&m->batches);
+	defer_clear(&m->defer);
+	health_free(m);
+	registry_free(m);
+	sched_free(m->sched);
+	m->sched = NULL;
+}
+
+/* Stopping: tell the workers, then wait for their byes (bounded).
+ * Returns 1 once done. */
+static int
+cron_stop(struct master *m, double now)
+{
+	if (m->stopping == 1) {
+		registry_stop_all(m);
+		m->stop_deadline = now + STOP_WAIT;
+		m->stopping = 2;
+		return 0;
+	}
+	if (registry_all_stopped(m) || now > m->stop_deadline) {
+		registry_kill_leftovers(m);
+		return 1;
+	}
+	return 0;
+}
+
+int
+farm_cron(struct master *m, double now)
+{
+	sched_tick(m->sched, now);
+	defer_run(&m->defer);		/* what the tick found, before going on */
+	registry_cron(m, now);
+	health_cron(m, now);
+	registry_dispatch_all(m);
+	return m->stopping ? cron_stop(m, now) : 0;
+}
+
+void
+farm_flush(struct master *m)
+{
+	events_flush(&m->events);
+	batches_flush(&m->batches);
+}

@@ -1,0 +1,73 @@
+/*
+ * registry: the master's workers.
+ *
+ * Each worker slot has at most one live process.  The registry starts
+ * them (spawn.h), talks to them through their links (link.h: one standing
+ * receive, a ping every heartbeat, timed sends), hands them the
+ * scheduler's tasks, and declares them dead when a link fails, a hello
+ * does not come, or the scheduler finds them hung.  A dead worker is
+ * killed (if the master can), its link closed and its tasks given back to
+ * the scheduler; what happens next (respawn, retire) is node health's
+ * decision, asked through ops.failed after the current callback.
+ * Every change of a worker's state goes through worker_set (worker.h).
+ */
+#ifndef FT_REGISTRY_H
+#define FT_REGISTRY_H
+
+#include <stdint.h>
+
+#include "master.h"
+#include "proto.h"
+
+struct registry_ops {
+	void *ctx;
+	/* W's result R of task TID was the task's first: record it. */
+	void (*result)(void *ctx, struct worker *w, uint64_t tid,
+		       const struct proto_result *r);
+	/* W failed and is DEAD (or its spawn failed): decide what next.
+	 * Called from the deferred queue, never while stopping. */
+	void (*failed)(void *ctx, struct worker *w);
+};
+
+/* Set up the slots and links of M's config (workers NEW). */
+void registry_init(struct master *m, const struct registry_ops *ops);
+void registry_free(struct master *m);
+/* Start every worker: spawn each (dynamic) or attach the world's ranks
+ * (static).  0, or -1 with ERR when none could start. */
+int registry_start(struct master *m, char *err, size_t n);
+
+/* Hand W (or every up worker) what the scheduler has for it. */
+void registry_dispatch(struct master *m, struct worker *w);
+void registry_dispatch_all(struct master *m);
+
+/* W failed for REASON: declare it dead now.  Not from inside a scheduler
+ * call (use registry_doom there). */
+void registry_fail(struct master *m, struct worker *w, const char *reason);
+/* The same, after the current callback. */
+void registry_doom(struct master *m, struct worker *w, const char *reason);
+/* Respawn W (DEAD) once its old process is gone, after a short delay. */
+void registry_respawn_later(struct master *m, struct worker *w);
+/* Take W out of service for good (its node was given up on). */
+void registry_retire(struct master *m, struct worker *w, const char *reason);
+
+/* The scheduler's news for W: drop instance (TID, ATTEMPT); W became
+ * slow on TID. */
+void registry_cancel(struct master *m, struct worker *w, uint64_t tid,
+		     uint32_t attempt);
+void registry_slow(struct master *m, struct worker *w, uint64_t tid);
+
+/* Periodic work: finished spawns, hello deadlines, respawns, pings,
+ * states. */
+void registry_cron(struct master *m, double now);
+/* Does any worker run or wait for a respawn? */
+int registry_any_left(const struct master *m);
+
+/* Shutdown: tell every worker to stop; have they all; kill the rest. */
+void registry_stop_all(struct master *m);
+int registry_all_stopped(const struct master *m);
+void registry_kill_leftovers(struct master *m);
+/* Static launch only: has any rank of the world died?  (Open MPI's
+ * MPI_Finalize would then wait for it.) */
+int registry_lost_ranks(const struct master *m);
+
+#endif
