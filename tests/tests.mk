@@ -11,7 +11,7 @@ UNIT_TIMEOUT ?= 120
 $(OBJ)/tests/test_%: tests/unit/test_%.c $(UNIT_LINK) $(plugin_so)
 	@mkdir -p $(dir $@)
 	$(MPICC) $(CPPFLAGS) $(CFLAGS) $(WARN) -Wno-missing-prototypes \
-		-DFT_TEST_BINDIR='"$(abspath $(BINDIR))"' -o $@ $< $(UNIT_LINK) \
+		-DFT_TEST_BINDIR='"$(abspath $(BINDIR))"' -DFT_TEST_SRCDIR='"$(abspath .)"' -o $@ $< $(UNIT_LINK) \
 		$(EV_LIBS) $(LDLIBS) -lcmocka -ldl -lpthread
 
 unit: $(UNIT_BIN)
