@@ -23,6 +23,7 @@
  * safe on a worker's runner thread while other threads run.
  */
 #include <errno.h>
+#include <limits.h>
 #include <fcntl.h>
 #include <math.h>
 #include <poll.h>
@@ -61,6 +62,7 @@ struct launch {
 	char **argv;		/* NULL-terminated, strings of the spec */
 	char **envp;		/* NULL: keep the worker's environment */
 	size_t env_first;	/* envp[env_first..] are ours to free */
+	const char *path;	/* PATH to search argv[0] in (envp's) */
 	const char *cwd;	/* NULL: stay where the worker is */
 	int fd[3];		/* the child's ends for 0, 1, 2 (all >= 3) */
 	int errpipe;		/* write end of the error pipe (>= 3) */
@@ -263,6 +265,18 @@ env_build(const json_t *env, size_t *first)
 	return envp;
 }
 
+/* The PATH of environment ENVP, or the C library's default. */
+static const char *
+env_path(char **envp)
+{
+	size_t i;
+
+	for (i = 0; envp && envp[i]; i++)
+		if (strncmp(envp[i], "PATH=", 5) == 0)
+			return envp[i] + 5;
+	return "/bin:/usr/bin";
+}
+
 /* How far to close descriptors by hand if close_range is not there. */
 static int
 max_fd(void)
@@ -286,6 +300,7 @@ launch_init(struct launch *l, const json_t *spec)
 	for (i = 0; i < n; i++)
 		l->argv[i] = (char *)json_string_value(json_array_get(argv, i));
 	l->envp = env_build(json_object_get(spec, "env"), &l->env_first);
+	l->path = env_path(l->envp ? l->envp : environ);
 	l->cwd = jget_str(spec, "cwd", NULL);
 	l->fd[0] = l->fd[1] = l->fd[2] = l->errpipe = -1;
 	l->max_fd = max_fd();
@@ -320,6 +335,43 @@ child_fail(int fd, int stage, int err)
 		n = write(fd, &ce, sizeof(ce));
 	while (n < 0 && errno == EINTR);
 	_exit(127);
+}
+
+/* execvp with L's own environment and PATH: the PATH search by hand, in
+ * a buffer on the stack (a vfork child must not allocate, nor change the
+ * worker's environ).  Returns only on failure, with errno set. */
+static void
+child_execvp(const struct launch *l)
+{
+	char buf[PATH_MAX];
+	char **envp = l->envp ? l->envp : environ;
+	const char *file = l->argv[0], *p = l->path, *end;
+	size_t flen = strlen(file), dlen;
+	int denied = 0;
+
+	if (strchr(file, '/')) {
+		execve(file, l->argv, envp);
+		return;
+	}
+	for (; p; p = *end ? end + 1 : NULL) {
+		end = strchr(p, ':');
+		if (end == NULL)
+			end = p + strlen(p);
+		dlen = (size_t)(end - p);
+		if (dlen + flen + 2 > sizeof(buf))
+			continue;
+		memcpy(buf, dlen ? p : ".", dlen ? dlen : 1);
+		dlen = dlen ? dlen : 1;
+		buf[dlen] = '/';
+		memcpy(buf + dlen + 1, file, flen + 1);
+		execve(buf, l->argv, envp);
+		if (errno == EACCES)
+			denied = 1;
+		else if (errno != ENOENT && errno != ENOTDIR &&
+			 errno != ELOOP && errno != ENAMETOOLONG)
+			return;
+	}
+	errno = denied ? EACCES : ENOENT;
 }
 
 /* The C library refuses to touch the signals it reserves for itself (32
@@ -372,9 +424,9 @@ child_fds(const struct launch *l)
 	return 0;
 }
 
-/* Become the command.  Never returns.  Only async-signal-safe calls here:
- * the parent may have other threads holding locks.  execvp is glibc's,
- * which searches PATH without allocating. */
+/* Become the command.  Never returns.  Runs in a vfork child, which
+ * shares the worker's memory until exec: only async-signal-safe calls,
+ * and no write to anything of the parent's (environ included). */
 static void
 child_exec(const struct launch *l)
 {
@@ -386,9 +438,7 @@ child_exec(const struct launch *l)
 	if (l->cwd && chdir(l->cwd) < 0)
 		goto fail;
 	stage = STAGE_EXEC;
-	if (l->envp)
-		environ = l->envp;
-	execvp(l->argv[0], l->argv);
+	child_execvp(l);
 fail:
 	child_fail(l->errpipe, stage, errno);
 }
@@ -474,9 +524,23 @@ pidfd_get(pid_t pid)
 #endif
 }
 
-/* Fork the child described by L.  All signals stay blocked on this thread
- * across fork so that no handler of the worker runs in the child before
- * the child resets them.  0, or -1 with RES.reason set. */
+/* vfork a child that becomes L.  Its pid, or -1.  On its own, so that
+ * nothing of the caller's lives across vfork. */
+static pid_t __attribute__((noinline))
+child_start(const struct launch *l)
+{
+	pid_t pid = vfork();
+
+	if (pid == 0)
+		child_exec(l);
+	return pid;
+}
+
+/* Start the child described by L with vfork: the worker is a large MPI
+ * process, and fork's copy of its page tables cost more than the short
+ * commands users run.  All signals stay blocked on this thread across
+ * vfork so that no handler of the worker runs in the child before the
+ * child resets them.  0, or -1 with RES.reason set. */
 static int
 proc_start(struct proc *p, struct launch *l, struct ft_result *res)
 {
@@ -491,9 +555,7 @@ proc_start(struct proc *p, struct launch *l, struct ft_result *res)
 	}
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
-	p->pid = fork();
-	if (p->pid == 0)
-		child_exec(l);
+	p->pid = child_start(l);
 	e = errno;
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	if (p->pid < 0) {
