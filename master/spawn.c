@@ -130,15 +130,33 @@ spawn_static_check(int nworkers, char *err, size_t n)
 /* ---- spawning on threads ---- */
 
 static pthread_mutex_t sp_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_mutex_t dup_mu = PTHREAD_MUTEX_INITIALIZER;
 static struct spawn_req *sp_finished;
 static int sp_running;
+
+/* The spawn's own duplicate of MPI_COMM_SELF: MPI forbids concurrent
+ * collectives on one communicator, so the duplications take turns.  On
+ * the spawn's thread, not the loop's: while another spawn hangs in Open
+ * MPI, a duplication has been seen to wait for it. */
+static int
+dup_self(struct spawn_req *r)
+{
+	int rc;
+
+	pthread_mutex_lock(&dup_mu);
+	rc = MPI_Comm_dup(MPI_COMM_SELF, &r->self);
+	pthread_mutex_unlock(&dup_mu);
+	return rc;
+}
 
 static void *
 spawn_thread(void *arg)
 {
 	struct spawn_req *r = arg;
 
-	req_spawn(r);
+	r->self = MPI_COMM_NULL;
+	if ((r->rc = dup_self(r)) == MPI_SUCCESS)
+		req_spawn(r);
 	pthread_mutex_lock(&sp_mu);
 	r->next = sp_finished;
 	sp_finished = r;
@@ -167,11 +185,6 @@ spawn_async_start(const struct spawn_args *a, unsigned gen)
 
 	req_fill(r, a);
 	r->gen = gen;
-	/* MPI forbids concurrent collectives on one communicator. */
-	if (MPI_Comm_dup(MPI_COMM_SELF, &r->self) != MPI_SUCCESS) {
-		free(r);
-		return -1;
-	}
 	pthread_attr_init(&attr);
 	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
 	pthread_mutex_lock(&sp_mu);
@@ -181,7 +194,6 @@ spawn_async_start(const struct spawn_args *a, unsigned gen)
 	pthread_mutex_unlock(&sp_mu);
 	pthread_attr_destroy(&attr);
 	if (rc != 0) {
-		MPI_Comm_free(&r->self);
 		free(r);
 		return -1;
 	}
@@ -206,7 +218,8 @@ spawn_async_poll(int *slot, unsigned *gen, MPI_Comm *comm, char *err,
 	*slot = r->nslot;
 	*gen = r->gen;
 	req_result(r, comm, err, n);
-	MPI_Comm_free(&r->self);
+	if (r->self != MPI_COMM_NULL)
+		MPI_Comm_free(&r->self);
 	free(r);
 	return 1;
 }
