@@ -32,13 +32,15 @@ PLUGIN_CFLAGS := -fPIC -shared
 # Code without MPI: shared by the CLI, master, worker and plugins.
 COMMON := common/jpos.c common/jcheck.c common/config.c common/log.c \
 	common/wire.c common/plugins.c common/batch.c \
-	common/util.c common/ctl.c common/proto.c common/jsonl.c
+	common/util.c common/ctl.c common/proto.c common/jsonl.c \
+	common/batchtext.c
 # Code that calls MPI.
 COMMON_MPI := common/treq.c
 MASTER := master/main.c master/loop.c master/farm.c master/commands.c \
 	master/control.c master/health.c master/registry.c master/batches.c \
-	master/jobs.c master/link.c master/spawn.c master/worker.c \
-	master/node.c master/sched.c master/events.c master/defer.c
+	master/jobs.c master/intake.c master/link.c master/spawn.c \
+	master/worker.c master/node.c master/sched.c master/events.c \
+	master/defer.c
 WORKER := worker/main.c worker/agent.c worker/runner.c
 CLI := cli/main.c cli/commands.c cli/start.c
 PLUGINS := exec sleep wordcount relax
@@ -71,7 +73,7 @@ $(BINDIR)/ftfarm-worker: $(worker_o) $(common_mpi_o) $(common_o)
 
 $(BINDIR)/ftfarm: $(cli_o) $(common_o)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS) -ldl
+	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS) -ldl -lpthread
 
 # Plugins link the small pieces of common/ they use into themselves (and
 # are rebuilt when a header of common/, the ABI among them, changes).

@@ -32,6 +32,7 @@ struct cli {
 	const char *delimiters;		/* --delimiters */
 	int argc;			/* operands after the options */
 	char **argv;
+	int status;			/* exit status of the last failed call */
 };
 
 int cli_start(struct cli *c);
@@ -44,8 +45,12 @@ int cli_check(struct cli *c);
 int cli_probe(struct cli *c);
 
 /* Send REQ to the master (timeout in seconds, <= 0 forever).  The answer
- * if it says ok; otherwise prints the error and returns NULL. */
+ * if it says ok; otherwise prints the error and returns NULL with
+ * c->status the exit status it calls for (2: bad input, else 1). */
 json_t *cli_call(struct cli *c, json_t *req, double timeout);
+/* The same with LEN bytes of BODY after the request line. */
+json_t *cli_call_body(struct cli *c, json_t *req, const void *body,
+		      size_t len, double timeout);
 /* Print "ftfarm: MSG" to stderr. */
 void cli_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 

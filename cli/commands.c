@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "batch.h"
+#include "batchtext.h"
 #include "cli.h"
 #include "ctl.h"
 #include "jcheck.h"
@@ -15,12 +16,15 @@
 #include "util.h"
 
 json_t *
-cli_call(struct cli *c, json_t *req, double timeout)
+cli_call_body(struct cli *c, json_t *req, const void *body, size_t len,
+	      double timeout)
 {
 	char err[1024];
-	json_t *ans = ctl_request(c->cfg.state_dir, req, timeout, err,
-				  sizeof(err));
+	json_t *ans = ctl_request_body(c->cfg.state_dir, req, body, len,
+				       timeout, err, sizeof(err));
+	json_t *status;
 
+	c->status = 1;
 	if (ans == NULL) {
 		cli_err("%s", err);
 		return NULL;
@@ -28,11 +32,24 @@ cli_call(struct cli *c, json_t *req, double timeout)
 	if (!json_is_true(json_object_get(ans, "ok"))) {
 		const char *e = json_string_value(json_object_get(ans, "error"));
 
-		cli_err("%s", e ? e : "the master refused the request");
+		/* A batch file's own error reads as if we had found it. */
+		status = json_object_get(ans, "exit");
+		if (json_integer_value(status) == 2)
+			fprintf(stderr, "%s\n", e ? e : "bad input");
+		else
+			cli_err("%s", e ? e : "the master refused the request");
+		if (json_is_integer(status))
+			c->status = (int)json_integer_value(status);
 		json_decref(ans);
 		return NULL;
 	}
 	return ans;
+}
+
+json_t *
+cli_call(struct cli *c, json_t *req, double timeout)
+{
+	return cli_call_body(c, req, NULL, 0, timeout);
 }
 
 /* Check BATCH against the task types installed beside this program.
@@ -54,32 +71,36 @@ check_batch(const json_t *batch, struct jerr *jerr)
 	return rc;
 }
 
-/* Load and check the batch file PATH.  The batch, or NULL after printing
- * one line "FILE:LINE:COL: KEY: MESSAGE". */
-static json_t *
-load_batch(const char *path)
+/* Check the batch file PATH here, as the master would.  0, or 2 after
+ * printing one line "FILE:LINE:COL: KEY: MESSAGE" (or 1 when the task
+ * types cannot be loaded).  *NTASKS: its tasks. */
+static int
+check_file(const char *path, uint32_t *ntasks)
 {
-	struct jerr jerr;
-	struct jpos *jp;
-	char err[1024], *text = NULL;
-	json_t *batch;
-	int rc;
+	struct batch_text bt;
+	struct ft_plugins pl;
+	char err[1024], *dir = ft_plugins_default_dir(), *text;
+	size_t len;
+	int rc = ft_plugins_load(&pl, dir, err, sizeof(err));
 
-	batch = jcheck_load_file(path, &text, err, sizeof(err));
-	if (batch == NULL) {
-		fprintf(stderr, "%s\n", err);
-	} else if ((rc = check_batch(batch, &jerr)) != 0) {
-		if (rc == -1) {
-			jp = jpos_build(text, strlen(text));
-			fprintf(stderr, "%s\n", jcheck_format(&jerr, path, jp, err,
-							      sizeof(err)));
-			jpos_free(jp);
-		}
-		json_decref(batch);
-		batch = NULL;
+	free(dir);
+	if (rc == -1) {
+		cli_err("%s", err);
+		return 1;
 	}
-	free(text);
-	return batch;
+	if ((text = ft_read_file(path, &len)) == NULL) {
+		fprintf(stderr, "%s: cannot read: %s\n", path, strerror(errno));
+		rc = 2;
+	} else if (batch_text_read(&bt, path, text, len, &pl, 2, err,
+				   sizeof(err)) == -1) {
+		fprintf(stderr, "%s\n", err);
+		rc = 2;
+	} else {
+		*ntasks = bt.ntasks;
+		batch_text_free(&bt);
+	}
+	ft_plugins_free(&pl);
+	return rc;
 }
 
 static void
@@ -129,18 +150,15 @@ wait_batch(struct cli *c, json_int_t id)
 	return rc;
 }
 
-/* Send BATCH (taken over), print its id, and wait for it if WAIT. */
+/* Print the id in ANS (a submit's answer) and wait for the batch if
+ * WAIT.  The exit status. */
 static int
-send_batch(struct cli *c, json_t *batch, int wait)
+submitted(struct cli *c, json_t *ans, int wait)
 {
-	json_t *req = ctl_request_new(CTL_SUBMIT), *ans;
 	json_int_t id;
 
-	json_object_set_new(req, "batch", batch);
-	ans = cli_call(c, req, 600);
-	json_decref(req);
 	if (ans == NULL)
-		return 1;
+		return c->status;
 	id = json_integer_value(json_object_get(ans, "batch"));
 	json_decref(ans);
 	printf("%lld\n", (long long)id);
@@ -148,20 +166,44 @@ send_batch(struct cli *c, json_t *batch, int wait)
 	return wait ? wait_batch(c, id) : 0;
 }
 
-/* submit -c CFG BATCH.json [--wait] */
+/* Send BATCH (taken over), print its id, and wait for it if WAIT. */
+static int
+send_batch(struct cli *c, json_t *batch, int wait)
+{
+	json_t *req = ctl_request_new(CTL_SUBMIT), *ans;
+
+	json_object_set_new(req, "batch", batch);
+	ans = cli_call(c, req, 600);
+	json_decref(req);
+	return submitted(c, ans, wait);
+}
+
+/* submit -c CFG BATCH.json [--wait]: the file's bytes go to the master,
+ * which checks them (as `check` does here) and reads them once. */
 int
 cli_submit(struct cli *c)
 {
-	json_t *batch;
+	json_t *req, *ans;
+	uint32_t ntasks;
+	size_t len;
+	char *text;
 
 	if (c->argc != 1) {
 		cli_err("usage: ftfarm submit -c CFG BATCH.json [--wait]");
 		return 2;
 	}
-	batch = load_batch(c->argv[0]);
-	if (batch == NULL)
-		return 2;
-	return send_batch(c, batch, c->wait);
+	text = ft_read_file(c->argv[0], &len);
+	if (text == NULL || len == 0) {
+		free(text);
+		return check_file(c->argv[0], &ntasks);
+	}
+	req = ctl_request_new(CTL_SUBMIT);
+	json_object_set_new(req, "bytes", json_integer((json_int_t)len));
+	json_object_set_new(req, "file", json_string(c->argv[0]));
+	ans = cli_call_body(c, req, text, len, 600);
+	json_decref(req);
+	free(text);
+	return submitted(c, ans, c->wait);
 }
 
 /* PATH made absolute against the working directory (a new string). */
@@ -338,14 +380,13 @@ cli_check(struct cli *c)
 	int i, rc = 0;
 
 	for (i = 0; i < c->argc; i++) {
-		json_t *batch = load_batch(c->argv[i]);
+		uint32_t ntasks = 0;
+		int r = check_file(c->argv[i], &ntasks);
 
-		if (batch == NULL)
-			rc = 2;
+		if (r != 0)
+			rc = r;
 		else
-			printf("%s: batch OK (%zu tasks)\n", c->argv[i],
-			       json_array_size(json_object_get(batch, "tasks")));
-		json_decref(batch);
+			printf("%s: batch OK (%u tasks)\n", c->argv[i], ntasks);
 	}
 	if (rc == 0)
 		printf("%s: configuration OK (%d nodes, %d workers)\n",

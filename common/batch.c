@@ -58,13 +58,9 @@ check_job(const json_t *job, const struct ft_plugins *pl, struct jerr *err)
 }
 
 int
-ft_batch_check(const json_t *batch, const struct ft_plugins *pl,
-	       struct jerr *err)
+ft_batch_check_top(const json_t *batch, size_t ntasks,
+		   const struct ft_plugins *pl, struct jerr *err)
 {
-	const json_t *tasks, *task;
-	char path[64];
-	size_t i;
-
 	if (jcheck_object(batch, "", batch_fields, err) == -1)
 		return -1;
 	if (json_object_get(batch, "job")) {
@@ -73,15 +69,27 @@ ft_batch_check(const json_t *batch, const struct ft_plugins *pl,
 					"\"job\", not both");
 		return check_job(json_object_get(batch, "job"), pl, err);
 	}
-	tasks = json_object_get(batch, "tasks");
-	if (tasks == NULL)
+	if (json_object_get(batch, "tasks") == NULL)
 		return jerr_set(err, "", "missing required key \"tasks\" "
 				"(or \"job\")");
-	if (json_array_size(tasks) == 0)
+	if (ntasks == 0)
 		return jerr_set(err, "tasks", "must hold at least one task");
-	if (json_array_size(tasks) > FT_BATCH_MAX_TASKS)
+	if (ntasks > FT_BATCH_MAX_TASKS)
 		return jerr_set(err, "tasks", "more than %d tasks",
 				FT_BATCH_MAX_TASKS);
+	return 0;
+}
+
+int
+ft_batch_check(const json_t *batch, const struct ft_plugins *pl,
+	       struct jerr *err)
+{
+	const json_t *tasks = json_object_get(batch, "tasks"), *task;
+	char path[64];
+	size_t i;
+
+	if (ft_batch_check_top(batch, json_array_size(tasks), pl, err) == -1)
+		return -1;
 	json_array_foreach(tasks, i, task) {
 		jpath_index(path, sizeof(path), "tasks", i);
 		if (ft_batch_check_task(task, path, pl, err) == -1)

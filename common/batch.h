@@ -21,6 +21,11 @@
 int ft_batch_check(const json_t *batch, const struct ft_plugins *pl,
 		   struct jerr *err);
 
+/* Check BATCH but for its tasks, which are NTASKS: its keys, its job or
+ * the size of its "tasks".  0, or -1 with ERR. */
+int ft_batch_check_top(const json_t *batch, size_t ntasks,
+		       const struct ft_plugins *pl, struct jerr *err);
+
 /* Check one task at PATH: an object with a known "type", then whatever
  * its plugin requires.  (Its encoded size is checked by the master, which
  * encodes it anyway.)  0, or -1 with ERR. */

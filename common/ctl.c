@@ -22,7 +22,9 @@ static const struct jfield ctl_no_fields[] = {
 static const struct jfield ctl_submit_fields[] = {
 	{ "v", JT_INT, 1 },
 	{ "cmd", JT_STRING, 1 },
-	{ "batch", JT_OBJECT, 1 },
+	{ "batch", JT_OBJECT, 0 },	/* inline, or: */
+	{ "bytes", JT_INT, 0 },		/* a body of so many bytes */
+	{ "file", JT_STRING, 0 },	/* its name, for messages */
 	{ NULL, 0, 0 },
 };
 
@@ -204,6 +206,13 @@ read_line(int fd, struct ft_buf *b, double timeout, char *err, size_t n)
 json_t *
 ctl_call(int fd, json_t *req, double timeout, char *err, size_t n)
 {
+	return ctl_call_body(fd, req, NULL, 0, timeout, err, n);
+}
+
+json_t *
+ctl_call_body(int fd, json_t *req, const void *body, size_t len,
+	      double timeout, char *err, size_t n)
+{
 	struct ft_buf line = { 0 };
 	json_error_t jerr;
 	json_t *ans = NULL;
@@ -216,7 +225,8 @@ ctl_call(int fd, json_t *req, double timeout, char *err, size_t n)
 		return NULL;
 	}
 	if (ft_write_all(fd, text, strlen(text)) == -1 ||
-	    ft_write_all(fd, "\n", 1) == -1) {
+	    ft_write_all(fd, "\n", 1) == -1 ||
+	    (len > 0 && ft_write_all(fd, body, len) == -1)) {
 		ft_snprintf(err, n, "cannot send to the master: %s",
 			    strerror(errno));
 		goto out;
@@ -239,12 +249,19 @@ json_t *
 ctl_request(const char *state_dir, json_t *req, double timeout, char *err,
 	    size_t n)
 {
+	return ctl_request_body(state_dir, req, NULL, 0, timeout, err, n);
+}
+
+json_t *
+ctl_request_body(const char *state_dir, json_t *req, const void *body,
+		 size_t len, double timeout, char *err, size_t n)
+{
 	int fd = ctl_connect(state_dir, err, n);
 	json_t *ans;
 
 	if (fd == -1)
 		return NULL;
-	ans = ctl_call(fd, req, timeout, err, n);
+	ans = ctl_call_body(fd, req, body, len, timeout, err, n);
 	close(fd);
 	return ans;
 }

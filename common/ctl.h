@@ -23,6 +23,8 @@
 #define FT_CTL_VERSION 1
 /* Longest request line the master reads (batches of many tasks). */
 #define FT_CTL_MAX_LINE (512 * 1024 * 1024)
+/* Largest body of a request ("bytes": N after the line: a batch file). */
+#define FT_CTL_MAX_BODY (1024 * 1024 * 1024)
 
 /* Who may send a command: anyone who may connect (READ), those who may
  * run code as the master's user (SUBMIT), or its operators (ADMIN). */
@@ -62,6 +64,14 @@ const struct ctl_command *ctl_check_request(const json_t *req, char *err,
 					    size_t n);
 /* A new request {"cmd": NAME} for CMD ("v" is added when it is sent). */
 json_t *ctl_request_new(enum ctl_cmd cmd);
+
+/*
+ * submit carries its batch either inline, {"batch": {...}}, or as the
+ * bytes of a batch file right after the request line, {"bytes": N,
+ * "file": NAME}: the master reads the file's own bytes, so that a batch of
+ * many tasks is parsed once, on the master's side.  An error answer may
+ * carry "exit": the CLI's exit status for it (2: bad input).
+ */
 
 /*
  * The status answer: {"ok", "cluster", "launch", "mpi", "uptime",
@@ -146,8 +156,14 @@ int ctl_connect(const char *state_dir, char *err, size_t n);
  * and wait up to TIMEOUT seconds (<= 0: forever) for the answer line.
  * The answer, or NULL with ERR. */
 json_t *ctl_call(int fd, json_t *req, double timeout, char *err, size_t n);
+/* The same with LEN bytes of BODY sent right after the request line. */
+json_t *ctl_call_body(int fd, json_t *req, const void *body, size_t len,
+		      double timeout, char *err, size_t n);
 /* Connect, call, close. */
 json_t *ctl_request(const char *state_dir, json_t *req, double timeout,
 		    char *err, size_t n);
+json_t *ctl_request_body(const char *state_dir, json_t *req,
+			 const void *body, size_t len, double timeout,
+			 char *err, size_t n);
 
 #endif

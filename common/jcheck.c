@@ -354,19 +354,38 @@ line_col(const char *text, size_t off, int *line, int *col)
 }
 
 /* jansson's error position: the last byte it read (its line:column count
- * characters, not bytes, so they are recomputed from the byte position). */
+ * characters, not bytes, so they are recomputed from the byte position),
+ * in a parse of TEXT's LEN bytes from BASE on. */
 static void
-json_err_pos(const char *text, size_t len, const json_error_t *je,
-	     int *line, int *col)
+json_err_pos(const char *text, size_t base, size_t len,
+	     const json_error_t *je, int *line, int *col)
 {
 	size_t pos = je->position > 0 ? (size_t)je->position - 1 : 0;
 
 	if (pos <= len) {
-		line_col(text, pos, line, col);
+		line_col(text, base + pos, line, col);
 		return;
 	}
 	*line = je->line > 0 ? je->line : 1;
 	*col = je->column > 0 ? je->column : 1;
+}
+
+char *
+jcheck_json_error(const char *file, const char *text, size_t base,
+		  size_t len, const json_error_t *je, char *out, size_t n)
+{
+	int line, col;
+
+	json_err_pos(text, base, len, je, &line, &col);
+	(void)ft_snprintf(out, n, "%s:%d:%d: invalid JSON: %s",
+			  file ? file : "<input>", line, col, je->text);
+	return out;
+}
+
+void
+jcheck_line_col(const char *text, size_t off, int *line, int *col)
+{
+	line_col(text, off, line, col);
 }
 
 json_t *
@@ -376,7 +395,6 @@ jcheck_load_file(const char *file, char **text, char *out, size_t n)
 	json_t *root = NULL;
 	char *buf;
 	size_t len;
-	int line, col;
 
 	if (text != NULL)
 		*text = NULL;
@@ -389,9 +407,7 @@ jcheck_load_file(const char *file, char **text, char *out, size_t n)
 	root = json_loadb(buf, len, JSON_REJECT_DUPLICATES | JSON_DECODE_ANY,
 			  &je);
 	if (root == NULL) {
-		json_err_pos(buf, len, &je, &line, &col);
-		(void)ft_snprintf(out, n, "%s:%d:%d: invalid JSON: %s", file,
-				  line, col, je.text);
+		jcheck_json_error(file, buf, 0, len, &je, out, n);
 		goto out;
 	}
 	if (text != NULL) {

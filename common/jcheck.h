@@ -87,6 +87,15 @@ int jcheck_abs_path(const json_t *obj, const char *path, const char *key,
 char *jcheck_format(const struct jerr *err, const char *file,
 		    const struct jpos *jp, char *out, size_t n);
 
+/* jansson's error JE, from a parse of LEN bytes of TEXT starting at BASE,
+ * as "FILE:LINE:COL: invalid JSON: REASON" into OUT (the position counted
+ * in the whole TEXT).  Returns OUT. */
+char *jcheck_json_error(const char *file, const char *text, size_t base,
+			size_t len, const json_error_t *je, char *out,
+			size_t n);
+/* The 1-based line and column of byte OFF of TEXT. */
+void jcheck_line_col(const char *text, size_t off, int *line, int *col);
+
 /* Load and parse FILE strictly (rejecting duplicate keys).  On failure
  * returns NULL and writes one line to OUT: "FILE: cannot read: REASON" or
  * "FILE:LINE:COL: invalid JSON: REASON".  On success *TEXT (if not NULL)

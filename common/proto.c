@@ -47,6 +47,7 @@ proto_put_welcome(struct ft_buf *b, const struct proto_welcome *m)
 {
 	wire_put_u32(b, m->output_cap);
 	wire_put_f64(b, m->master_timeout);
+	wire_put_f64(b, m->idle_nap);
 }
 
 int
@@ -57,6 +58,7 @@ proto_get_welcome(const void *p, size_t n, struct proto_welcome *m)
 	wire_reader(&r, p, n);
 	m->output_cap = wire_get_u32(&r);
 	m->master_timeout = wire_get_f64(&r);
+	m->idle_nap = wire_get_f64(&r);
 	return wire_end(&r);
 }
 

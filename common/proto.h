@@ -25,7 +25,7 @@
 
 #include "util.h"
 
-#define FT_PROTO_VERSION 1
+#define FT_PROTO_VERSION 2
 /* Set in a worker's environment to its pid, so inherited by its tasks. */
 #define FT_WORKER_ENV "FTFARM_WORKER_PID"
 /* STOP's flags: leave without MPI_Finalize (a static world lost ranks and
@@ -64,6 +64,7 @@ struct proto_hello {
 struct proto_welcome {
 	uint32_t output_cap;
 	double master_timeout;		/* seconds of silence before a worker quits */
+	double idle_nap;		/* longest nap of an idle worker, seconds */
 };
 
 struct proto_task {

@@ -203,6 +203,50 @@ ft_dir_writable(const char *dir, char *why, size_t n)
 	return fd == -1 ? -1 : 0;
 }
 
+/* Remove the entries of the open directory DFD (then closed). */
+static int
+rmtree_at(int dfd)
+{
+	DIR *d = fdopendir(dfd);
+	struct dirent *e;
+	int rc = 0;
+
+	if (d == NULL) {
+		close(dfd);
+		return -1;
+	}
+	while ((e = readdir(d)) != NULL) {
+		int sub;
+
+		if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+			continue;
+		if (unlinkat(dfd, e->d_name, 0) == 0)
+			continue;
+		sub = openat(dfd, e->d_name, O_RDONLY | O_DIRECTORY |
+			     O_NOFOLLOW | O_CLOEXEC);
+		if (sub < 0 || rmtree_at(sub) == -1 ||
+		    unlinkat(dfd, e->d_name, AT_REMOVEDIR) == -1)
+			rc = -1;
+	}
+	closedir(d);
+	return rc;
+}
+
+int
+ft_rmtree(const char *path)
+{
+	int fd;
+
+	if (unlink(path) == 0 || errno == ENOENT)
+		return 0;
+	fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	if (rmtree_at(fd) == -1)
+		return -1;
+	return rmdir(path);
+}
+
 int
 ft_write_all(int fd, const void *buf, size_t n)
 {

@@ -43,6 +43,11 @@ char *ft_exe_dir(void);
  * says yes to root on a read-only or root-squashed export). */
 int ft_dir_writable(const char *dir, char *why, size_t n);
 
+/* Remove PATH and, if it is a directory, everything in it (symbolic links
+ * are removed, never followed).  0, or -1 with errno (what could be
+ * removed is gone). */
+int ft_rmtree(const char *path);
+
 /* Write all N bytes of BUF to FD (restarting on EINTR).  0 or -1. */
 int ft_write_all(int fd, const void *buf, size_t n);
 /* Read a whole file into a new NUL-terminated buffer.  NULL with errno. */

@@ -6,6 +6,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "batch.h"
 #include "ctl.h"
@@ -14,16 +16,25 @@
 #include "log.h"
 #include "util.h"
 
+#define KEEP_FINISHED 256	/* finished batches kept in memory */
+
+enum bstate { B_INTAKE = 1, B_RUNNING, B_FINISHED };
+
 struct batch {
 	long id;
+	enum bstate state;
 	char *name;
 	char *dir;
 	uint32_t total, ok, failed;
 	double t0, seconds;		/* monotonic start, duration */
-	struct jsonl out;		/* results.jsonl */
-	int finished;
+	struct jsonl out;		/* results.jsonl, while running */
+	char *text;			/* the specs of a batch of tasks */
+	char **phases;			/* the specs of each phase of a job */
+	int nphases;
 	const struct ft_plugin *plugin;	/* the planner of a job batch, or NULL */
-	struct job *job;
+	struct job *job;		/* while running */
+	char *error;			/* why its job failed, once finished */
+	json_t *result;			/* its job's summary, once finished */
 };
 
 void
@@ -39,20 +50,15 @@ batches_init(struct batches *bs, const struct ft_config *cfg,
 	bs->ops = *ops;
 }
 
-/* The next free batch id: one past the last one, or past the highest
- * directory in batches/ at the master's first submission. */
+/* One past the highest batch directory in the state dir. */
 static long
-next_id(const struct batches *bs)
+first_free_id(const struct batches *bs)
 {
-	char *dir;
-	DIR *d;
+	char *dir = ft_asprintf("%s/batches", bs->cfg->state_dir);
+	DIR *d = opendir(dir);
 	struct dirent *e;
 	long max = 0;
 
-	if (bs->n > 0)
-		return bs->v[bs->n - 1]->id + 1;
-	dir = ft_asprintf("%s/batches", bs->cfg->state_dir);
-	d = opendir(dir);
 	free(dir);
 	if (d == NULL)
 		return 1;
@@ -70,15 +76,9 @@ next_id(const struct batches *bs)
 struct batch *
 batches_find(const struct batches *bs, long id)
 {
-	long first;
-
-	/* Ids are handed out consecutively for the master's life. */
-	if (bs->n == 0)
+	if (id < bs->first || id >= bs->first + bs->n)
 		return NULL;
-	first = bs->v[0]->id;
-	if (id < first || id >= first + bs->n)
-		return NULL;
-	return bs->v[id - first];
+	return bs->v[id - bs->first];
 }
 
 long
@@ -90,7 +90,25 @@ batch_id(const struct batch *b)
 int
 batch_finished(const struct batch *b)
 {
-	return b->finished;
+	return b->state == B_FINISHED;
+}
+
+int
+batch_listed(const struct batch *b)
+{
+	return b->state != B_INTAKE;
+}
+
+static const char *
+batch_error(const struct batch *b)
+{
+	return b->job ? job_error(b->job) : b->error;
+}
+
+static json_t *
+batch_result(const struct batch *b)
+{
+	return b->job ? job_summary(b->job) : b->result;
 }
 
 json_t *
@@ -98,7 +116,6 @@ batch_json(const struct batch *b)
 {
 	const struct ctl_col *c = ctl_batch_cols;
 	json_t *o = json_object();
-	const char *error = b->job ? job_error(b->job) : NULL;
 
 	ctl_row_int(o, &c[CTL_B_ID], b->id);
 	ctl_row_str(o, &c[CTL_B_NAME], b->name);
@@ -106,39 +123,190 @@ batch_json(const struct batch *b)
 	ctl_row_int(o, &c[CTL_B_DONE], b->ok + b->failed);
 	ctl_row_int(o, &c[CTL_B_OK], b->ok);
 	ctl_row_int(o, &c[CTL_B_FAILED], b->failed);
-	ctl_row_str(o, &c[CTL_B_STATE], b->finished ? "finished" : "running");
+	ctl_row_str(o, &c[CTL_B_STATE], batch_finished(b) ? "finished"
+							  : "running");
 	ctl_row_num(o, &c[CTL_B_SECONDS],
-		    b->finished ? b->seconds : ft_now() - b->t0);
+		    batch_finished(b) ? b->seconds : ft_now() - b->t0);
 	if (b->plugin)
 		json_object_set_new(o, "job", json_string(b->plugin->name));
-	if (error)
-		json_object_set_new(o, "error", json_string(error));
-	if (b->job && job_summary(b->job))
-		json_object_set(o, "result", job_summary(b->job));
+	if (batch_error(b))
+		json_object_set_new(o, "error", json_string(batch_error(b)));
+	if (batch_result(b))
+		json_object_set(o, "result", batch_result(b));
 	return o;
 }
 
-/* Create the batch's directory and files.  0 or -1 with ERR. */
+json_t *
+batches_lookup(const struct batches *bs, long id, int *finished)
+{
+	struct batch *b = batches_find(bs, id);
+	json_t *row;
+	char *path;
+
+	if (b && batch_listed(b)) {
+		*finished = batch_finished(b);
+		return batch_json(b);
+	}
+	if (b || id <= 0 || (bs->next > 0 && id >= bs->next))
+		return NULL;
+	path = ft_asprintf("%s/batches/%ld/summary.json", bs->cfg->state_dir,
+			   id);
+	row = json_load_file(path, 0, NULL);
+	free(path);
+	if (row && !json_is_object(row)) {
+		json_decref(row);
+		row = NULL;
+	}
+	*finished = row != NULL;
+	return row;
+}
+
+/* ---- reservation ---- */
+
+long
+batches_reserve(struct batches *bs, char **dir)
+{
+	struct batch *b = ft_calloc(1, sizeof(*b));
+
+	if (bs->next == 0)
+		bs->next = first_free_id(bs);
+	if (bs->n == 0)
+		bs->first = bs->next;
+	if (bs->first + bs->n != bs->next) {
+		/* Cannot happen: ids are handed out one after another. */
+		log_warnx("batch ids out of step (%ld, %ld)", bs->first + bs->n,
+			  bs->next);
+	}
+	b->id = bs->next++;
+	b->state = B_INTAKE;
+	b->out.fd = -1;
+	b->dir = ft_asprintf("%s/batches/%ld", bs->cfg->state_dir, b->id);
+	if (bs->n == bs->cap) {
+		bs->cap = bs->cap ? bs->cap * 2 : 64;
+		bs->v = ft_realloc(bs->v, (size_t)bs->cap * sizeof(*bs->v));
+	}
+	bs->v[bs->n++] = b;
+	*dir = ft_strdup(b->dir);
+	return b->id;
+}
+
+static void
+batch_free(struct batch *b)
+{
+	int i;
+
+	if (b == NULL)
+		return;
+	job_free(b->job);
+	jsonl_close(&b->out);
+	free(b->text);
+	for (i = 0; i < b->nphases; i++)
+		free(b->phases[i]);
+	free(b->phases);
+	free(b->error);
+	json_decref(b->result);
+	free(b->name);
+	free(b->dir);
+	free(b);
+}
+
+/* Drop the slots of BS that are gone from its front. */
+static void
+trim(struct batches *bs)
+{
+	int k = 0;
+
+	while (k < bs->n && bs->v[k] == NULL)
+		k++;
+	if (k == 0)
+		return;
+	memmove(bs->v, bs->v + k, (size_t)(bs->n - k) * sizeof(*bs->v));
+	bs->n -= k;
+	bs->first += k;
+}
+
+void
+batches_release(struct batches *bs, long id)
+{
+	struct batch *b = batches_find(bs, id);
+
+	if (b == NULL)
+		return;
+	if (ft_rmtree(b->dir) == -1)
+		log_warn("%s", b->dir);
+	bs->v[id - bs->first] = NULL;
+	batch_free(b);
+	trim(bs);
+}
+
+/* ---- queueing ---- */
+
+/* Queue the tasks of BT, whose specs are spans of its text. */
+static void
+queue_text(struct batches *bs, struct batch *b, struct batch_text *bt)
+{
+	uint32_t i;
+
+	for (i = 0; i < bt->ntasks; i++) {
+		const struct bt_span *sp = &bt->spans[i];
+
+		sched_add(bs->sched, (uint32_t)b->id, b->total + i,
+			  bt->text + sp->off, sp->len,
+			  sp->timeout > 0 ? sp->timeout : bs->cfg->task_timeout);
+	}
+	b->total += bt->ntasks;
+}
+
+/* Queue TASKS (a phase of B's job), printed into one buffer that B keeps
+ * until it ends.  0, or -1 with ERR when a task is too big to send. */
 static int
-batch_files(struct batches *bs, struct batch *b, json_t *batch, char *err,
+queue_phase(struct batches *bs, struct batch *b, json_t *tasks, char *err,
 	    size_t n)
 {
-	char *path, *text;
+	size_t count = json_array_size(tasks), i, *off;
+	struct ft_buf buf = { 0 };
+	json_t *t;
+
+	off = ft_calloc(count + 1, sizeof(*off));
+	json_array_foreach(tasks, i, t) {
+		char *s = json_dumps(t, JSON_COMPACT);
+		size_t len = s ? strlen(s) : 0;
+
+		if (s == NULL || len > FT_SPEC_MAX) {
+			snprintf(err, n, "tasks[%zu]: task is %zu bytes encoded, "
+				 "more than %d", i, len, FT_SPEC_MAX);
+			free(s);
+			free(off);
+			ft_buf_free(&buf);
+			return -1;
+		}
+		off[i] = buf.len;
+		ft_buf_add(&buf, s, len);
+		free(s);
+	}
+	off[count] = buf.len;
+	json_array_foreach(tasks, i, t)
+		sched_add(bs->sched, (uint32_t)b->id, b->total + (uint32_t)i,
+			  buf.data + off[i], (uint32_t)(off[i + 1] - off[i]),
+			  ft_task_timeout(t, bs->cfg->task_timeout));
+	b->total += (uint32_t)count;
+	b->phases = ft_realloc(b->phases,
+			       (size_t)(b->nphases + 1) * sizeof(*b->phases));
+	b->phases[b->nphases++] = buf.data;
+	free(off);
+	return 0;
+}
+
+int
+batches_accept(struct batches *bs, long id, struct batch_text *bt,
+	       struct job *job, json_t *tasks, char *err, size_t n)
+{
+	struct batch *b = batches_find(bs, id);
+	char *path;
 	int rc;
 
-	b->dir = ft_asprintf("%s/batches/%ld", bs->cfg->state_dir, b->id);
-	if (ft_mkdirs(b->dir) == -1) {
-		snprintf(err, n, "%s: %s", b->dir, strerror(errno));
-		return -1;
-	}
-	path = ft_asprintf("%s/batch.json", b->dir);
-	/* One string and one write: json_dump_file writes token by token. */
-	text = json_dumps(batch, JSON_COMPACT);
-	rc = text ? ft_write_file_atomic(path, text, strlen(text)) : -1;
-	free(text);
-	free(path);
-	if (rc == -1) {
-		snprintf(err, n, "%s/batch.json: cannot write", b->dir);
+	if (b == NULL || b->state != B_INTAKE) {
+		snprintf(err, n, "batch %ld was not reserved", id);
 		return -1;
 	}
 	path = ft_asprintf("%s/results.jsonl", b->dir);
@@ -146,121 +314,80 @@ batch_files(struct batches *bs, struct batch *b, json_t *batch, char *err,
 	if (rc == -1)
 		snprintf(err, n, "%s: %s", path, strerror(errno));
 	free(path);
-	return rc;
-}
-
-static void
-batch_free(struct batch *b)
-{
-	if (b == NULL)
-		return;
-	job_free(b->job);
-	jsonl_close(&b->out);
-	free(b->name);
-	free(b->dir);
-	free(b);
-}
-
-static void
-free_specs(char **specs)
-{
-	char **p;
-
-	for (p = specs; p && *p; p++)
-		free(*p);
-	free(specs);
-}
-
-/* Encode every task of TASKS; each must fit in one message.  The specs
- * (NULL-terminated array), or NULL with ERR. */
-static char **
-encode_specs(json_t *tasks, char *err, size_t n)
-{
-	json_t *task;
-	char **specs = ft_calloc(json_array_size(tasks) + 1, sizeof(char *));
-	size_t i;
-
-	json_array_foreach(tasks, i, task) {
-		specs[i] = json_dumps(task, JSON_COMPACT);
-		if (specs[i] != NULL && strlen(specs[i]) <= FT_SPEC_MAX)
-			continue;
-		snprintf(err, n, "batch: tasks[%zu]: task is %zu bytes encoded, "
-			 "more than %d", i, specs[i] ? strlen(specs[i]) : 0,
-			 FT_SPEC_MAX);
-		free_specs(specs);
-		return NULL;
+	if (rc == -1 || (job && queue_phase(bs, b, tasks, err, n) == -1)) {
+		jsonl_close(&b->out);
+		return -1;
 	}
-	return specs;
-}
-
-/* Queue TASKS (their SPECS taken over) after the tasks B has. */
-static void
-queue_tasks(struct batches *bs, struct batch *b, json_t *tasks, char **specs)
-{
-	json_t *task;
-	size_t i;
-
-	json_array_foreach(tasks, i, task) {
-		double timeout = ft_task_timeout(task, bs->cfg->task_timeout);
-
-		sched_add(bs->sched, (uint32_t)b->id, b->total + (uint32_t)i,
-			  specs[i], (uint32_t)strlen(specs[i]), timeout);
+	b->name = ft_strdup(bt->name);
+	b->state = B_RUNNING;
+	b->t0 = ft_now();
+	if (job) {
+		b->job = job;
+		b->plugin = ft_plugins_find(bs->pl, json_string_value(
+			json_object_get(bt->job, "type")));
+		json_decref(tasks);
+		batch_text_free(bt);
+	} else {
+		queue_text(bs, b, bt);
+		b->text = bt->text;	/* the specs point into it */
+		bt->text = NULL;
+		batch_text_free(bt);
 	}
-	b->total += (uint32_t)json_array_size(tasks);
-	free(specs);
-}
-
-/* The tasks of BATCH: its own, or the first phase of its job.  A new
- * reference, or NULL with ERR. */
-static json_t *
-first_tasks(struct batches *bs, struct batch *b, json_t *batch, char *err,
-	    size_t n)
-{
-	char *dir;
-	json_t *tasks = NULL;
-
-	if (b->plugin == NULL)
-		return json_incref(json_object_get(batch, "tasks"));
-	dir = ft_asprintf("%s/job", b->dir);
-	if (ft_mkdirs(dir) == -1)
-		snprintf(err, n, "%s: %s", dir, strerror(errno));
-	else
-		b->job = job_start(b->plugin, bs->pl,
-				   json_object_get(batch, "job"), dir, &tasks,
-				   err, n);
-	free(dir);
-	return b->job ? tasks : NULL;
+	ev_batch_submitted(bs->ev, b->id, b->name, b->total,
+			   b->plugin ? b->plugin->name : NULL);
+	log_info("batch %ld (%s): %u tasks", b->id, b->name, b->total);
+	bs->ops.queued(bs->ops.ctx);
+	return 0;
 }
 
 long
 batches_submit(struct batches *bs, json_t *batch, char *err, size_t n)
 {
-	struct batch *b = ft_calloc(1, sizeof(*b));
+	char *text = json_dumps(batch, JSON_COMPACT), *dir, *path;
+	struct batch_text bt;
+	struct job *job = NULL;
 	json_t *tasks = NULL;
-	char **specs = NULL;
+	long id = batches_reserve(bs, &dir);
 
-	b->out.fd = -1;
-	b->id = next_id(bs);
-	b->name = ft_strdup(ft_batch_name(batch));
-	b->plugin = ft_batch_job(batch, bs->pl);
-	if (batch_files(bs, b, batch, err, n) == -1 ||
-	    (tasks = first_tasks(bs, b, batch, err, n)) == NULL ||
-	    (specs = encode_specs(tasks, err, n)) == NULL) {
-		json_decref(tasks);
-		batch_free(b);
-		return -1;
+	path = ft_asprintf("%s/batch.json", dir);
+	if (text == NULL || ft_mkdirs(dir) == -1 ||
+	    ft_write_file_atomic(path, text, strlen(text)) == -1) {
+		snprintf(err, n, "%s: cannot write", path);
+		free(text);
+		goto fail;
 	}
-	b->t0 = ft_now();
-	queue_tasks(bs, b, tasks, specs);
-	json_decref(tasks);
-	bs->v = ft_realloc(bs->v, (size_t)(bs->n + 1) * sizeof(*bs->v));
-	bs->v[bs->n++] = b;
-	ev_batch_submitted(bs->ev, b->id, b->name, b->total,
-			   b->plugin ? b->plugin->name : NULL);
-	log_info("batch %ld (%s): %u tasks", b->id, b->name, b->total);
-	bs->ops.queued(bs->ops.ctx);
-	return b->id;
+	free(path);
+	path = ft_asprintf("%s/job", dir);
+	if (ft_mkdirs(path) == -1) {
+		snprintf(err, n, "%s: %s", path, strerror(errno));
+		free(text);
+		goto fail;
+	}
+	if (batch_text_read(&bt, "batch", text, strlen(text), bs->pl, 1, err,
+			    n) == -1)
+		goto fail;
+	if (bt.job)
+		job = job_start(ft_plugins_find(bs->pl, json_string_value(
+					json_object_get(bt.job, "type"))),
+				bs->pl, bt.job, path, &tasks, err, n);
+	if ((bt.job && job == NULL) ||
+	    batches_accept(bs, id, &bt, job, tasks, err, n) == -1) {
+		batch_text_free(&bt);
+		job_free(job);
+		json_decref(tasks);
+		goto fail;
+	}
+	free(path);
+	free(dir);
+	return id;
+fail:
+	free(path);
+	free(dir);
+	batches_release(bs, id);
+	return -1;
 }
+
+/* ---- the end of a batch ---- */
 
 static void
 write_summary(struct batch *b)
@@ -276,15 +403,59 @@ write_summary(struct batch *b)
 	json_decref(summary);
 }
 
+/* Keep only B's counts: its file, specs and job go. */
+static void
+compact(struct batch *b)
+{
+	int i;
+
+	jsonl_close(&b->out);
+	free(b->text);
+	b->text = NULL;
+	for (i = 0; i < b->nphases; i++)
+		free(b->phases[i]);
+	free(b->phases);
+	b->phases = NULL;
+	b->nphases = 0;
+	if (b->job) {
+		if (job_error(b->job))
+			b->error = ft_strdup(job_error(b->job));
+		b->result = json_incref(job_summary(b->job));
+		job_free(b->job);
+		b->job = NULL;
+	}
+}
+
+/* Past KEEP_FINISHED finished batches in memory, the oldest goes: it is
+ * read back from its summary.json when asked for. */
+static void
+evict(struct batches *bs)
+{
+	int i;
+
+	for (i = 0; i < bs->n && bs->nfinished > KEEP_FINISHED; i++) {
+		struct batch *b = bs->v[i];
+
+		if (b == NULL || !batch_finished(b))
+			continue;
+		bs->v[i] = NULL;
+		batch_free(b);
+		bs->nfinished--;
+	}
+	trim(bs);
+}
+
 static void
 finish(struct batches *bs, struct batch *b)
 {
-	const char *error = b->job ? job_error(b->job) : NULL;
+	const char *error;
 
-	b->finished = 1;
+	b->state = B_FINISHED;
 	b->seconds = ft_now() - b->t0;
 	jsonl_flush(&b->out);
+	compact(b);
 	write_summary(b);
+	error = batch_error(b);
 	ev_batch_done(bs->ev, b->id, b->total, b->ok, b->failed, b->seconds,
 		      error);
 	if (error)
@@ -292,7 +463,9 @@ finish(struct batches *bs, struct batch *b)
 			  error);
 	log_info("batch %ld (%s) finished: %u ok, %u failed in %.3f s", b->id,
 		 b->name, b->ok, b->failed, b->seconds);
+	bs->nfinished++;
 	bs->ops.finished(bs->ops.ctx, b);
+	evict(bs);
 }
 
 /* Queue the next phase of B's job (TASKS taken over); a phase that cannot
@@ -301,15 +474,13 @@ static void
 next_phase(struct batches *bs, struct batch *b, json_t *tasks)
 {
 	char err[512] = "";
-	char **specs = encode_specs(tasks, err, sizeof(err));
 
-	if (specs == NULL) {
+	if (queue_phase(bs, b, tasks, err, sizeof(err)) == -1) {
 		json_decref(tasks);
 		if (job_fail(b->job, err) == JOB_FAILED)
 			finish(bs, b);
 		return;
 	}
-	queue_tasks(bs, b, tasks, specs);
 	json_decref(tasks);
 	log_info("batch %ld (%s): next phase, %u tasks in all", b->id, b->name,
 		 b->total);
@@ -347,15 +518,30 @@ count(struct batches *bs, struct batch *b, uint32_t index, int ok,
 	}
 }
 
+/* The running batch ID, or NULL (logged: a result for nothing). */
+static struct batch *
+running(struct batches *bs, long id)
+{
+	struct batch *b = batches_find(bs, id);
+
+	if (b && b->state == B_RUNNING)
+		return b;
+	log_warnx("a result for batch %ld, which is not running", id);
+	return NULL;
+}
+
 void
 batches_record(struct batches *bs, uint64_t tid, int worker,
 	       const struct proto_result *r)
 {
 	const struct sched_task *t = sched_task(bs->sched, tid);
-	struct batch *b = batches_find(bs, t->batch);
-	struct jsonl *o = &b->out;
+	struct batch *b = t ? running(bs, t->batch) : NULL;
+	struct jsonl *o;
 	char reason[256];
 
+	if (b == NULL)
+		return;
+	o = &b->out;
 	jsonl_begin(o);
 	jsonl_int(o, "task", t->index);
 	jsonl_int(o, "attempt", r->attempt);
@@ -375,24 +561,27 @@ batches_record(struct batches *bs, uint64_t tid, int worker,
 }
 
 void
-batches_fail(struct batches *bs, uint64_t tid, const char *reason)
+batches_fail(struct batches *bs, uint32_t batch, uint32_t index,
+	     uint32_t attempts, const char *reason)
 {
-	const struct sched_task *t = sched_task(bs->sched, tid);
-	struct batch *b = batches_find(bs, t->batch);
-	struct jsonl *o = &b->out;
+	struct batch *b = running(bs, batch);
+	struct jsonl *o;
 
+	if (b == NULL)
+		return;
+	o = &b->out;
 	jsonl_begin(o);
-	jsonl_int(o, "task", t->index);
-	jsonl_int(o, "attempt", t->attempts);
+	jsonl_int(o, "task", index);
+	jsonl_int(o, "attempt", attempts);
 	jsonl_int(o, "worker", -1);
 	jsonl_str(o, "status", "failed");
 	jsonl_int(o, "exit", -1);
 	jsonl_str(o, "stdout", "");
 	jsonl_str(o, "reason", reason);
 	jsonl_end(o);
-	ev_task_failed(bs->ev, t->batch, t->index, reason);
-	log_warnx("batch %ld task %u failed: %s", b->id, t->index, reason);
-	count(bs, b, t->index, 0, "", 0, reason);
+	ev_task_failed(bs->ev, batch, index, reason);
+	log_warnx("batch %ld task %u failed: %s", b->id, index, reason);
+	count(bs, b, index, 0, "", 0, reason);
 }
 
 void
@@ -401,7 +590,7 @@ batches_flush(struct batches *bs)
 	int i;
 
 	for (i = 0; i < bs->n; i++)
-		if (!bs->v[i]->finished)
+		if (bs->v[i] && bs->v[i]->state == B_RUNNING)
 			jsonl_flush(&bs->v[i]->out);
 }
 
@@ -414,5 +603,5 @@ batches_close(struct batches *bs)
 		batch_free(bs->v[i]);
 	free(bs->v);
 	bs->v = NULL;
-	bs->n = 0;
+	bs->n = bs->cap = 0;
 }

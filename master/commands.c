@@ -8,6 +8,7 @@
 #include "batch.h"
 #include "control.h"
 #include "ctl.h"
+#include "intake.h"
 #include "log.h"
 
 /* A command handler: 0 with *ANS set, -1 with ERR set, or 1 when the
@@ -79,7 +80,8 @@ cmd_status(struct master *m, struct client *c, json_t *req, json_t **ans,
 	for (i = 0; i < m->cfg.nnodes; i++)
 		json_array_append_new(ns, node_row(m, &m->nodes[i]));
 	for (i = 0; i < m->batches.n; i++)
-		json_array_append_new(bs, batch_json(m->batches.v[i]));
+		if (m->batches.v[i] && batch_listed(m->batches.v[i]))
+			json_array_append_new(bs, batch_json(m->batches.v[i]));
 	*ans = json_pack("{s:b}", "ok", 1);
 	json_object_set_new(*ans, k[CTL_S_CLUSTER], json_string(m->cfg.name));
 	json_object_set_new(*ans, k[CTL_S_LAUNCH],
@@ -100,29 +102,77 @@ cmd_status(struct master *m, struct client *c, json_t *req, json_t **ans,
 
 /* ---- the other commands ---- */
 
-/* submit {"batch": {...}}: queue a batch, answer its id. */
+/* The batch sent by client ID (ARG) was read: answer it. */
+static void
+submitted(struct master *m, void *arg, long id, const char *err, int status)
+{
+	struct client *c = control_client(m->control, (uint64_t)(uintptr_t)arg);
+	json_t *ans;
+
+	if (c == NULL)
+		return;		/* gone meanwhile: the batch stands */
+	if (id > 0)
+		ans = json_pack("{s:b, s:I}", "ok", 1, "batch", (json_int_t)id);
+	else
+		ans = json_pack("{s:b, s:s, s:i}", "ok", 0, "error", err,
+				"exit", status);
+	control_send(c, ans);
+	json_decref(ans);
+	control_resume(c);
+}
+
+/* A batch file's bytes came: read them off the loop. */
+static void
+on_body(void *ctx, struct client *c, char *data, size_t len)
+{
+	char *file = ctx;
+	struct master *m = control_owner(c);
+
+	intake_submit(m, file, data, len, submitted,
+		      (void *)(uintptr_t)control_client_id(c));
+	free(file);
+}
+
+/* submit {"batch": {...}} | {"bytes": N, "file": NAME} and N bytes: queue
+ * a batch, answer its id once it is read. */
 static int
 cmd_submit(struct master *m, struct client *c, json_t *req, json_t **ans,
 	   char *err, size_t n)
 {
 	json_t *batch = json_object_get(req, "batch");
-	struct jerr jerr;
-	long id;
+	json_t *bytes = json_object_get(req, "bytes");
+	const char *file = json_string_value(json_object_get(req, "file"));
+	char *text;
 
-	(void)c;
+	(void)ans;
 	if (m->stopping) {
 		snprintf(err, n, "the master is stopping");
 		return -1;
 	}
-	if (ft_batch_check(batch, &m->plugins, &jerr) == -1) {
-		jcheck_format(&jerr, "batch", NULL, err, n);
+	if ((batch == NULL) == (bytes == NULL)) {
+		snprintf(err, n, "submit needs \"batch\" or \"bytes\"");
 		return -1;
 	}
-	id = batches_submit(&m->batches, batch, err, n);
-	if (id < 0)
+	if (bytes) {
+		json_int_t len = json_integer_value(bytes);
+
+		if (len < 1 || len > FT_CTL_MAX_BODY) {
+			snprintf(err, n, "submit: bytes: must be between 1 and "
+				 "%d", FT_CTL_MAX_BODY);
+			return -1;
+		}
+		control_read_body(c, (size_t)len, on_body,
+				  ft_strdup(file ? file : "batch"));
+		return 1;
+	}
+	text = json_dumps(batch, JSON_COMPACT);
+	if (text == NULL) {
+		snprintf(err, n, "submit: cannot print the batch");
 		return -1;
-	*ans = json_pack("{s:b, s:I}", "ok", 1, "batch", (json_int_t)id);
-	return 0;
+	}
+	intake_submit(m, file ? file : "batch", text, strlen(text), submitted,
+		      (void *)(uintptr_t)control_client_id(c));
+	return 1;
 }
 
 /* wait {"batch": ID}: answer when the batch has finished. */
@@ -131,16 +181,18 @@ cmd_wait(struct master *m, struct client *c, json_t *req, json_t **ans,
 	 char *err, size_t n)
 {
 	long id = (long)json_integer_value(json_object_get(req, "batch"));
-	struct batch *b = batches_find(&m->batches, id);
+	int finished = 0;
+	json_t *row = batches_lookup(&m->batches, id, &finished);
 
-	if (b == NULL) {
+	if (row == NULL) {
 		snprintf(err, n, "wait: no batch %ld", id);
 		return -1;
 	}
-	if (batch_finished(b)) {
-		*ans = json_pack("{s:b, s:o}", "ok", 1, "batch", batch_json(b));
+	if (finished) {
+		*ans = json_pack("{s:b, s:o}", "ok", 1, "batch", row);
 		return 0;
 	}
+	json_decref(row);
 	control_set_waiting(c, id);
 	return 1;
 }
@@ -218,6 +270,8 @@ on_request(void *ctx, struct client *c, const char *line, size_t len)
 		control_error(c, err);
 	else if (rc == 0)
 		control_send(c, ans);
+	else
+		control_hold(c);	/* answered later */
 out:
 	json_decref(ans);
 	json_decref(req);
@@ -227,16 +281,21 @@ int
 commands_open(struct master *m, char *err, size_t n)
 {
 	struct control_ops ops = { .ctx = m, .request = on_request };
+	int rc;
 	char *path = ctl_socket_path(m->cfg.state_dir);
 
 	m->control = control_open(m->loop, path, &ops, err, n);
 	free(path);
-	return m->control ? 0 : -1;
+	if (m->control == NULL)
+		return -1;
+	rc = intake_init(m, err, n);
+	return rc;
 }
 
 void
 commands_close(struct master *m)
 {
+	intake_free(m);
 	control_close(m->control);
 	m->control = NULL;
 }
@@ -259,6 +318,7 @@ answer_waiter(struct client *c, void *arg)
 				   batch_json(d->b));
 	control_set_waiting(c, 0);
 	control_send(c, d->ans);
+	control_resume(c);
 }
 
 void

@@ -21,6 +21,7 @@
 
 struct client {
 	struct control *ctl;
+	uint64_t id;
 	int fd;
 	ev_io rio, wio;
 	struct ft_buf in, out;
@@ -28,6 +29,12 @@ struct client {
 	double since;			/* connected at (monotonic) */
 	int spoke;			/* has sent a whole request */
 	int closing;			/* close once out is written */
+	int held;			/* an answer is owed: lines wait */
+	/* A body being read: want bytes into body, then done(body_ctx). */
+	size_t want;
+	struct ft_buf body;
+	control_body_fn done;
+	void *body_ctx;
 	struct client *next;
 };
 
@@ -39,9 +46,11 @@ struct control {
 	char *path;
 	struct client *clients;
 	int nclients;
+	uint64_t last_id;
 };
 
 static void client_close(struct client *c);
+static void consume(struct client *c);
 
 /* ---- answers ---- */
 
@@ -89,34 +98,143 @@ control_foreach(struct control *ctl, void (*fn)(struct client *c, void *arg),
 	}
 }
 
+void *
+control_owner(const struct client *c)
+{
+	return c->ctl->ops.ctx;
+}
+
+void
+control_hold(struct client *c)
+{
+	c->held = 1;
+}
+
+void
+control_resume(struct client *c)
+{
+	c->held = 0;
+	consume(c);
+}
+
+uint64_t
+control_client_id(const struct client *c)
+{
+	return c->id;
+}
+
+struct client *
+control_client(struct control *ctl, uint64_t id)
+{
+	struct client *c;
+
+	for (c = ctl ? ctl->clients : NULL; c; c = c->next)
+		if (c->id == id)
+			return c;
+	return NULL;
+}
+
+void
+control_read_body(struct client *c, size_t len, control_body_fn done,
+		  void *ctx)
+{
+	c->want = len;
+	c->done = done;
+	c->body_ctx = ctx;
+	ft_buf_free(&c->body);
+	ft_buf_reserve(&c->body, len + 1);
+}
+
+/* Move what C's input holds of its body to the body; hand the body over
+ * once whole. */
+static void
+take_body(struct client *c)
+{
+	size_t n = c->want - c->body.len;
+
+	if (n > c->in.len)
+		n = c->in.len;
+	ft_buf_add(&c->body, c->in.data, n);
+	memmove(c->in.data, c->in.data + n, c->in.len - n);
+	c->in.len -= n;
+	if (c->body.len < c->want)
+		return;
+	c->want = 0;
+	c->done(c->body_ctx, c, c->body.data, c->body.len);
+	c->body.data = NULL;
+	c->body.len = c->body.cap = 0;
+}
+
+/* Handle the whole lines (and bodies) C's input holds. */
+static void
+consume(struct client *c)
+{
+	char *nl;
+
+	for (;;) {
+		if (c->want) {
+			take_body(c);
+			if (c->want)
+				return;
+			continue;
+		}
+		if (c->held)
+			return;
+		nl = memchr(c->in.data, '\n', c->in.len);
+		if (nl == NULL)
+			return;
+		c->spoke = 1;
+		c->ctl->ops.request(c->ctl->ops.ctx, c, c->in.data,
+				    (size_t)(nl - c->in.data));
+		c->in.len -= (size_t)(nl - c->in.data) + 1;
+		memmove(c->in.data, nl + 1, c->in.len);
+	}
+}
+
+/* Read into the body directly while one is expected: a batch of many
+ * megabytes is copied once. */
+static ssize_t
+client_read(struct client *c)
+{
+	ssize_t r;
+
+	if (c->want && c->in.len == 0) {
+		r = read(c->fd, c->body.data + c->body.len,
+			 c->want - c->body.len);
+		if (r > 0)
+			c->body.len += (size_t)r;
+		return r;
+	}
+	ft_buf_reserve(&c->in, 65536);
+	r = read(c->fd, c->in.data + c->in.len, c->in.cap - c->in.len - 1);
+	if (r > 0)
+		c->in.len += (size_t)r;
+	return r;
+}
+
 /* ---- clients ---- */
 
 static void
 on_readable(struct ev_loop *loop, ev_io *io, int revents)
 {
 	struct client *c = io->data;
-	char *nl;
 	ssize_t r;
 
 	(void)loop, (void)revents;
-	ft_buf_reserve(&c->in, 65536);
-	r = read(c->fd, c->in.data + c->in.len, c->in.cap - c->in.len - 1);
+	r = client_read(c);
 	if (r == -1 && (errno == EINTR || errno == EAGAIN))
 		return;
 	if (r <= 0) {
 		client_close(c);
 		return;
 	}
-	c->in.len += (size_t)r;
-	c->in.data[c->in.len] = '\0';
-	while ((nl = memchr(c->in.data, '\n', c->in.len)) != NULL) {
-		size_t len = (size_t)(nl - c->in.data);
-
-		c->spoke = 1;
-		c->ctl->ops.request(c->ctl->ops.ctx, c, c->in.data, len);
-		memmove(c->in.data, nl + 1, c->in.len - len - 1);
-		c->in.len -= len + 1;
+	if (c->want && c->body.len == c->want) {
+		c->want = 0;
+		c->done(c->body_ctx, c, c->body.data, c->body.len);
+		c->body.data = NULL;
+		c->body.len = c->body.cap = 0;
 	}
+	consume(c);
 	if (c->in.len > FT_CTL_MAX_LINE) {
 		control_error(c, "request too long");
 		c->closing = 1;
@@ -164,6 +282,7 @@ client_close(struct client *c)
 	close(c->fd);
 	ft_buf_free(&c->in);
 	ft_buf_free(&c->out);
+	ft_buf_free(&c->body);
 	free(c);
 	if (ctl->fd >= 0)
 		ev_io_start(ctl->loop, &ctl->io);	/* if EMFILE had paused it */
@@ -219,6 +338,7 @@ on_accept(struct ev_loop *loop, ev_io *io, int revents)
 	}
 	c = ft_calloc(1, sizeof(*c));
 	c->ctl = ctl;
+	c->id = ++ctl->last_id;
 	c->fd = fd;
 	c->since = ft_now();
 	ev_io_init(&c->rio, on_readable, fd, EV_READ);

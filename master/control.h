@@ -12,6 +12,7 @@
 #include <ev.h>
 #include <jansson.h>
 #include <stddef.h>
+#include <stdint.h>
 
 struct control;
 struct client;
@@ -31,6 +32,28 @@ struct control *control_open(struct ev_loop *loop, const char *path,
 /* Push out pending answers (bounded), close every client and the socket,
  * remove it. */
 void control_close(struct control *ctl);
+
+/* Handed a client's body: DATA (LEN bytes, malloc'd, taken over). */
+typedef void (*control_body_fn)(void *ctx, struct client *c, char *data,
+				size_t len);
+
+/* The next LEN bytes C sends, after the request line being handled, are a
+ * body and not request lines: hand them to DONE(CTX, ...) once they have
+ * all come.  LEN must be at most FT_CTL_MAX_BODY. */
+void control_read_body(struct client *c, size_t len, control_body_fn done,
+		       void *ctx);
+/* The CTX the control was opened with, from one of its clients. */
+void *control_owner(const struct client *c);
+/* C's id, unique for the master's life; the client of ID, or NULL once it
+ * has gone. */
+uint64_t control_client_id(const struct client *c);
+struct client *control_client(struct control *ctl, uint64_t id);
+
+/* C's request is answered later (a wait, a batch being read): its next
+ * request lines wait, so that answers keep the order of the requests,
+ * until control_resume(C) after that answer. */
+void control_hold(struct client *c);
+void control_resume(struct client *c);
 
 /* Queue ANSWER (one line) for C. */
 void control_send(struct client *c, const json_t *answer);

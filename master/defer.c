@@ -7,7 +7,7 @@
 
 struct defer_item {
 	defer_fn fn;
-	uint64_t id;
+	uint64_t a, b;
 	char *text;
 	struct defer_item *next;
 };
@@ -21,12 +21,14 @@ defer_init(struct defer *d, void *ctx)
 }
 
 void
-defer_call(struct defer *d, defer_fn fn, uint64_t id, const char *text)
+defer_call(struct defer *d, defer_fn fn, uint64_t a, uint64_t b,
+	   const char *text)
 {
 	struct defer_item *it = ft_calloc(1, sizeof(*it));
 
 	it->fn = fn;
-	it->id = id;
+	it->a = a;
+	it->b = b;
 	it->text = text ? ft_strdup(text) : NULL;
 	if (d->tail)
 		d->tail->next = it;
@@ -47,7 +49,7 @@ defer_run(struct defer *d)
 		d->head = it->next;
 		if (d->head == NULL)
 			d->tail = NULL;
-		it->fn(d->ctx, it->id, it->text);
+		it->fn(d->ctx, it->a, it->b, it->text);
 		free(it->text);
 		free(it);
 		d->ran++;

@@ -14,8 +14,8 @@
 
 #include <stdint.h>
 
-/* CTX is the queue's owner's; ID and TEXT (copied) are the call's own. */
-typedef void (*defer_fn)(void *ctx, uint64_t id, const char *text);
+/* CTX is the queue's owner's; A, B and TEXT (copied) are the call's own. */
+typedef void (*defer_fn)(void *ctx, uint64_t a, uint64_t b, const char *text);
 
 struct defer_item;
 
@@ -26,8 +26,9 @@ struct defer {
 };
 
 void defer_init(struct defer *d, void *ctx);
-/* Queue FN(ctx, ID, TEXT); TEXT may be NULL. */
-void defer_call(struct defer *d, defer_fn fn, uint64_t id, const char *text);
+/* Queue FN(ctx, A, B, TEXT); TEXT may be NULL. */
+void defer_call(struct defer *d, defer_fn fn, uint64_t a, uint64_t b,
+		const char *text);
 /* Run everything queued, oldest first, until nothing is left.  Returns
  * how many calls ran. */
 int defer_run(struct defer *d);

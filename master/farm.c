@@ -21,12 +21,14 @@ on_reassigned(void *ctx, uint64_t tid, uint32_t attempt, int worker,
 			   reason);
 }
 
+/* A: batch << 32 | index, B: attempts. */
 static void
-deferred_fail(void *ctx, uint64_t tid, const char *reason)
+deferred_fail(void *ctx, uint64_t a, uint64_t b, const char *reason)
 {
 	struct master *m = ctx;
 
-	batches_fail(&m->batches, tid, reason);
+	batches_fail(&m->batches, (uint32_t)(a >> 32), (uint32_t)a,
+		     (uint32_t)b, reason);
 }
 
 /* A failed task ends its batch, or moves its job on: after the
@@ -35,8 +37,10 @@ static void
 on_failed(void *ctx, uint64_t tid, const char *reason)
 {
 	struct master *m = ctx;
+	const struct sched_task *t = sched_task(m->sched, tid);
 
-	defer_call(&m->defer, deferred_fail, tid, reason);
+	defer_call(&m->defer, deferred_fail,
+		   (uint64_t)t->batch << 32 | t->index, t->attempts, reason);
 }
 
 static void
@@ -161,7 +165,15 @@ farm_cron(struct master *m, double now)
 	registry_cron(m, now);
 	health_cron(m, now);
 	registry_dispatch_all(m);
+	defer_run(&m->defer);
+	sched_reclaim(m->sched);	/* nobody needs the ended tasks now */
 	return m->stopping ? cron_stop(m, now) : 0;
+}
+
+int
+farm_busy(struct master *m)
+{
+	return sched_open(m->sched) > 0 || registry_starting(m) || m->stopping;
 }
 
 void

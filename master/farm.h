@@ -18,6 +18,8 @@ void farm_free(struct master *m);
 /* The cron: deadlines, the ladder, respawns, pings, dispatch, stopping.
  * Returns 1 once the master may leave its loop. */
 int farm_cron(struct master *m, double now);
+/* Is there work under way: tasks not yet ended, workers starting? */
+int farm_busy(struct master *m);
 /* Write pending event and result lines. */
 void farm_flush(struct master *m);
 

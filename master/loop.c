@@ -9,10 +9,18 @@
 
 #define HOT_WINDOW 0.002	/* seconds of quiet before polling backs off */
 #define COLD_MIN 0.00005
+/* The longest gap between polls: short while tasks run (their results
+ * should be seen at once), longer once nothing has happened for a while,
+ * and long when the farm is idle, so that an idle master costs next to
+ * nothing.  Never past the next request deadline, so a ping that goes
+ * unanswered is seen when it expires. */
+#define COLD_BUSY 0.002
 #define COLD_MAX 0.01
+#define COLD_IDLE 0.1
+#define QUIET_IDLE 1.0		/* seconds without activity: idle */
 #define CRON_PERIOD 0.01
 #define FLUSH_PERIOD 0.1
-#define STALL 0.05		/* a poll gap longer than this is a stall */
+#define STALL 0.25		/* a poll gap longer than this is a stall */
 
 static ev_idle hot_w;
 static ev_timer cold_w, cron_w;
@@ -20,6 +28,30 @@ static ev_signal term_w, int_w;
 static ev_prepare defer_w;
 static double last_activity, backoff, last_flush, last_poll;
 static int hot;
+
+/* How long the loop may go without polling MPI now. */
+static double
+cold_cap(struct master *m, double now)
+{
+	double cap = COLD_MAX, next;
+
+	if (farm_busy(m))
+		cap = COLD_BUSY;
+	else if (now - last_activity > QUIET_IDLE)
+		cap = fmin(COLD_IDLE, m->cfg.heartbeat_timeout / 4);
+	next = treq_next_deadline(&m->treqs) - now;
+	return fmax(COLD_MIN, fmin(cap, next));
+}
+
+/* The cron's period now: every CRON_PERIOD while anything is under way,
+ * slower when idle (pings still go out every heartbeat). */
+static double
+cron_period(struct master *m, double now)
+{
+	if (farm_busy(m) || now - last_activity < QUIET_IDLE)
+		return CRON_PERIOD;
+	return fmax(CRON_PERIOD, fmin(COLD_IDLE, m->cfg.heartbeat / 4));
+}
 
 static void
 poll_mpi(struct master *m)
@@ -87,7 +119,7 @@ on_cold(struct ev_loop *loop, ev_timer *w, int revents)
 		go_hot(m);
 		return;
 	}
-	backoff = fmin(backoff * 2, COLD_MAX);
+	backoff = fmin(backoff * 2, cold_cap(m, ft_now()));
 	ev_timer_set(w, backoff, 0);
 	ev_timer_start(loop, w);
 }
@@ -106,6 +138,8 @@ on_cron(struct ev_loop *loop, ev_timer *w, int revents)
 		farm_flush(m);
 		last_flush = now;
 	}
+	w->repeat = cron_period(m, now);
+	ev_timer_again(loop, w);
 }
 
 /* Before the loop blocks: the work callbacks deferred. */

@@ -18,6 +18,7 @@
  * later. */
 #define RESPAWN_DELAY 0.2
 #define RESPAWN_WAIT_MAX 5.0
+#define IDLE_NAP_MAX 0.1	/* longest nap of an idle worker */
 
 static struct registry_ops ops;
 
@@ -59,12 +60,12 @@ registry_free(struct master *m)
 /* The deferred half of a failure: hand W to node health, unless W has
  * moved on meanwhile.  ID: W's slot and spawn generation. */
 static void
-deferred_failed(void *ctx, uint64_t id, const char *text)
+deferred_failed(void *ctx, uint64_t id, uint64_t unused, const char *text)
 {
 	struct master *m = ctx;
 	struct worker *w = &m->workers[id & 0xffffffffu];
 
-	(void)text;
+	(void)text, (void)unused;
 	if (m->stopping || w->spawn_gen != (unsigned)(id >> 32) ||
 	    w->state != W_DEAD)
 		return;
@@ -79,7 +80,8 @@ down(struct master *m, struct worker *w, enum wstate to, const char *reason)
 	worker_set(w, to, reason, &m->events);
 	if (to == W_DEAD && !m->stopping)
 		defer_call(&m->defer, deferred_failed,
-			   (uint64_t)w->spawn_gen << 32 | (uint32_t)w->id, NULL);
+			   (uint64_t)w->spawn_gen << 32 | (uint32_t)w->id, 0,
+			   NULL);
 }
 
 /* Begin W's process's life on COMM/RANK: wait for its hello. */
@@ -264,6 +266,8 @@ on_hello(struct master *m, struct worker *w, const void *p, size_t n)
 	struct proto_welcome wel = {
 		.output_cap = (uint32_t)m->cfg.output_cap,
 		.master_timeout = fmax(30, 10 * m->cfg.heartbeat),
+		/* A ping must be answered within heartbeat_timeout. */
+		.idle_nap = fmin(IDLE_NAP_MAX, m->cfg.heartbeat_timeout / 4),
 	};
 	struct ft_buf msg = { 0 };
 
@@ -427,9 +431,11 @@ registry_fail(struct master *m, struct worker *w, const char *reason)
 }
 
 static void
-deferred_doom(void *ctx, uint64_t id, const char *text)
+deferred_doom(void *ctx, uint64_t id, uint64_t unused, const char *text)
 {
 	struct master *m = ctx;
+
+	(void)unused;
 	struct worker *w = &m->workers[id & 0xffffffffu];
 
 	if (w->spawn_gen == (unsigned)(id >> 32))
@@ -440,7 +446,7 @@ void
 registry_doom(struct master *m, struct worker *w, const char *reason)
 {
 	defer_call(&m->defer, deferred_doom,
-		   (uint64_t)w->spawn_gen << 32 | (uint32_t)w->id, reason);
+		   (uint64_t)w->spawn_gen << 32 | (uint32_t)w->id, 0, reason);
 }
 
 void
@@ -582,6 +588,19 @@ registry_cron(struct master *m, double now)
 		maybe_ping(m, w, ft_now());
 		update_state(m, w);
 	}
+}
+
+int
+registry_starting(const struct master *m)
+{
+	int i;
+
+	for (i = 0; i < m->nworkers; i++)
+		if (m->workers[i].state == W_SPAWNING ||
+		    m->workers[i].state == W_STARTING ||
+		    m->workers[i].respawn_due)
+			return 1;
+	return 0;
 }
 
 int

@@ -59,6 +59,8 @@ void registry_slow(struct master *m, struct worker *w, uint64_t tid);
 /* Periodic work: finished spawns, hello deadlines, respawns, pings,
  * states. */
 void registry_cron(struct master *m, double now);
+/* Is any worker being started, or waiting for a respawn? */
+int registry_starting(const struct master *m);
 /* Does any worker run or wait for a respawn? */
 int registry_any_left(const struct master *m);
 

@@ -24,16 +24,31 @@ struct sworker {
 	int cap, head, n;
 	int window;
 	double ewma;			/* seconds per task, 0 = not measured */
+	double last;			/* seconds of its last finished task */
 	int slow;
 	uint64_t slow_seq;
 	double slow_since;
 };
 
+/* Tasks live in chunks of CHUNK; a chunk all of whose tasks have ended is
+ * freed by sched_reclaim, so that memory follows the work in flight, not
+ * the history. */
+#define CHUNK_SHIFT 12
+#define CHUNK (1u << CHUNK_SHIFT)
+
+struct chunk {
+	uint32_t open;			/* its tasks not yet ended */
+	struct sched_task t[CHUNK];
+};
+
 struct sched {
 	struct sched_params p;
 	struct sched_ops ops;
-	struct sched_task *tasks;	/* task ID i lives at tasks[i - 1] */
-	uint64_t ntasks, tcap;
+	struct chunk **chunks;		/* task ID i is chunks[(i-1) / CHUNK] */
+	size_t nchunks, ccap;
+	size_t *done;			/* chunks whose tasks have all ended */
+	size_t ndone, dcap;
+	uint64_t ntasks;
 	uint64_t *queue;		/* circular deque of task IDs */
 	size_t qcap, qhead, qlen;
 	size_t nqueued;			/* tasks in TASK_QUEUED */
@@ -53,6 +68,7 @@ sched_params_default(struct sched_params *p)
 	p->grace = 2;
 	p->window_target = 0.002;
 	p->window_max = 256;
+	p->prefetch_below = 0.1;
 	p->dup_min = 0.05;
 }
 
@@ -76,19 +92,27 @@ sched_new(int nworkers, const struct sched_params *p,
 void
 sched_free(struct sched *s)
 {
-	uint64_t i;
+	size_t i;
 	int k;
 
 	if (s == NULL)
 		return;
-	for (i = 0; i < s->ntasks; i++)
-		free(s->tasks[i].spec);
+	for (i = 0; i < s->nchunks; i++)
+		free(s->chunks[i]);
 	for (k = 0; k < s->nw; k++)
 		free(s->w[k].ring);
-	free(s->tasks);
+	free(s->chunks);
+	free(s->done);
 	free(s->queue);
 	free(s->w);
 	free(s);
+}
+
+/* Task TID, which must be live (not reclaimed). */
+static struct sched_task *
+task_of(const struct sched *s, uint64_t tid)
+{
+	return &s->chunks[(tid - 1) >> CHUNK_SHIFT]->t[(tid - 1) & (CHUNK - 1)];
 }
 
 /* ---- the queue: a deque of task IDs, stale entries skipped on pop ---- */
@@ -135,7 +159,7 @@ queue_pop(struct sched *s)
 
 		s->qhead = (s->qhead + 1) % s->qcap;
 		s->qlen--;
-		if (s->tasks[tid - 1].state == TASK_QUEUED)
+		if (task_of(s, tid)->state == TASK_QUEUED)
 			return tid;
 	}
 	return 0;
@@ -196,16 +220,24 @@ ring_find(struct sworker *w, uint64_t tid, uint32_t attempt)
 /* ---- tasks ---- */
 
 uint64_t
-sched_add(struct sched *s, uint32_t batch, uint32_t index, char *spec,
+sched_add(struct sched *s, uint32_t batch, uint32_t index, const char *spec,
 	  uint32_t len, double timeout)
 {
+	size_t c = (size_t)(s->ntasks >> CHUNK_SHIFT);
 	struct sched_task *t;
 
-	if (s->ntasks == s->tcap) {
-		s->tcap = s->tcap ? s->tcap * 2 : 1024;
-		s->tasks = ft_realloc(s->tasks, s->tcap * sizeof(*s->tasks));
+	if (c == s->nchunks) {
+		if (s->nchunks == s->ccap) {
+			s->ccap = s->ccap ? s->ccap * 2 : 16;
+			s->chunks = ft_realloc(s->chunks,
+					       s->ccap * sizeof(*s->chunks));
+		}
+		s->chunks[s->nchunks++] = ft_malloc(sizeof(struct chunk));
+		s->chunks[c]->open = 0;
 	}
-	t = &s->tasks[s->ntasks++];
+	s->chunks[c]->open++;
+	t = &s->chunks[c]->t[s->ntasks & (CHUNK - 1)];
+	s->ntasks++;
 	memset(t, 0, sizeof(*t));
 	t->spec = spec;
 	t->spec_len = len;
@@ -222,21 +254,62 @@ sched_add(struct sched *s, uint32_t batch, uint32_t index, char *spec,
 const struct sched_task *
 sched_task(const struct sched *s, uint64_t tid)
 {
+	size_t c;
+
 	if (tid == 0 || tid > s->ntasks)
 		return NULL;
-	return &s->tasks[tid - 1];
+	c = (size_t)((tid - 1) >> CHUNK_SHIFT);
+	if (s->chunks[c] == NULL)
+		return NULL;
+	return task_of(s, tid);
+}
+
+/* A task of chunk C ended: when all of a full chunk's have, it may go. */
+static void
+chunk_ended(struct sched *s, size_t c)
+{
+	if (--s->chunks[c]->open > 0 ||
+	    ((uint64_t)(c + 1) << CHUNK_SHIFT) > s->ntasks)
+		return;
+	if (s->ndone == s->dcap) {
+		s->dcap = s->dcap ? s->dcap * 2 : 16;
+		s->done = ft_realloc(s->done, s->dcap * sizeof(*s->done));
+	}
+	s->done[s->ndone++] = c;
 }
 
 /* TID ended (done or failed): it needs its spec no more. */
 static void
-task_end(struct sched *s, struct sched_task *t, enum task_state state)
+task_end(struct sched *s, uint64_t tid, enum task_state state)
 {
+	struct sched_task *t = task_of(s, tid);
+
 	if (t->state == TASK_QUEUED)
 		s->nqueued--;
 	t->state = (uint8_t)state;
-	free(t->spec);
 	t->spec = NULL;
 	s->nopen--;
+	chunk_ended(s, (size_t)((tid - 1) >> CHUNK_SHIFT));
+}
+
+size_t
+sched_reclaim(struct sched *s)
+{
+	size_t i, freed = 0;
+
+	for (i = 0; i < s->ndone; i++) {
+		size_t c = s->done[i];
+
+		/* A chunk may have been filled up again since. */
+		if (s->chunks[c] && s->chunks[c]->open == 0 &&
+		    ((uint64_t)(c + 1) << CHUNK_SHIFT) <= s->ntasks) {
+			free(s->chunks[c]);
+			s->chunks[c] = NULL;
+			freed++;
+		}
+	}
+	s->ndone = 0;
+	return freed;
 }
 
 /* Instance (TID, ATTEMPT) was lost for REASON.  STARTED: it may have
@@ -246,7 +319,7 @@ static void
 instance_lost(struct sched *s, int worker, uint64_t tid, uint32_t attempt,
 	      const char *reason, int started)
 {
-	struct sched_task *t = &s->tasks[tid - 1];
+	struct sched_task *t = task_of(s, tid);
 	char why[160];
 
 	t->ninst--;
@@ -259,7 +332,7 @@ instance_lost(struct sched *s, int worker, uint64_t tid, uint32_t attempt,
 	if (t->failures >= s->p.max_attempts) {
 		snprintf(why, sizeof(why), "lost %d times, last: %s",
 			 t->failures, reason);
-		task_end(s, t, TASK_FAILED);
+		task_end(s, tid, TASK_FAILED);
 		if (s->ops.failed)
 			s->ops.failed(s->ops.ctx, tid, why);
 		return;
@@ -283,6 +356,7 @@ sched_worker_up(struct sched *s, int worker)
 	w->slow = 0;
 	w->window = 1;
 	w->ewma = 0;
+	w->last = 0;
 }
 
 void
@@ -316,7 +390,7 @@ start_instance(struct sched *s, int worker, uint64_t tid, double now,
 	       struct sched_pick *out, int duplicate)
 {
 	struct sworker *w = &s->w[worker];
-	struct sched_task *t = &s->tasks[tid - 1];
+	struct sched_task *t = task_of(s, tid);
 	struct inflight in;
 
 	if (t->state == TASK_QUEUED)
@@ -336,11 +410,15 @@ start_instance(struct sched *s, int worker, uint64_t tid, double now,
 }
 
 /* The oldest instance, on another worker than SKIP, that has run longer
- * than a straggler may and has no copy yet; 0 if none. */
+ * than a straggler may and has no copy yet; 0 if none.  A straggler has
+ * run more than dup_min, three times the mean service time, and twice
+ * what SKIP's own last task took: the last tasks of a phase of long tasks
+ * are not stragglers just because the phase's first one has ended. */
 static uint64_t
 find_straggler(struct sched *s, int skip, double now)
 {
-	double limit = fmax(s->p.dup_min, 3 * s->mean_service);
+	double limit = fmax(fmax(s->p.dup_min, 3 * s->mean_service),
+			    2 * s->w[skip].last);
 	double oldest = INFINITY;
 	uint64_t best = 0;
 	int k, i;
@@ -353,7 +431,7 @@ find_straggler(struct sched *s, int skip, double now)
 		for (i = 0; i < w->n; i++) {
 			struct inflight *in = ring_at(w, i);
 
-			if (s->tasks[in->tid - 1].ninst == 1 &&
+			if (task_of(s, in->tid)->ninst == 1 &&
 			    now - in->start > limit && in->start < oldest) {
 				oldest = in->start;
 				best = in->tid;
@@ -389,19 +467,24 @@ learn(struct sched *s, struct sworker *w, double seconds)
 
 	if (seconds < 1e-7)
 		seconds = 1e-7;
+	w->last = seconds;
 	w->ewma = w->ewma > 0 ? 0.8 * w->ewma + 0.2 * seconds : seconds;
 	s->mean_service = s->mean_service > 0 ?
 		0.95 * s->mean_service + 0.05 * seconds : seconds;
 	target = s->p.window_target / w->ewma;
 	w->window = target < 1 ? 1 :
 		target > s->p.window_max ? s->p.window_max : (int)target;
+	/* Short tasks keep one waiting on the worker, so that it starts the
+	 * next at once instead of after a round trip to the master. */
+	if (w->ewma < s->p.prefetch_below && w->window < 2)
+		w->window = 2;
 }
 
 /* Cancel every live instance of TID. */
 static void
 cancel_others(struct sched *s, uint64_t tid)
 {
-	struct sched_task *t = &s->tasks[tid - 1];
+	struct sched_task *t = task_of(s, tid);
 	int k, i;
 
 	for (k = 0; k < s->nw && t->ninst > 0; k++) {
@@ -432,7 +515,9 @@ sched_done(struct sched *s, int worker, uint64_t tid, uint32_t attempt,
 	(void)now;
 	if (tid == 0 || tid > s->ntasks || attempt == 0)
 		return SCHED_UNKNOWN;
-	t = &s->tasks[tid - 1];
+	if (s->chunks[(tid - 1) >> CHUNK_SHIFT] == NULL)
+		return SCHED_DUPLICATE;		/* ended long ago */
+	t = task_of(s, tid);
 	if (attempt > t->attempts)
 		return SCHED_UNKNOWN;
 	i = ring_find(w, tid, attempt);
@@ -445,7 +530,7 @@ sched_done(struct sched *s, int worker, uint64_t tid, uint32_t attempt,
 	}
 	if (t->state == TASK_DONE || t->state == TASK_FAILED)
 		return SCHED_DUPLICATE;
-	task_end(s, t, TASK_DONE);
+	task_end(s, tid, TASK_DONE);
 	cancel_others(s, tid);
 	return SCHED_ACCEPTED;
 }
@@ -517,16 +602,20 @@ sched_tick(struct sched *s, double now)
 void
 sched_fail_open(struct sched *s, const char *reason)
 {
-	uint64_t i;
+	uint64_t tid;
 
-	for (i = 0; i < s->ntasks && s->nopen > 0; i++) {
-		struct sched_task *t = &s->tasks[i];
+	for (tid = 1; tid <= s->ntasks && s->nopen > 0; tid++) {
+		const struct sched_task *t = sched_task(s, tid);
 
+		if (t == NULL) {
+			tid += CHUNK - 1;	/* a reclaimed chunk: all ended */
+			continue;
+		}
 		if (t->state == TASK_DONE || t->state == TASK_FAILED)
 			continue;
-		task_end(s, t, TASK_FAILED);
+		task_end(s, tid, TASK_FAILED);
 		if (s->ops.failed)
-			s->ops.failed(s->ops.ctx, i + 1, reason);
+			s->ops.failed(s->ops.ctx, tid, reason);
 	}
 	s->qlen = 0;
 }

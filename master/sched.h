@@ -3,6 +3,9 @@
  * tested on its own.
  *
  * Tasks get global IDs (1, 2, ...) in submission order and wait in a queue.
+ * Their records live in chunks that are freed once all their tasks have
+ * ended (sched_reclaim), so memory follows the tasks open, not the
+ * history; a late result of a reclaimed task is a duplicate.
  * Each time a task is handed to a worker it gets an *instance*: an attempt
  * number and a dispatch sequence number (TOP-C's task ID).  A task is done
  * the first time any of its instances reports; every other instance is then
@@ -28,7 +31,7 @@
 enum task_state { TASK_QUEUED = 1, TASK_RUNNING, TASK_DONE, TASK_FAILED };
 
 struct sched_task {
-	char *spec;			/* JSON text; freed once the task ends */
+	const char *spec;		/* JSON text (the caller's); NULL once ended */
 	uint32_t spec_len;
 	uint32_t batch;			/* the caller's batch number */
 	uint32_t index;			/* index in the batch */
@@ -53,6 +56,7 @@ struct sched_params {
 	double grace;			/* added to every instance deadline */
 	double window_target;		/* seconds of work to keep queued per worker */
 	int window_max;			/* most instances in flight per worker */
+	double prefetch_below;		/* tasks shorter than this: 2 in flight */
 	double dup_min;			/* a straggler must have run this long */
 };
 
@@ -86,10 +90,17 @@ struct sched *sched_new(int nworkers, const struct sched_params *p,
 			const struct sched_ops *ops);
 void sched_free(struct sched *s);
 
-/* Queue a task; SPEC (malloc'd, LEN bytes) is taken over.  Returns its ID. */
+/* Queue a task; SPEC (LEN bytes) stays the caller's and must live until
+ * the task has ended.  Returns its ID. */
 uint64_t sched_add(struct sched *s, uint32_t batch, uint32_t index,
-		   char *spec, uint32_t len, double timeout);
+		   const char *spec, uint32_t len, double timeout);
+/* Task TID, or NULL when there is none, or when it ended and its memory
+ * was reclaimed. */
 const struct sched_task *sched_task(const struct sched *s, uint64_t tid);
+/* Free the memory of tasks that have ended (whole chunks of them).  An
+ * ended task's record stays readable until then: call it where nobody
+ * still needs one (the cron).  Returns how many chunks were freed. */
+size_t sched_reclaim(struct sched *s);
 
 /* WORKER may now be given tasks. */
 void sched_worker_up(struct sched *s, int worker);

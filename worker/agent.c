@@ -13,7 +13,16 @@
 #define HELLO_TIMEOUT 60.0	/* seconds to wait for the master's welcome */
 #define SPIN_ITERS 200		/* polls before the first nap */
 #define NAP_MIN 0.00005
-#define NAP_MAX 0.01
+/* MPI has no descriptor to sleep on: the agent naps between polls, longer
+ * the longer nothing has happened.  Results wake it at once; a message
+ * from the master waits for the end of a nap.  Right after activity (the
+ * next phase of a job, the next short task) naps are short; once the
+ * worker has been idle a while they grow to the welcome's idle_nap, so
+ * that idle workers cost next to nothing. */
+#define NAP_SOON 0.001		/* cap for QUIET_SOON seconds after activity */
+#define QUIET_SOON 0.05
+#define NAP_MAX 0.01		/* cap while busy or active lately */
+#define QUIET_IDLE 1.0		/* idle past this: naps up to idle_nap */
 #define BYE_TIMEOUT 5.0
 
 /* A send in flight: its buffer lives until MPI is done with it. */
@@ -33,7 +42,9 @@ struct agent {
 	char *rbuf;
 	struct out *outs;
 	double last_heard;
+	double last_activity;		/* a message or a result, monotonic */
 	double master_timeout;
+	double idle_nap;		/* longest nap when idle (the welcome's) */
 	int welcomed;
 	int stop;
 	int no_finalize;		/* leave without MPI_Finalize */
@@ -171,6 +182,8 @@ on_welcome(struct agent *a, const void *p, size_t n)
 		die(a, "malformed welcome");
 	runner_set_output_cap(a->runner, w.output_cap);
 	a->master_timeout = w.master_timeout;
+	if (w.idle_nap > NAP_MAX)
+		a->idle_nap = w.idle_nap;
 	a->welcomed = 1;
 }
 
@@ -200,7 +213,8 @@ handle(struct agent *a, int tag, const void *p, size_t n)
 	}
 }
 
-/* Receive what has arrived.  Returns 1 if a message was handled. */
+/* Receive what has arrived.  Returns 0 if nothing came, 1 for a ping
+ * (answered: no sign of work to come), 2 for any other message. */
 static int
 poll_recv(struct agent *a, double now)
 {
@@ -217,7 +231,7 @@ poll_recv(struct agent *a, double now)
 	if (MPI_Irecv(a->rbuf, FT_MSG_MAX, MPI_BYTE, a->rank, MPI_ANY_TAG,
 		      a->comm, &a->recv) != MPI_SUCCESS)
 		die(a, "cannot post a receive");
-	return 1;
+	return st.MPI_TAG == FT_MSG_PING ? 1 : 2;
 }
 
 /* Send finished results in messages of at most FT_MSG_MAX bytes.
@@ -274,6 +288,19 @@ say_bye(struct agent *a)
 	MPI_Request_free(&a->recv);
 }
 
+/* The longest nap for now, NOW. */
+static double
+nap_cap(struct agent *a, double now)
+{
+	double quiet = now - a->last_activity;
+
+	if (quiet < QUIET_SOON)
+		return NAP_SOON;
+	if (quiet < QUIET_IDLE || runner_busy(a->runner))
+		return NAP_MAX;
+	return a->idle_nap;
+}
+
 int
 agent_run(MPI_Comm comm, int rank, int slot, const struct ft_plugins *pl)
 {
@@ -286,25 +313,27 @@ agent_run(MPI_Comm comm, int rank, int slot, const struct ft_plugins *pl)
 		die(&a, "cannot start the runner thread");
 	a.rbuf = ft_malloc(FT_MSG_MAX);
 	a.master_timeout = HELLO_TIMEOUT;
-	a.last_heard = ft_now();
+	a.idle_nap = NAP_MAX;
+	a.last_heard = a.last_activity = ft_now();
 	MPI_Irecv(a.rbuf, FT_MSG_MAX, MPI_BYTE, rank, MPI_ANY_TAG, comm, &a.recv);
 	send_hello(&a, pl);
 	while (!a.stop) {
-		int busy;
+		int active;
 
 		now = ft_now();
-		busy = poll_recv(&a, now) | flush_results(&a) |
-		       test_sends(&a, now);
+		active = (poll_recv(&a, now) > 1) | flush_results(&a);
+		test_sends(&a, now);
 		if (now - a.last_heard > a.master_timeout)
 			die(&a, a.welcomed ? "the master went silent"
 					   : "no welcome from the master");
-		if (busy) {
+		if (active) {
 			spins = 0;
 			nap = NAP_MIN;
+			a.last_activity = now;
 		} else if (++spins > SPIN_ITERS) {
 			/* Results wake us at once; messages at the next nap. */
 			runner_wait(a.runner, nap);
-			nap = fmin(nap * 2, NAP_MAX);
+			nap = fmin(nap * 2, nap_cap(&a, now));
 		}
 	}
 	runner_stop(a.runner);

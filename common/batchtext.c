@@ -1,0 +1,422 @@
+/*
+ * batchtext: a batch file's bytes, checked and cut into task specs.
+ *
+ * The scan reads only the top level: the root object's keys, the
+ * punctuation between members and between the elements of "tasks".  Every
+ * value it steps over is parsed by jansson afterwards (the "name", the
+ * "job", each task), so no byte escapes a strict parse.  When the scan
+ * finds the text malformed, jansson parses the whole text once more to say
+ * where and why, as it would have for any batch file.
+ */
+#include "batchtext.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "batch.h"
+#include "jcheck.h"
+#include "jpos.h"
+#include "proto.h"
+#include "util.h"
+
+#define PER_THREAD_MIN 4096	/* fewer tasks than this: one thread */
+
+struct scan {
+	const char *s;
+	size_t len, p;
+};
+
+static int
+is_ws(char c)
+{
+	return c == ' ' || c == '\t' || c == '\n' || c == '\r';
+}
+
+static void
+skip_ws(struct scan *sc)
+{
+	while (sc->p < sc->len && is_ws(sc->s[sc->p]))
+		sc->p++;
+}
+
+static int
+peek(const struct scan *sc)
+{
+	return sc->p < sc->len ? (unsigned char)sc->s[sc->p] : -1;
+}
+
+/* Step over the string at the read position (its quote).  0, or -1 when it
+ * does not end.  Its contents are jansson's to judge. */
+static int
+skip_string(struct scan *sc)
+{
+	size_t p = sc->p + 1;
+
+	while (p < sc->len) {
+		if (sc->s[p] == '\\')
+			p += 2;
+		else if (sc->s[p] == '"')
+			break;
+		else
+			p++;
+	}
+	if (p >= sc->len)
+		return -1;
+	sc->p = p + 1;
+	return 0;
+}
+
+/* Step over the value at the read position: its end is the byte after
+ * its last.  Containers by bracket depth outside strings, scalars up to
+ * the next delimiter.  0, or -1 when it does not end. */
+static int
+skip_value(struct scan *sc)
+{
+	int depth = 0, c;
+
+	if (peek(sc) == '"')
+		return skip_string(sc);
+	if (peek(sc) != '{' && peek(sc) != '[') {
+		size_t start = sc->p;
+
+		while ((c = peek(sc)) != -1 && c != ',' && c != '}' &&
+		       c != ']' && !is_ws((char)c))
+			sc->p++;
+		return sc->p > start ? 0 : -1;
+	}
+	while ((c = peek(sc)) != -1) {
+		if (c == '"') {
+			if (skip_string(sc) == -1)
+				return -1;
+			continue;
+		}
+		sc->p++;
+		if (c == '{' || c == '[')
+			depth++;
+		else if ((c == '}' || c == ']') && --depth == 0)
+			return 0;
+	}
+	return -1;
+}
+
+/* ---- the top level ---- */
+
+/* What the scan found: the members' value spans by key. */
+struct top {
+	json_t *obj;			/* name, job; "tasks": []; unknown: null */
+	struct bt_span *spans;
+	uint32_t n, cap;
+	int has_tasks;
+};
+
+static void
+span_add(struct top *t, size_t off, size_t len)
+{
+	if (t->n == t->cap) {
+		t->cap = t->cap ? t->cap * 2 : 1024;
+		t->spans = ft_realloc(t->spans, t->cap * sizeof(*t->spans));
+	}
+	t->spans[t->n].off = (uint32_t)off;
+	t->spans[t->n].len = (uint32_t)len;
+	t->spans[t->n].timeout = 0;
+	t->n++;
+}
+
+/* The elements of the array at the read position, as spans.  0 or -1. */
+static int
+scan_tasks(struct scan *sc, struct top *t)
+{
+	size_t start;
+
+	sc->p++;			/* '[' */
+	skip_ws(sc);
+	if (peek(sc) == ']') {
+		sc->p++;
+		return 0;
+	}
+	for (;;) {
+		skip_ws(sc);
+		start = sc->p;
+		if (skip_value(sc) == -1)
+			return -1;
+		span_add(t, start, sc->p - start);
+		skip_ws(sc);
+		if (peek(sc) == ']') {
+			sc->p++;
+			return 0;
+		}
+		if (peek(sc) != ',')
+			return -1;
+		sc->p++;
+	}
+}
+
+/* Parse the LEN bytes at OFF as one JSON value (any type).  NULL when
+ * they are not. */
+static json_t *
+parse_at(const char *s, size_t off, size_t len)
+{
+	return json_loadb(s + off, len, JSON_REJECT_DUPLICATES |
+			  JSON_DECODE_ANY, NULL);
+}
+
+/* One member: KEY (parsed) and its value at the read position.  0, or -1
+ * when the text is malformed there (or holds the key twice). */
+static int
+scan_member(struct scan *sc, struct top *t, const char *key)
+{
+	size_t start = sc->p;
+	json_t *v;
+
+	if (json_object_get(t->obj, key))
+		return -1;		/* a duplicate: jansson will say so */
+	if (strcmp(key, "tasks") == 0 && peek(sc) == '[') {
+		t->has_tasks = 1;
+		json_object_set_new(t->obj, key, json_array());
+		return scan_tasks(sc, t);
+	}
+	if (skip_value(sc) == -1)
+		return -1;
+	if (strcmp(key, "name") != 0 && strcmp(key, "job") != 0 &&
+	    strcmp(key, "tasks") != 0) {
+		json_object_set_new(t->obj, key, json_null());
+		return 0;		/* unknown: refused by the check */
+	}
+	if ((v = parse_at(sc->s, start, sc->p - start)) == NULL)
+		return -1;
+	json_object_set_new(t->obj, key, v);
+	return 0;
+}
+
+/* Scan the root object of TEXT into T.  0, or -1 when malformed. */
+static int
+scan_top(const char *text, size_t len, struct top *t)
+{
+	struct scan sc = { text, len, 0 };
+	size_t kstart;
+	json_t *key;
+	int rc;
+
+	t->obj = json_object();
+	skip_ws(&sc);
+	if (peek(&sc) != '{')
+		return -1;
+	sc.p++;
+	skip_ws(&sc);
+	if (peek(&sc) == '}') {
+		sc.p++;
+		goto end;
+	}
+	for (;;) {
+		skip_ws(&sc);
+		kstart = sc.p;
+		if (peek(&sc) != '"' || skip_string(&sc) == -1)
+			return -1;
+		if ((key = parse_at(text, kstart, sc.p - kstart)) == NULL ||
+		    !json_is_string(key)) {
+			json_decref(key);
+			return -1;
+		}
+		skip_ws(&sc);
+		if (peek(&sc) != ':') {
+			json_decref(key);
+			return -1;
+		}
+		sc.p++;
+		skip_ws(&sc);
+		rc = scan_member(&sc, t, json_string_value(key));
+		json_decref(key);
+		if (rc == -1)
+			return -1;
+		skip_ws(&sc);
+		if (peek(&sc) == '}') {
+			sc.p++;
+			break;
+		}
+		if (peek(&sc) != ',')
+			return -1;
+		sc.p++;
+	}
+end:
+	skip_ws(&sc);
+	return sc.p == len ? 0 : -1;
+}
+
+/* ---- checking the tasks ---- */
+
+struct part {
+	const char *text;
+	struct bt_span *spans;
+	const struct ft_plugins *pl;
+	uint32_t from, to;		/* its tasks */
+	uint32_t bad;			/* the first bad task, or UINT32_MAX */
+	json_error_t je;		/* its syntax error, if that */
+	struct jerr jerr;		/* its check error, if that */
+	int syntax;
+};
+
+/* Check tasks FROM..TO of P, stopping at the first bad one. */
+static void *
+check_part(void *arg)
+{
+	struct part *p = arg;
+	char path[64];
+	uint32_t i;
+
+	p->bad = UINT32_MAX;
+	for (i = p->from; i < p->to; i++) {
+		struct bt_span *sp = &p->spans[i];
+		json_t *t = json_loadb(p->text + sp->off, sp->len,
+				       JSON_REJECT_DUPLICATES, &p->je);
+
+		if (t == NULL) {
+			p->syntax = 1;
+			p->bad = i;
+			break;
+		}
+		jpath_index(path, sizeof(path), "tasks", i);
+		if (ft_batch_check_task(t, path, p->pl, &p->jerr) == -1) {
+			json_decref(t);
+			p->bad = i;
+			break;
+		}
+		if (sp->len > FT_SPEC_MAX) {
+			jerr_set(&p->jerr, path, "task is %u bytes, more than %d",
+				 sp->len, FT_SPEC_MAX);
+			json_decref(t);
+			p->bad = i;
+			break;
+		}
+		sp->timeout = ft_task_timeout(t, 0);
+		json_decref(t);
+	}
+	return NULL;
+}
+
+/* Format the check error JERR of TEXT as "FILE:LINE:COL: KEY: MSG". */
+static void
+check_error(const char *file, const char *text, size_t len,
+	    const struct jerr *jerr, char *err, size_t n)
+{
+	struct jpos *jp = jpos_build(text, len);
+
+	jcheck_format(jerr, file, jp, err, n);
+	jpos_free(jp);
+}
+
+/* Check every task of BT, on up to THREADS threads.  0, or -1 with ERR
+ * (the first bad task's). */
+static int
+check_tasks(struct batch_text *bt, const char *file,
+	    const struct ft_plugins *pl, int threads, char *err, size_t n)
+{
+	struct part parts[16];
+	pthread_t tid[16];
+	int k, nt = threads < 1 ? 1 : threads > 16 ? 16 : threads, started[16];
+	struct part *first = NULL;
+
+	if (bt->ntasks < (uint32_t)nt * PER_THREAD_MIN)
+		nt = 1;
+	for (k = 0; k < nt; k++) {
+		parts[k] = (struct part){
+			.text = bt->text, .spans = bt->spans, .pl = pl,
+			.from = (uint32_t)((uint64_t)bt->ntasks * k / nt),
+			.to = (uint32_t)((uint64_t)bt->ntasks * (k + 1) / nt),
+		};
+		started[k] = k > 0 &&
+			     pthread_create(&tid[k], NULL, check_part,
+					    &parts[k]) == 0;
+	}
+	check_part(&parts[0]);
+	for (k = 1; k < nt; k++) {
+		if (started[k])
+			pthread_join(tid[k], NULL);
+		else
+			check_part(&parts[k]);
+	}
+	for (k = 0; k < nt && first == NULL; k++)
+		if (parts[k].bad != UINT32_MAX)
+			first = &parts[k];
+	if (first == NULL)
+		return 0;
+	if (first->syntax)
+		jcheck_json_error(file, bt->text, bt->spans[first->bad].off,
+				  bt->spans[first->bad].len, &first->je, err, n);
+	else
+		check_error(file, bt->text, bt->len, &first->jerr, err, n);
+	return -1;
+}
+
+/* The scan found the text malformed (or not an object): let jansson and
+ * the batch check say where and why, as for any batch file. */
+static void
+syntax_error(const char *file, const char *text, size_t len,
+	     const struct ft_plugins *pl, char *err, size_t n)
+{
+	json_error_t je;
+	struct jerr jerr;
+	json_t *all = json_loadb(text, len, JSON_REJECT_DUPLICATES |
+				 JSON_DECODE_ANY, &je);
+
+	if (all == NULL) {
+		jcheck_json_error(file, text, 0, len, &je, err, n);
+		return;
+	}
+	if (ft_batch_check(all, pl, &jerr) == -1)
+		check_error(file, text, len, &jerr, err, n);
+	else
+		(void)ft_snprintf(err, n, "%s: cannot read the batch",
+				  file ? file : "<input>");
+	json_decref(all);
+}
+
+int
+batch_text_read(struct batch_text *bt, const char *file, char *text,
+		size_t len, const struct ft_plugins *pl, int threads,
+		char *err, size_t n)
+{
+	struct top t = { 0 };
+	struct jerr jerr;
+
+	memset(bt, 0, sizeof(*bt));
+	bt->text = text;
+	bt->len = len;
+	if (len > UINT32_MAX) {
+		(void)ft_snprintf(err, n, "%s: more than 4 GiB", file);
+		goto fail;
+	}
+	if (scan_top(text, len, &t) == -1) {
+		syntax_error(file, text, len, pl, err, n);
+		goto fail;
+	}
+	if (ft_batch_check_top(t.obj, t.n, pl, &jerr) == -1) {
+		check_error(file, text, len, &jerr, err, n);
+		goto fail;
+	}
+	bt->spans = t.spans;
+	bt->ntasks = t.n;
+	t.spans = NULL;
+	bt->name = ft_strdup(ft_batch_name(t.obj));
+	bt->job = json_incref(json_object_get(t.obj, "job"));
+	if (bt->job == NULL && check_tasks(bt, file, pl, threads, err, n) == -1)
+		goto fail;
+	json_decref(t.obj);
+	return 0;
+fail:
+	json_decref(t.obj);
+	free(t.spans);
+	batch_text_free(bt);
+	return -1;
+}
+
+void
+batch_text_free(struct batch_text *bt)
+{
+	free(bt->text);
+	free(bt->name);
+	free(bt->spans);
+	json_decref(bt->job);
+	memset(bt, 0, sizeof(*bt));
+}

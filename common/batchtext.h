@@ -1,0 +1,53 @@
+/*
+ * batchtext: a batch file's bytes, checked and cut into task specs.
+ *
+ * A batch of many tasks is read once: a light scan of the top-level object
+ * finds each element of "tasks" as a span of the text, each span is parsed
+ * and checked on its own (on several threads for big batches), and the
+ * spans are the specs the workers get.  Nothing is printed again: the text
+ * as written is batch.json and the bytes of every task.
+ *
+ * Errors are those of a batch file anywhere in ftfarm: one line
+ * "FILE:LINE:COL: KEY: MESSAGE" (FILE: the name the caller gives).
+ */
+#ifndef FT_BATCHTEXT_H
+#define FT_BATCHTEXT_H
+
+#include <jansson.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "plugins.h"
+
+/* One task's bytes in the text, and its "timeout" (0: none given). */
+struct bt_span {
+	uint32_t off;
+	uint32_t len;
+	double timeout;
+};
+
+struct batch_text {
+	char *text;			/* the batch's bytes (owned) */
+	size_t len;
+	char *name;			/* "name", or "batch" */
+	json_t *job;			/* the "job" object, or NULL */
+	struct bt_span *spans;		/* the tasks, in order */
+	uint32_t ntasks;
+};
+
+/* Take TEXT (LEN bytes, malloc'd: taken over, also on failure) as the
+ * batch file FILE, check it against the task types of PL with up to
+ * THREADS threads, and fill BT.  0, or -1 with ERR set and BT empty. */
+int batch_text_read(struct batch_text *bt, const char *file, char *text,
+		    size_t len, const struct ft_plugins *pl, int threads,
+		    char *err, size_t n);
+/* The spec of task I (not NUL-terminated). */
+static inline const char *
+batch_text_spec(const struct batch_text *bt, uint32_t i, uint32_t *len)
+{
+	*len = bt->spans[i].len;
+	return bt->text + bt->spans[i].off;
+}
+void batch_text_free(struct batch_text *bt);
+
+#endif

@@ -1,0 +1,263 @@
+/* intake: submitted batches read off the loop (see intake.h). */
+#include "intake.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "batches.h"
+#include "batchtext.h"
+#include "jobs.h"
+#include "log.h"
+
+#define CHECK_THREADS 2		/* threads that check a big batch */
+
+struct req {
+	/* Set by the loop. */
+	long id;			/* reserved */
+	char *dir;			/* the batch's directory */
+	char *file;			/* for messages */
+	char *text;
+	size_t len;
+	intake_done_fn done;
+	void *arg;
+	/* Set by the thread. */
+	int rc;
+	int status;			/* for a refusal: 2 bad input, 1 else */
+	char err[1024];
+	struct batch_text bt;
+	struct job *job;
+	json_t *tasks;			/* a job's first phase */
+	struct req *next;
+};
+
+struct intake {
+	struct master *m;
+	pthread_t thread;
+	int running;
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	struct req *todo, *todo_tail;	/* for the thread, in order */
+	struct req *done, *done_tail;	/* for the loop, in order */
+	int stop;
+	int pending;
+	ev_async wake;
+};
+
+static struct intake in;
+
+/* ---- the thread ---- */
+
+/* Write the batch's bytes as batch.json in its directory.  0 or -1. */
+static int
+write_batch_file(struct req *r)
+{
+	char *path;
+	int rc;
+
+	if (ft_mkdirs(r->dir) == -1) {
+		snprintf(r->err, sizeof(r->err), "%s: %s", r->dir,
+			 strerror(errno));
+		return -1;
+	}
+	path = ft_asprintf("%s/batch.json", r->dir);
+	rc = ft_write_file_atomic(path, r->text, r->len);
+	if (rc == -1)
+		snprintf(r->err, sizeof(r->err), "%s: %s", path,
+			 strerror(errno));
+	free(path);
+	return rc;
+}
+
+/* Plan the first phase of R's job.  0 or -1. */
+static int
+plan_job(struct req *r, const struct ft_plugins *pl)
+{
+	const struct ft_plugin *p = ft_plugins_find(pl, json_string_value(
+		json_object_get(r->bt.job, "type")));
+	char *dir = ft_asprintf("%s/job", r->dir);
+
+	if (mkdir(dir, 0755) == -1 && errno != EEXIST)
+		snprintf(r->err, sizeof(r->err), "%s: %s", dir, strerror(errno));
+	else
+		r->job = job_start(p, pl, r->bt.job, dir, &r->tasks, r->err,
+				   sizeof(r->err));
+	free(dir);
+	return r->job ? 0 : -1;
+}
+
+static void
+process(struct req *r, const struct ft_plugins *pl)
+{
+	char *text = r->text;
+
+	r->rc = -1;
+	r->status = 1;
+	if (write_batch_file(r) == -1)
+		return;
+	r->status = 2;
+	r->text = NULL;		/* batch_text_read takes it */
+	if (batch_text_read(&r->bt, r->file, text, r->len, pl, CHECK_THREADS,
+			    r->err, sizeof(r->err)) == -1)
+		return;
+	if (r->bt.job && plan_job(r, pl) == -1)
+		return;
+	r->rc = 0;
+}
+
+static void *
+intake_main(void *arg)
+{
+	(void)arg;
+	pthread_mutex_lock(&in.mu);
+	for (;;) {
+		struct req *r;
+
+		while (!in.stop && in.todo == NULL)
+			pthread_cond_wait(&in.cv, &in.mu);
+		if (in.stop)
+			break;
+		r = in.todo;
+		in.todo = r->next;
+		if (in.todo == NULL)
+			in.todo_tail = NULL;
+		pthread_mutex_unlock(&in.mu);
+		process(r, &in.m->plugins);
+		pthread_mutex_lock(&in.mu);
+		r->next = NULL;
+		if (in.done_tail)
+			in.done_tail->next = r;
+		else
+			in.done = r;
+		in.done_tail = r;
+		ev_async_send(in.m->loop, &in.wake);
+	}
+	pthread_mutex_unlock(&in.mu);
+	return NULL;
+}
+
+/* ---- the loop ---- */
+
+static void
+req_free(struct req *r)
+{
+	batch_text_free(&r->bt);
+	job_free(r->job);
+	json_decref(r->tasks);
+	free(r->text);
+	free(r->dir);
+	free(r->file);
+	free(r);
+}
+
+/* Queue R's batch, or refuse it; tell R's caller. */
+static void
+finish(struct master *m, struct req *r)
+{
+	if (r->rc == 0 && batches_accept(&m->batches, r->id, &r->bt, r->job,
+					 r->tasks, r->err, sizeof(r->err)) == 0) {
+		r->job = NULL;		/* the batch's now */
+		r->tasks = NULL;
+		r->done(m, r->arg, r->id, NULL, 0);
+	} else {
+		batches_release(&m->batches, r->id);
+		r->done(m, r->arg, -1, r->err, r->rc == 0 ? 1 : r->status);
+	}
+	in.pending--;
+	req_free(r);
+}
+
+static void
+on_wake(struct ev_loop *loop, ev_async *w, int revents)
+{
+	struct master *m = w->data;
+	struct req *list;
+
+	(void)loop, (void)revents;
+	pthread_mutex_lock(&in.mu);
+	list = in.done;
+	in.done = in.done_tail = NULL;
+	pthread_mutex_unlock(&in.mu);
+	while (list) {
+		struct req *next = list->next;
+
+		finish(m, list);
+		list = next;
+	}
+}
+
+int
+intake_init(struct master *m, char *err, size_t n)
+{
+	memset(&in, 0, sizeof(in));
+	in.m = m;
+	pthread_mutex_init(&in.mu, NULL);
+	pthread_cond_init(&in.cv, NULL);
+	ev_async_init(&in.wake, on_wake);
+	in.wake.data = m;
+	ev_async_start(m->loop, &in.wake);
+	if (pthread_create(&in.thread, NULL, intake_main, NULL) != 0) {
+		snprintf(err, n, "cannot start the intake thread");
+		ev_async_stop(m->loop, &in.wake);
+		return -1;
+	}
+	in.running = 1;
+	return 0;
+}
+
+void
+intake_free(struct master *m)
+{
+	struct req *r;
+
+	if (!in.running)
+		return;
+	pthread_mutex_lock(&in.mu);
+	in.stop = 1;
+	pthread_cond_signal(&in.cv);
+	pthread_mutex_unlock(&in.mu);
+	pthread_join(in.thread, NULL);
+	in.running = 0;
+	on_wake(m->loop, &in.wake, 0);		/* what was read: queue it */
+	while ((r = in.todo) != NULL) {
+		in.todo = r->next;
+		batches_release(&m->batches, r->id);
+		r->done(m, r->arg, -1, "the master is stopping", 1);
+		req_free(r);
+	}
+	ev_async_stop(m->loop, &in.wake);
+}
+
+void
+intake_submit(struct master *m, const char *file, char *text, size_t len,
+	      intake_done_fn done, void *arg)
+{
+	struct req *r = ft_calloc(1, sizeof(*r));
+
+	r->file = ft_strdup(file ? file : "batch");
+	r->text = text;
+	r->len = len;
+	r->done = done;
+	r->arg = arg;
+	r->id = batches_reserve(&m->batches, &r->dir);
+	in.pending++;
+	pthread_mutex_lock(&in.mu);
+	if (in.todo_tail)
+		in.todo_tail->next = r;
+	else
+		in.todo = r;
+	in.todo_tail = r;
+	pthread_cond_signal(&in.cv);
+	pthread_mutex_unlock(&in.mu);
+}
+
+int
+intake_pending(struct master *m)
+{
+	(void)m;
+	return in.pending;
+}
