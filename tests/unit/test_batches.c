@@ -157,7 +157,7 @@ test_tasks_batch(void **state)
 	assert_int_equal(sched_take(f->sched, 0, ft_now(), &p, 1), 1);
 	assert_int_equal(sched_done(f->sched, 0, p.tid, p.attempt, 0, 0),
 			 SCHED_ACCEPTED);
-	batches_fail(&f->bs, p.tid, "lost 3 times");
+	batches_fail(&f->bs, p.task->batch, p.task->index, 3, "lost 3 times");
 	assert_int_equal(f->finished, 1);
 	assert_true(batch_finished(f->last));
 	batches_flush(&f->bs);

@@ -250,15 +250,17 @@ test_welcome_round_trip(void **st)
 {
 	struct ft_buf b = { 0 };
 	struct proto_welcome w = { .output_cap = 1 << 20,
-				   .master_timeout = 12.75 }, g;
+				   .master_timeout = 12.75,
+				   .idle_nap = 0.0625 }, g;
 
 	(void)st;
 	proto_put_welcome(&b, &w);
-	assert_int_equal(b.len, 12);
+	assert_int_equal(b.len, 20);
 	memset(&g, 0, sizeof(g));
 	assert_int_equal(proto_get_welcome(b.data, b.len, &g), 0);
 	assert_int_equal(g.output_cap, 1 << 20);
 	assert_true(g.master_timeout == 12.75);
+	assert_true(g.idle_nap == 0.0625);
 	ft_buf_free(&b);
 }
 
@@ -338,7 +340,7 @@ static void
 test_fixed_messages_strict(void **st)
 {
 	struct ft_buf b = { 0 };
-	struct proto_welcome w = { 5, 1.0 };
+	struct proto_welcome w = { 5, 1.0, 0.1 };
 	struct proto_pong p = { 1, 2, 3 };
 
 	(void)st;
