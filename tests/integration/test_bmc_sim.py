@@ -115,9 +115,10 @@ def test_power_status_off_on(sim):
     assert sim.power("node1") == "off"
     assert sim.power("node2") == "on"
     st = sim.status()
-    assert st["node1"]["power"] == "off" and st["node1"]["guard"]
-    guard = st["node1"]["guard"]
-    assert pid_alive(guard)
+    assert st["node1"]["power"] == "off"
+    assert wait_until(lambda: sim.status()["node1"]["guards"], 5), \
+        "a node that is off must have a guard"
+    guard, = sim.status()["node1"]["guards"]
 
     r = sim.ipmitool("node1", "chassis", "power", "on")
     assert r.returncode == 0, r.stderr
