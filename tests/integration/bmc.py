@@ -178,12 +178,15 @@ class BmcSim:
         r.seconds = time.monotonic() - t0
         return r
 
-    def power(self, node):
-        """'on' or 'off' as `chassis power status` says; None on failure."""
-        r = self.ipmitool(node, "chassis", "power", "status")
-        if r.returncode != 0:
-            return None
-        return r.stdout.strip().rsplit(" ", 1)[-1]
+    def power(self, node, tries=3):
+        """'on' or 'off' as `chassis power status` says; None when it
+        fails TRIES times (one failure may be the machine's load: with -N 1
+        an answer later than 1 s is a failure)."""
+        for _ in range(tries):
+            r = self.ipmitool(node, "chassis", "power", "status")
+            if r.returncode == 0:
+                return r.stdout.strip().rsplit(" ", 1)[-1]
+        return None
 
     # -- what is left --
 
