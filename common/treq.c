@@ -174,31 +174,15 @@ collect_completed(struct treq_set *s, struct treq **ready)
 	return nready;
 }
 
-int
-treq_test(struct treq_set *s, double now)
+/* Detach the NREADY requests of READY and run their callbacks (an
+ * expired one, marked awaiting -1, is abandoned first).  Returns how many
+ * ran; a callback may retire entries still in READY (treq_retire clears
+ * them). */
+static int
+run_ready(struct treq_set *s, struct treq **ready, int nready)
 {
-	struct treq **ready;
-	int nready, i, nexp = 0, ran = 0;
+	int i, ran = 0;
 
-	if (s->n == 0)
-		return 0;
-	ready = ft_malloc(s->n * sizeof(*ready));
-	nready = collect_completed(s, ready);
-	for (i = 0; i < s->n; i++) {
-		struct treq *t = s->items[i];
-
-		if (t->awaiting == 2 && t->sent)
-			ready[nready++] = t;
-		else if (t->req != MPI_REQUEST_NULL &&
-			 now >= t->deadline)
-			t->awaiting = -1, nexp++;
-		else if (t->awaiting == 1 && now >= t->deadline)
-			t->awaiting = -1, nexp++;
-	}
-	/* Gather expired ones after the completed ones, then detach all. */
-	for (i = 0; i < s->n && nexp > 0; i++)
-		if (s->items[i]->awaiting == -1)
-			ready[nready++] = s->items[i], nexp--;
 	for (i = 0; i < nready; i++)
 		set_remove(s, ready[i]);
 	s->ready = ready;
@@ -221,6 +205,43 @@ treq_test(struct treq_set *s, double now)
 	}
 	s->ready = NULL;
 	s->nready = 0;
+	return ran;
+}
+
+int
+treq_test(struct treq_set *s, double now)
+{
+	struct treq **ready;
+	int nready, i, nexp = 0, ran;
+
+	if (s->n == 0)
+		return 0;
+	/* What MPI completed first: a pong that came before NOW closes its
+	 * ping however late this poll is, before deadlines are judged. */
+	ready = ft_malloc(s->n * sizeof(*ready));
+	nready = collect_completed(s, ready);
+	ran = run_ready(s, ready, nready);
+	free(ready);
+	if (s->n == 0)
+		return ran;
+	ready = ft_malloc(s->n * sizeof(*ready));
+	nready = 0;
+	for (i = 0; i < s->n; i++) {
+		struct treq *t = s->items[i];
+
+		if (t->awaiting == 2 && t->sent)
+			ready[nready++] = t;
+		else if (t->req != MPI_REQUEST_NULL &&
+			 now >= t->deadline)
+			t->awaiting = -1, nexp++;
+		else if (t->awaiting == 1 && now >= t->deadline)
+			t->awaiting = -1, nexp++;
+	}
+	/* Gather expired ones after the completed ones, then detach all. */
+	for (i = 0; i < s->n && nexp > 0; i++)
+		if (s->items[i]->awaiting == -1)
+			ready[nready++] = s->items[i], nexp--;
+	ran += run_ready(s, ready, nready);
 	free(ready);
 	return ran;
 }

@@ -105,6 +105,8 @@ on_message(struct treq *t, enum treq_outcome outcome, void *arg)
 		return;
 	}
 	ls->msgs_in++;
+	if (t->status.MPI_TAG != FT_MSG_PONG)
+		ls->work_in++;
 	l->last_heard = ft_now();
 	/* Post the next receive first: handling may send and expect answers. */
 	if (post_receive(l) == -1) {

@@ -52,6 +52,7 @@ struct links {
 	double send_timeout;		/* seconds a send may take */
 	double ping_timeout;		/* seconds a ping may wait for its pong */
 	uint64_t msgs_in, msgs_out;
+	uint64_t work_in;		/* messages in that are not pongs */
 };
 
 void links_init(struct links *ls, int n, struct treq_set *treqs,

@@ -11,12 +11,12 @@
 #define COLD_MIN 0.00005
 /* The longest gap between polls: short while tasks run (their results
  * should be seen at once), longer once nothing has happened for a while,
- * and long when the farm is idle, so that an idle master costs next to
- * nothing.  Never past the next request deadline, so a ping that goes
- * unanswered is seen when it expires. */
+ * and, when the farm is idle, only from the cron, so that an idle master
+ * costs next to nothing.  Never past the next request deadline while
+ * anything is under way. */
 #define COLD_BUSY 0.002
 #define COLD_MAX 0.01
-#define COLD_IDLE 0.1
+#define COLD_IDLE 0.1		/* idle: the cron alone polls, this often */
 #define QUIET_IDLE 1.0		/* seconds without activity: idle */
 #define CRON_PERIOD 0.01
 #define FLUSH_PERIOD 0.1
@@ -29,7 +29,8 @@ static ev_prepare defer_w;
 static double last_activity, backoff, last_flush, last_poll;
 static int hot;
 
-/* How long the loop may go without polling MPI now. */
+/* How long the loop may go without polling MPI now; 0 when the farm is
+ * idle: the cron polls then. */
 static double
 cold_cap(struct master *m, double now)
 {
@@ -38,7 +39,7 @@ cold_cap(struct master *m, double now)
 	if (farm_busy(m))
 		cap = COLD_BUSY;
 	else if (now - last_activity > QUIET_IDLE)
-		cap = fmin(COLD_IDLE, m->cfg.heartbeat_timeout / 4);
+		return 0;
 	next = treq_next_deadline(&m->treqs) - now;
 	return fmax(COLD_MIN, fmin(cap, next));
 }
@@ -57,14 +58,17 @@ static void
 poll_mpi(struct master *m)
 {
 	double now = ft_now();
+	uint64_t work = m->links.work_in;
 
-	/* Polls come at least every COLD_MAX.  A longer gap means the loop was
-	 * blocked (a spawn, a slow disk, a job's planning) and could read no
-	 * answer meanwhile: deadlines move by the lost time. */
+	/* Polls come at least every cron period.  A longer gap means the loop
+	 * was blocked (a spawn, a slow disk) and could read no answer
+	 * meanwhile: deadlines move by the lost time. */
 	if (last_poll > 0 && now - last_poll > STALL)
 		treq_delay_all(&m->treqs, now - last_poll);
 	last_poll = now;
-	if (treq_test(&m->treqs, now) > 0)
+	treq_test(&m->treqs, now);
+	/* Pongs are no sign of work: an idle farm stays idle. */
+	if (m->links.work_in != work)
 		last_activity = now;
 }
 
@@ -95,6 +99,18 @@ kick(struct master *m)
 		go_hot(m);
 }
 
+/* The cron found work under way while the loop polls only from the cron:
+ * back to the cold timer. */
+static void
+wake_cold(struct master *m)
+{
+	if (!hot && !ev_is_active(&cold_w)) {
+		backoff = COLD_MIN;
+		ev_timer_set(&cold_w, backoff, 0);
+		ev_timer_start(m->loop, &cold_w);
+	}
+}
+
 static void
 on_hot(struct ev_loop *loop, ev_idle *w, int revents)
 {
@@ -110,6 +126,7 @@ static void
 on_cold(struct ev_loop *loop, ev_timer *w, int revents)
 {
 	struct master *m = w->data;
+	double cap;
 
 	(void)revents;
 	poll_mpi(m);
@@ -119,7 +136,10 @@ on_cold(struct ev_loop *loop, ev_timer *w, int revents)
 		go_hot(m);
 		return;
 	}
-	backoff = fmin(backoff * 2, cold_cap(m, ft_now()));
+	cap = cold_cap(m, ft_now());
+	if (cap == 0)
+		return;		/* idle: the cron polls (kick wakes us) */
+	backoff = fmin(backoff * 2, cap);
 	ev_timer_set(w, backoff, 0);
 	ev_timer_start(loop, w);
 }
@@ -140,6 +160,8 @@ on_cron(struct ev_loop *loop, ev_timer *w, int revents)
 	}
 	w->repeat = cron_period(m, now);
 	ev_timer_again(loop, w);
+	if (w->repeat == CRON_PERIOD)
+		wake_cold(m);
 }
 
 /* Before the loop blocks: the work callbacks deferred. */

@@ -18,7 +18,7 @@
  * later. */
 #define RESPAWN_DELAY 0.2
 #define RESPAWN_WAIT_MAX 5.0
-#define IDLE_NAP_MAX 0.1	/* longest nap of an idle worker */
+#define IDLE_NAP_MAX 0.5	/* longest nap of an idle worker */
 
 static struct registry_ops ops;
 
@@ -259,6 +259,15 @@ registry_slow(struct master *m, struct worker *w, uint64_t tid)
 
 /* ---- messages from a worker ---- */
 
+/* The longest nap of an idle worker: a ping must be answered within
+ * TIMEOUT.  Half of it, for the usual heartbeats; a quarter for fast ones
+ * (they ask for fast detection and pay for it). */
+static double
+idle_nap(double timeout)
+{
+	return timeout >= 0.5 ? fmin(IDLE_NAP_MAX, timeout / 2) : timeout / 4;
+}
+
 static void
 on_hello(struct master *m, struct worker *w, const void *p, size_t n)
 {
@@ -266,8 +275,7 @@ on_hello(struct master *m, struct worker *w, const void *p, size_t n)
 	struct proto_welcome wel = {
 		.output_cap = (uint32_t)m->cfg.output_cap,
 		.master_timeout = fmax(30, 10 * m->cfg.heartbeat),
-		/* A ping must be answered within heartbeat_timeout. */
-		.idle_nap = fmin(IDLE_NAP_MAX, m->cfg.heartbeat_timeout / 4),
+		.idle_nap = idle_nap(m->cfg.heartbeat_timeout),
 	};
 	struct ft_buf msg = { 0 };
 

@@ -7,22 +7,25 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "doze.h"
 #include "proto.h"
 #include "runner.h"
 
 #define HELLO_TIMEOUT 60.0	/* seconds to wait for the master's welcome */
 #define SPIN_ITERS 200		/* polls before the first nap */
 #define NAP_MIN 0.00005
-/* MPI has no descriptor to sleep on: the agent naps between polls, longer
- * the longer nothing has happened.  Results wake it at once; a message
- * from the master waits for the end of a nap.  Right after activity (the
- * next phase of a job, the next short task) naps are short; once the
- * worker has been idle a while they grow to the welcome's idle_nap, so
- * that idle workers cost next to nothing. */
+/* MPI has no descriptor to sleep on: the agent naps between polls (see
+ * doze.h), longer the longer nothing has happened.  Results wake it at
+ * once, and so does a message when the MPI's sockets can be trusted to
+ * say one came; then naps may be long.  Otherwise a message waits for the
+ * end of a nap: right after activity (the next phase of a job, the next
+ * short task) naps are short; once the worker has been idle a while they
+ * grow to the welcome's idle_nap, within the ping timeout. */
 #define NAP_SOON 0.001		/* cap for QUIET_SOON seconds after activity */
 #define QUIET_SOON 0.05
 #define NAP_MAX 0.01		/* cap while busy or active lately */
 #define QUIET_IDLE 1.0		/* idle past this: naps up to idle_nap */
+#define NAP_TRUSTED 2.0		/* cap when a message ends a nap anyway */
 #define BYE_TIMEOUT 5.0
 
 /* A send in flight: its buffer lives until MPI is done with it. */
@@ -38,6 +41,7 @@ struct agent {
 	int rank;
 	int slot;
 	struct runner *runner;
+	struct doze doze;
 	MPI_Request recv;
 	char *rbuf;
 	struct out *outs;
@@ -294,6 +298,8 @@ nap_cap(struct agent *a, double now)
 {
 	double quiet = now - a->last_activity;
 
+	if (doze_trusted(&a->doze))
+		return fmin(NAP_TRUSTED, a->master_timeout / 4);
 	if (quiet < QUIET_SOON)
 		return NAP_SOON;
 	if (quiet < QUIET_IDLE || runner_busy(a->runner))
@@ -306,7 +312,7 @@ agent_run(MPI_Comm comm, int rank, int slot, const struct ft_plugins *pl)
 {
 	struct agent a = { .comm = comm, .rank = rank, .slot = slot };
 	double nap = NAP_MIN, now;
-	int spins = 0;
+	int spins = 0, dozed = 0;
 
 	a.runner = runner_start(pl);
 	if (a.runner == NULL)
@@ -318,10 +324,14 @@ agent_run(MPI_Comm comm, int rank, int slot, const struct ft_plugins *pl)
 	MPI_Irecv(a.rbuf, FT_MSG_MAX, MPI_BYTE, rank, MPI_ANY_TAG, comm, &a.recv);
 	send_hello(&a, pl);
 	while (!a.stop) {
-		int active;
+		int active, got;
 
 		now = ft_now();
-		active = (poll_recv(&a, now) > 1) | flush_results(&a);
+		got = poll_recv(&a, now);
+		if (dozed)
+			doze_learn(&a.doze, got > 0);
+		dozed = 0;
+		active = (got > 1) | flush_results(&a);
 		test_sends(&a, now);
 		if (now - a.last_heard > a.master_timeout)
 			die(&a, a.welcomed ? "the master went silent"
@@ -331,8 +341,8 @@ agent_run(MPI_Comm comm, int rank, int slot, const struct ft_plugins *pl)
 			nap = NAP_MIN;
 			a.last_activity = now;
 		} else if (++spins > SPIN_ITERS) {
-			/* Results wake us at once; messages at the next nap. */
-			runner_wait(a.runner, nap);
+			doze(&a.doze, runner_fd(a.runner), nap);
+			dozed = 1;
 			nap = fmin(nap * 2, nap_cap(&a, now));
 		}
 	}

@@ -1,11 +1,14 @@
 /* runner: the thread that runs a worker's tasks. */
 #include "runner.h"
 
+#include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "util.h"
 
@@ -14,7 +17,7 @@ struct runner {
 	pthread_t thread;
 	pthread_mutex_t mu;
 	pthread_cond_t work;		/* tasks arrived, or stop */
-	pthread_cond_t done;		/* results ready */
+	int efd;			/* eventfd: readable while results wait */
 	struct runner_task *head, *tail;
 	uint32_t queued;
 	struct runner_task *running;
@@ -76,6 +79,16 @@ out:
 	json_decref(spec);
 }
 
+/* Make the results descriptor readable. */
+static void
+ring(struct runner *r)
+{
+	uint64_t one = 1;
+
+	while (write(r->efd, &one, sizeof(one)) < 0 && errno == EINTR)
+		;
+}
+
 static void *
 runner_main(void *arg)
 {
@@ -113,7 +126,7 @@ runner_main(void *arg)
 			else
 				r->rhead = res;
 			r->rtail = res;
-			pthread_cond_signal(&r->done);
+			ring(r);
 		}
 		runner_task_free(t);
 	}
@@ -125,17 +138,18 @@ struct runner *
 runner_start(const struct ft_plugins *pl)
 {
 	struct runner *r = ft_calloc(1, sizeof(*r));
-	pthread_condattr_t ca;
 
 	r->pl = pl;
 	r->output_cap = 65536;
+	r->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	if (r->efd < 0) {
+		free(r);
+		return NULL;
+	}
 	pthread_mutex_init(&r->mu, NULL);
-	pthread_condattr_init(&ca);
-	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
 	pthread_cond_init(&r->work, NULL);
-	pthread_cond_init(&r->done, &ca);
-	pthread_condattr_destroy(&ca);
 	if (pthread_create(&r->thread, NULL, runner_main, r) != 0) {
+		close(r->efd);
 		free(r);
 		return NULL;
 	}
@@ -178,30 +192,23 @@ runner_take(struct runner *r)
 {
 	struct runner_result *res;
 
+	uint64_t n;
+
 	pthread_mutex_lock(&r->mu);
 	res = r->rhead;
 	r->rhead = r->rtail = NULL;
+	/* Readable exactly while results wait: drained under the lock, a
+	 * result added later rings again. */
+	while (res && read(r->efd, &n, sizeof(n)) < 0 && errno == EINTR)
+		;
 	pthread_mutex_unlock(&r->mu);
 	return res;
 }
 
 int
-runner_wait(struct runner *r, double timeout)
+runner_fd(const struct runner *r)
 {
-	struct timespec ts;
-	double until;
-	int ready;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	until = (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9 + timeout;
-	ts.tv_sec = (time_t)until;
-	ts.tv_nsec = (long)((until - (double)ts.tv_sec) * 1e9);
-	pthread_mutex_lock(&r->mu);
-	if (r->rhead == NULL)
-		pthread_cond_timedwait(&r->done, &r->mu, &ts);
-	ready = r->rhead != NULL;
-	pthread_mutex_unlock(&r->mu);
-	return ready;
+	return r->efd;
 }
 
 void
@@ -251,7 +258,7 @@ runner_stop(struct runner *r)
 	runner_result_free(r->rhead);
 	pthread_mutex_destroy(&r->mu);
 	pthread_cond_destroy(&r->work);
-	pthread_cond_destroy(&r->done);
+	close(r->efd);
 	free(r);
 }
 

@@ -39,8 +39,8 @@ void runner_set_output_cap(struct runner *r, size_t cap);
 void runner_push(struct runner *r, struct runner_task *list);
 /* Take every finished result, oldest first (NULL if none). */
 struct runner_result *runner_take(struct runner *r);
-/* Wait up to TIMEOUT seconds for a result to be ready.  1 if one is. */
-int runner_wait(struct runner *r, double timeout);
+/* A descriptor that is readable while results wait to be taken. */
+int runner_fd(const struct runner *r);
 /* Drop a queued instance, or ask the running one to stop. */
 void runner_cancel(struct runner *r, uint64_t tid, uint32_t attempt);
 /* Cancel everything, stop the thread, free the runner and leftovers. */

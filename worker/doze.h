@@ -1,0 +1,40 @@
+/*
+ * doze: how the worker's agent sleeps between MPI polls.
+ *
+ * MPI offers nothing to wait on, so the agent sleeps in poll(2) on what it
+ * can see: the runner's results descriptor and the process's sockets (the
+ * MPI library's connections among them; under Open MPI a message from the
+ * master arrives on one).  A wake-up on a socket is only a hint: the agent
+ * then polls MPI.  Whether the hints can be trusted is learnt: when a
+ * message turns up after a sleep that no socket ended, messages arrive
+ * some other way (shared memory, another MPI) and the agent keeps its
+ * sleeps short; when messages keep coming with a socket's wake-up, idle
+ * sleeps may be long, for a message will end them anyway.
+ */
+#ifndef FT_DOZE_H
+#define FT_DOZE_H
+
+#include <poll.h>
+
+#define DOZE_MAX_FDS 64
+
+struct doze {
+	struct pollfd fds[DOZE_MAX_FDS];	/* [0]: the runner's */
+	int nfds;
+	double scanned;			/* when the sockets were listed */
+	int trust;			/* messages that came with a socket's hint */
+	int woke_socket;		/* the last sleep ended on a socket */
+	int idle_hints;			/* hints in a row that led to nothing */
+};
+
+/* Sleep on RUNNER_FD and the sockets at most TIMEOUT seconds.  Returns 1
+ * if a descriptor is ready (results, or a hint of a message), 0 after the
+ * whole TIMEOUT. */
+int doze(struct doze *d, int runner_fd, double timeout);
+/* What the agent found after the sleep: GOT_MESSAGE, a message from the
+ * master; the trust follows. */
+void doze_learn(struct doze *d, int got_message);
+/* May an idle agent sleep long (its sleeps end when a message comes)? */
+int doze_trusted(const struct doze *d);
+
+#endif
