@@ -3,6 +3,7 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -466,6 +467,9 @@ finish(struct batches *bs, struct batch *b)
 	bs->nfinished++;
 	bs->ops.finished(bs->ops.ctx, b);
 	evict(bs);
+	/* What the batch's tasks took goes back to the system, also from the
+	 * intake thread's arena. */
+	malloc_trim(0);
 }
 
 /* Queue the next phase of B's job (TASKS taken over); a phase that cannot

@@ -10,6 +10,7 @@
  */
 #include <errno.h>
 #include <getopt.h>
+#include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -163,6 +164,10 @@ main(int argc, char **argv)
 	if (config == NULL && !only_probe)
 		usage();
 	m.started = ft_now();
+	/* Big buffers (a batch's bytes, its task index) come from mmap and go
+	 * back when freed: glibc would otherwise raise its threshold after
+	 * the first one and keep the next ones in the heap for good. */
+	mallopt(M_MMAP_THRESHOLD, 1024 * 1024);
 	treq_set_init(&m.treqs);
 	/* Multiple: respawns run on threads of their own (spawn.h). */
 	MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);

@@ -121,12 +121,15 @@ runner_main(void *arg)
 		if (t->cancel) {
 			runner_result_free(res);	/* the master moved on */
 		} else {
-			if (r->rtail)
+			/* The first result waiting rings; the others find
+			 * the descriptor readable already. */
+			if (r->rtail) {
 				r->rtail->next = res;
-			else
+			} else {
 				r->rhead = res;
+				ring(r);
+			}
 			r->rtail = res;
-			ring(r);
 		}
 		runner_task_free(t);
 	}
