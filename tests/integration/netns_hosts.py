@@ -127,18 +127,21 @@ def kill_pids(pids, grace=0.0, sig=signal.SIGTERM):
     return [p for p in pids if pid_alive(p)]
 
 
-def group_members(pgid):
-    """PIDs of the live processes of process group PGID."""
+def session_members(sid):
+    """PIDs of the live processes of session SID (a process started with
+    start_new_session and everything it started that did not leave the
+    session, whatever their process groups: salloc gives its command a
+    group of its own)."""
     out = []
     for name in os.listdir("/proc"):
         if name.isdigit():
             try:
                 with open(f"/proc/{name}/stat") as f:
-                    if int(f.read().rsplit(")", 1)[1].split()[2]) == pgid:
+                    if int(f.read().rsplit(")", 1)[1].split()[3]) == sid:
                         out.append(int(name))
             except (OSError, IndexError, ValueError):
                 continue
-    return out
+    return [p for p in out if pid_alive(p)]
 
 
 def same_process(d):
@@ -543,19 +546,22 @@ class NetnsNet:
 
     def _end_tracked(self, grace):
         """Tracked processes: wait up to GRACE s for them to end by
-        themselves, then SIGTERM, then SIGKILL, each by PID; for a Popen
-        started in a session of its own, the members of its process
-        group too (an mpirun's ssh children)."""
-        pids = set()
-        for t in self.tracked:
-            pid = t.pid if isinstance(t, subprocess.Popen) else int(t)
-            pids.add(pid)
-            pids.update(group_members(pid))
+        themselves, then SIGTERM, then SIGKILL, each by PID; for a process
+        that leads a session (a Popen with start_new_session), every
+        member of its session too (mpirun's ssh children, salloc's
+        command)."""
+        def members():
+            pids = set()
+            for t in self.tracked:
+                pid = t.pid if isinstance(t, subprocess.Popen) else int(t)
+                pids.add(pid)
+                pids.update(session_members(pid))   # none unless a leader
+            return {p for p in pids if pid_alive(p)}
         end = time.monotonic() + grace
-        while time.monotonic() < end and any(map(pid_running, pids)):
+        while time.monotonic() < end and any(map(pid_running, members())):
             self._reap()
             time.sleep(0.05)
-        left = kill_pids([p for p in pids if pid_alive(p)], grace=1.0)
+        left = kill_pids(members(), grace=1.0)
         self._reap()
         return left
 

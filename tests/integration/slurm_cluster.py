@@ -27,8 +27,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from netns_hosts import (NetnsNet, Unavailable, group_members, kill_pids, sh,
-                         started_or_skip)
+from netns_hosts import (NetnsNet, Unavailable, kill_pids, session_members,
+                         sh, started_or_skip)
 
 SRUN_PORTS = 48
 DAEMONS = {"slurmctld": "/usr/sbin/slurmctld", "slurmd": "/usr/sbin/slurmd",
@@ -259,7 +259,7 @@ PartitionName=debug Nodes={','.join(self.nodes)} Default=YES MaxTime=INFINITE St
         return subprocess.CompletedProcess(p.args, p.returncode, out, err)
 
     def _kill_tree(self, p):
-        kill_pids([p.pid, *group_members(p.pid)], grace=1.0)
+        kill_pids([p.pid, *session_members(p.pid)], grace=1.0)
         p.poll()
 
     def sbatch(self, script, args=(), name="job.sh"):

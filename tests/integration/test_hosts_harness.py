@@ -123,6 +123,7 @@ def test_teardown_leaves_nothing(tmp_path):
                                for p in nh.netns_pids(h3)), 5)
         net.cut(h3, "both")
         ns_pids = {p for h in net.hosts for p in nh.netns_pids(h)}
+        ns_pids.update(nh.session_members(session.pid))
         sshd = set(net.sshd_pid.values())
     except BaseException:
         net.teardown()
@@ -217,6 +218,9 @@ def test_slurm_teardown_leaves_nothing(tmp_path):
                    sl.job_state(jid) == "RUNNING", 10)
         sl.cut(sl.nodes[2])
         ns_pids = {p for n in sl.nodes for p in nh.netns_pids(n)}
+        # salloc's command (`sleep 301`, in a process group of its own)
+        ns_pids.update(nh.session_members(hold.pid))
+        assert len(nh.session_members(hold.pid)) >= 2
         daemons = {p.pid for p in sl._daemon_procs}
     except BaseException:
         sl.teardown()
