@@ -139,6 +139,36 @@ def test_teardown_leaves_nothing(tmp_path):
     assert not net.leftovers()
 
 
+@pytest.mark.timeout(60)
+def test_instance_of_a_dead_owner_is_swept(tmp_path, netns_hosts_factory):
+    """A test killed before its teardown leaves hosts behind; the next
+    instance that starts removes them."""
+    if NetnsHosts.unavailable():
+        pytest.skip(f"netns hosts: {NetnsHosts.unavailable()}")
+    here = os.path.dirname(os.path.abspath(__file__))
+    script = ("import sys, time; sys.path.insert(0, sys.argv[1]);"
+              "from netns_hosts import NetnsHosts;"
+              "n = NetnsHosts(sys.argv[2], 1).start();"
+              "print(n.tag, n.hosts[0], n.sshd_pid[n.hosts[0]], flush=True);"
+              "time.sleep(300)")
+    owner = subprocess.Popen(["/usr/bin/python3", "-c", script, here,
+                              str(tmp_path / "orphan")],
+                             stdout=subprocess.PIPE, text=True,
+                             start_new_session=True)
+    try:
+        tag, host, sshd = owner.stdout.readline().split()
+        sshd = int(sshd)
+        assert host in netns_list() and pid_alive(sshd)
+    finally:
+        owner.kill()
+        owner.wait()
+    assert host in netns_list()             # left behind by the dead owner
+    netns_hosts_factory(1)
+    assert host not in netns_list() and not pid_alive(sshd)
+    assert not (REGISTRY_DIR / f"{tag}.json").exists()
+    assert f"{tag}br" not in links()
+
+
 def test_unavailable_says_why_in_one_line(monkeypatch):
     monkeypatch.setattr(os, "geteuid", lambda: 1000)
     reason = NetnsHosts.unavailable()
