@@ -342,7 +342,6 @@ class NetnsNet:
         self.made_links = []
         self.dirs = []          # directories outside self.dir to remove
         self.timings = {}
-        self._up = False
         self._torn_down = False
 
     # -- naming, subnet and registry --
@@ -445,7 +444,6 @@ class NetnsNet:
                                         "ermission" in str(e)):
                 raise Unavailable(f"cannot make a network namespace: {e}")
             raise
-        self._up = True
 
     # -- addresses --
 
@@ -586,20 +584,30 @@ class NetnsNet:
         t0 = time.monotonic()
         if self.tag is None:
             return
+        errors = []
+
+        def step(fn, *args, **kw):
+            # One failing step (a command timing out) must not leave
+            # the later ones undone.
+            try:
+                fn(*args, **kw)
+            except Exception as e:          # noqa: BLE001 - reported below
+                errors.append(f"{getattr(fn, '__name__', fn)}: {e}")
+
         for h in list(self.cuts):
-            self.restore(h)
-        self.stop_jobs()
+            step(self.restore, h)
+        step(self.stop_jobs)
         for h in self.made_netns:
-            self.kill_host_processes(h)
-        self._end_tracked(grace)
-        self._stop_daemons()
+            step(self.kill_host_processes, h)
+        step(self._end_tracked, grace)
+        step(self._stop_daemons)
         for h in self.made_netns:
-            self.kill_host_processes(h, keep=())
+            step(self.kill_host_processes, h, keep=())
         for h in self.made_netns:
-            sh(["ip", "netns", "del", h], check=False)
+            step(sh, ["ip", "netns", "del", h], check=False)
         for link in reversed(self.made_links):
             if link in links():
-                sh(["ip", "link", "del", link], check=False)
+                step(sh, ["ip", "link", "del", link], check=False)
         for d in self.dirs:
             shutil.rmtree(d, ignore_errors=True)
         left = self.leftovers()
@@ -607,7 +615,8 @@ class NetnsNet:
             Registry.remove(self.tag)
         self.timings["teardown"] = time.monotonic() - t0
         if left:
-            raise Leftover(f"{self.tag}: left after teardown: {left}")
+            raise Leftover(f"{self.tag}: left after teardown: {left}"
+                           + (f" (errors: {errors})" if errors else ""))
 
     def stop_jobs(self):
         """Subclasses: cancel what runs through the daemons first."""
@@ -667,6 +676,7 @@ class NetnsHosts(NetnsNet):
         self.private_home = private_home
         self.ssh_config = None
         self.sshd_pid = {}          # host -> PID of its sshd
+        self._sshd_procs = []       # their Popen objects, to reap them
 
     @staticmethod
     def unavailable():
@@ -753,7 +763,7 @@ class NetnsHosts(NetnsNet):
                 stdin=subprocess.DEVNULL, stdout=log, stderr=log,
                 start_new_session=True)
         self.sshd_pid[host] = p.pid
-        self._sshd_procs = getattr(self, "_sshd_procs", []) + [p]
+        self._sshd_procs.append(p)
         self.own(p.pid)
         if wait and not wait_tcp(self.addr[host], 22, 10):
             raise RuntimeError(f"sshd of {host} not listening: "
@@ -766,7 +776,7 @@ class NetnsHosts(NetnsNet):
         pid = read_pid(self.dir / host / "sshd.pid") or self.sshd_pid.get(host)
         if pid and str(self.dir / host) in proc_cmdline(pid):
             kill_pids([pid], grace=grace)
-        for p in getattr(self, "_sshd_procs", []):
+        for p in self._sshd_procs:
             p.poll()
         self.sshd_pid.pop(host, None)
 
