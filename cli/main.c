@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "batch.h"
 #include "cli.h"
 
 /* Which commands need the config loaded. */
@@ -22,6 +23,7 @@ static const struct {
 	  "[--reducers R] [--delimiters FILE] INPUT..." },
 	{ "status", cli_status, 1, "status -c CFG [--json]" },
 	{ "check", cli_check, 1, "check -c CFG [BATCH.json...]" },
+	{ "rotate", cli_rotate, 1, "rotate -c CFG" },
 	{ "probe", cli_probe, 0, "probe" },
 };
 
@@ -124,6 +126,7 @@ main(int argc, char **argv)
 			fprintf(stderr, "%s\n", err);
 			return 2;
 		}
+		ft_batch_protect(c.cfg.state_dir);
 	}
 	rc = commands[i].fn(&c);
 	ft_config_free(&c.cfg);
