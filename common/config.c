@@ -11,6 +11,7 @@
 #include <errno.h>
 #include <jansson.h>
 #include <limits.h>
+#include <math.h>
 #include <pwd.h>
 #include <stdlib.h>
 #include <string.h>
@@ -39,6 +40,12 @@ static const struct jfield top_fields[] = {
 	{ "log_max_bytes", JT_INT, 0 },
 	{ "log_keep", JT_INT, 0 },
 	{ "control", JT_OBJECT, 0 },
+	{ "fsync", JT_STRING, 0 },
+	{ "fsync_interval_ms", JT_INT, 0 },
+	{ "lease_ms", JT_INT, 0 },
+	{ "restart_backoff_ms", JT_INT, 0 },
+	{ "restart_backoff_max_ms", JT_INT, 0 },
+	{ "master_silence_ms", JT_INT, 0 },
 	{ NULL, JT_ANY, 0 },
 };
 
@@ -74,6 +81,11 @@ static const struct {
 	{ "output_cap", 0, 131072 },
 	{ "log_max_bytes", 4096, 1LL << 40 },
 	{ "log_keep", 0, 100 },
+	{ "fsync_interval_ms", 1, 60000 },
+	{ "lease_ms", 100, 3600000 },
+	{ "restart_backoff_ms", 10, 3600000 },
+	{ "restart_backoff_max_ms", 10, 3600000 },
+	{ "master_silence_ms", 100, 86400000 },
 };
 
 /* Number keys that must lie in (0, hi]. */
@@ -88,6 +100,7 @@ static const struct {
 
 static const char *const launch_names[] = { "dynamic", "static", NULL };
 static const char *const log_levels[] = { "debug", "info", "warn", NULL };
+static const char *const fsync_names[] = { "none", "batch", "always", NULL };
 
 /* Index in CHOICES of the string member KEY of OBJ, DEF when absent, or -1
  * with ERR set to "must be ..." (MUST names the choices). */
@@ -163,6 +176,24 @@ parse_limits(const json_t *root, struct ft_config *cfg, struct jerr *err)
 	cfg->task_events = jget_bool(root, "task_events", 1);
 	cfg->log_max_bytes = (size_t)jget_int(root, "log_max_bytes", 64 << 20);
 	cfg->log_keep = (int)jget_int(root, "log_keep", 3);
+	cfg->fsync_interval = (double)jget_int(root, "fsync_interval_ms",
+					       100) / 1000;
+	cfg->lease = (double)jget_int(root, "lease_ms", 5000) / 1000;
+	cfg->restart_backoff =
+		(double)jget_int(root, "restart_backoff_ms", 500) / 1000;
+	cfg->restart_backoff_max =
+		(double)jget_int(root, "restart_backoff_max_ms", 30000) / 1000;
+	if (cfg->restart_backoff_max < cfg->restart_backoff)
+		return jerr_set(err, "restart_backoff_max_ms", "must not be less "
+				"than restart_backoff_ms");
+	/* Workers leave a master silent this long: long enough for a
+	 * restarted master to replay its journal, short enough that a dead
+	 * job does not hold its nodes for long. */
+	cfg->master_silence = (double)jget_int(root, "master_silence_ms",
+			(long long)fmax(30000, 10 * hb)) / 1000;
+	if (cfg->master_silence < 2 * cfg->heartbeat)
+		return jerr_set(err, "master_silence_ms", "must be at least two "
+				"heartbeats (%lld ms)", 2 * hb);
 	return 0;
 }
 
@@ -276,8 +307,13 @@ parse_control(const json_t *root, struct ft_config *cfg, struct jerr *err)
 static int
 parse_choices(const json_t *root, struct ft_config *cfg, struct jerr *err)
 {
-	int launch, level;
+	int launch, level, sync;
 
+	sync = str_choice(root, "fsync", fsync_names, FT_FSYNC_BATCH,
+			  "\"none\", \"batch\" or \"always\"", err);
+	if (sync == -1)
+		return -1;
+	cfg->fsync = (enum ft_fsync)sync;
 	launch = str_choice(root, "launch", launch_names, 0,
 			    "\"dynamic\" or \"static\"", err);
 	if (launch == -1)

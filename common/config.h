@@ -36,6 +36,13 @@ struct ft_control_cfg {
 	double idle_timeout;		/* "idle_timeout_s", default 60 */
 };
 
+/* When result lines and other records reach the disk (store.h). */
+enum ft_fsync {
+	FT_FSYNC_NONE = 0,		/* written: the kernel's page cache */
+	FT_FSYNC_BATCH,			/* synced at most fsync_interval apart */
+	FT_FSYNC_ALWAYS,		/* synced before anyone is told */
+};
+
 struct ft_config {
 	char *path;			/* the file as given */
 	char *name;			/* "name", default: the file's base name */
@@ -59,6 +66,14 @@ struct ft_config {
 	size_t log_max_bytes;		/* "log_max_bytes": rotate logs past it */
 	int log_keep;			/* "log_keep": rotated files kept, default 3 */
 	struct ft_control_cfg control;	/* "control" */
+	enum ft_fsync fsync;		/* "fsync": "none"|"batch"|"always", default "batch" */
+	double fsync_interval;		/* "fsync_interval_ms" / 1000, default 0.1 */
+	double lease;			/* "lease_ms" / 1000, default 5 */
+	double restart_backoff;		/* "restart_backoff_ms" / 1000, default 0.5 */
+	double restart_backoff_max;	/* "restart_backoff_max_ms" / 1000, default 30 */
+	double master_silence;		/* "master_silence_ms" / 1000: workers leave a
+					 * master silent this long, default
+					 * max(30 s, 10 heartbeats) */
 };
 
 /* Load and validate PATH into CFG.  Returns 0, or -1 with one line in ERR

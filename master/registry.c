@@ -275,7 +275,7 @@ on_hello(struct master *m, struct worker *w, const void *p, size_t n)
 	struct proto_hello h;
 	struct proto_welcome wel = {
 		.output_cap = (uint32_t)m->cfg.output_cap,
-		.master_timeout = fmax(30, 10 * m->cfg.heartbeat),
+		.master_timeout = m->cfg.master_silence,
 		.idle_nap = idle_nap(m->cfg.heartbeat_timeout),
 	};
 	struct ft_buf msg = { 0 };
