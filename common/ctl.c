@@ -25,6 +25,9 @@ static const struct jfield ctl_submit_fields[] = {
 	{ "batch", JT_OBJECT, 0 },	/* inline, or: */
 	{ "bytes", JT_INT, 0 },		/* a body of so many bytes */
 	{ "file", JT_STRING, 0 },	/* its name, for messages */
+	{ "token", JT_STRING, 0 },	/* the client's name for this submission:
+					 * sent again after a lost answer, it
+					 * gets the same batch id */
 	{ NULL, 0, 0 },
 };
 
