@@ -5,57 +5,156 @@
 #include <fcntl.h>
 #include <math.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include "crc32c.h"
+
 int
-jsonl_open(struct jsonl *j, const char *path)
+jsonl_open(struct jsonl *j, const char *path, int flags)
 {
+	struct stat st;
+
 	memset(j, 0, sizeof(*j));
-	j->fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW |
+	j->crc = flags & JSONL_CRC;
+	j->fd = open(path, O_RDWR | O_CREAT | O_APPEND | O_NOFOLLOW |
 		     O_CLOEXEC, 0644);
-	return j->fd == -1 ? -1 : 0;
+	if (j->fd == -1)
+		return -1;
+	if (fstat(j->fd, &st) == 0)
+		j->written = j->synced = (uint64_t)st.st_size;
+	return 0;
 }
 
 void
 jsonl_close(struct jsonl *j)
 {
-	if (j->fd >= 0) {
-		jsonl_flush(j);
+	if (j->fd >= 0)
 		close(j->fd);
-	}
 	ft_buf_free(&j->pending);
 	j->fd = -1;
 }
 
-int
-jsonl_flush(struct jsonl *j)
+/* Bytes of PENDING in complete lines. */
+size_t
+jsonl_pending(const struct jsonl *j)
 {
-	size_t n = j->pending.len;
-	int rc;
+	return j->in_line ? j->line_start : j->pending.len;
+}
 
-	if (j->in_line) {
-		/* Keep the unfinished line for the next flush. */
-		const char *nl = NULL;
-		size_t i;
+static long
+count_lines(const char *p, size_t n)
+{
+	long lines = 0;
+	const char *end = p + n;
 
-		for (i = n; i > 0; i--)
-			if (j->pending.data[i - 1] == '\n') {
-				nl = j->pending.data + i;
-				break;
-			}
-		n = nl ? (size_t)(nl - j->pending.data) : 0;
+	while ((p = memchr(p, '\n', (size_t)(end - p))) != NULL) {
+		lines++;
+		p++;
 	}
-	if (n == 0 || j->fd < 0)
-		return 0;
-	rc = ft_write_all(j->fd, j->pending.data, n);
+	return lines;
+}
+
+/* Drop the first N bytes of J's pending buffer. */
+static void
+consume(struct jsonl *j, size_t n)
+{
 	memmove(j->pending.data, j->pending.data + n, j->pending.len - n);
 	j->pending.len -= n;
-	return rc;
+	if (j->in_line)
+		j->line_start -= n;
+}
+
+long
+jsonl_flush(struct jsonl *j)
+{
+	size_t n = jsonl_pending(j), done = 0;
+	long lines;
+	int rc = 0;
+
+	if (j->fd < 0) {
+		errno = EBADF;
+		return n ? -1 : 0;
+	}
+	while (done < n) {
+		ssize_t w = write(j->fd, j->pending.data + done, n - done);
+
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0) {
+			if (w == 0)
+				errno = ENOSPC;
+			rc = -1;
+			break;
+		}
+		done += (size_t)w;
+	}
+	lines = count_lines(j->pending.data, done);
+	j->written += done;
+	j->lines += (uint64_t)lines;
+	consume(j, done);
+	return rc == -1 ? -1 : lines;
+}
+
+int
+jsonl_unlinked(const struct jsonl *j)
+{
+	struct stat st;
+
+	return j->fd >= 0 && fstat(j->fd, &st) == 0 && st.st_nlink == 0;
+}
+
+/* Copy what FROM holds (LEN bytes) to the end of TO.  0 or -1. */
+static int
+copy_all(int from, int to, uint64_t len)
+{
+	char buf[65536];
+	uint64_t off = 0;
+
+	while (off < len) {
+		size_t want = len - off < sizeof(buf) ? (size_t)(len - off)
+						      : sizeof(buf);
+		ssize_t got = pread(from, buf, want, (off_t)off);
+
+		if (got <= 0 || ft_write_all(to, buf, (size_t)got) == -1)
+			return -1;
+		off += (uint64_t)got;
+	}
+	return 0;
+}
+
+int
+jsonl_reopen(struct jsonl *j, const char *path)
+{
+	struct stat st;
+	int fd = open(path, O_RDWR | O_CREAT | O_APPEND | O_NOFOLLOW |
+		      O_CLOEXEC, 0644);
+
+	if (fd == -1)
+		return -1;
+	if (fstat(fd, &st) == -1 ||
+	    (st.st_size == 0 && j->fd >= 0 &&
+	     copy_all(j->fd, fd, j->written) == -1)) {
+		int e = errno;
+
+		close(fd);
+		errno = e;
+		return -1;
+	}
+	if (st.st_size != 0 || j->fd < 0)
+		j->written = (uint64_t)st.st_size;
+	j->synced = 0;
+	if (j->fd >= 0)
+		close(j->fd);
+	j->fd = fd;
+	j->gen++;
+	return 0;
 }
 
 void
 jsonl_begin(struct jsonl *j)
 {
+	j->line_start = j->pending.len;
 	ft_buf_add(&j->pending, "{", 1);
 	j->in_line = 1;
 	j->first = 1;
@@ -64,7 +163,24 @@ jsonl_begin(struct jsonl *j)
 void
 jsonl_end(struct jsonl *j)
 {
-	ft_buf_add(&j->pending, "}\n", 2);
+	if (j->crc) {
+		uint32_t c = crc32c(0, j->pending.data + j->line_start,
+				    j->pending.len - j->line_start);
+		static const char hex[] = "0123456789abcdef";
+		char tail[JSONL_CRC_END_LEN];
+		int i;
+
+		memcpy(tail, JSONL_CRC_TAIL, JSONL_CRC_TAIL_LEN);
+		for (i = 0; i < 8; i++)
+			tail[JSONL_CRC_TAIL_LEN + i] =
+				hex[(c >> (28 - 4 * i)) & 15];
+		memcpy(tail + JSONL_CRC_TAIL_LEN + 8, "\"}\n", 3);
+		/* Without members the line has no comma before "crc". */
+		ft_buf_add(&j->pending, tail + j->first,
+			   JSONL_CRC_END_LEN - (size_t)j->first);
+	} else {
+		ft_buf_add(&j->pending, "}\n", 2);
+	}
 	j->in_line = 0;
 }
 

@@ -2,30 +2,62 @@
  * jsonl: append-only files of one JSON object per line (events.jsonl,
  * results.jsonl).
  *
- * Lines are built in memory and written with write(2) by jsonl_flush, so a
- * reader never sees half a line once a flush returned.  The master flushes
- * from its periodic timer and right after events that matter.
+ * Lines are built in memory and written with write(2) by jsonl_flush,
+ * whole lines only; a write cut short (a full disk) is resumed from the
+ * exact byte by the next flush, so a line is never duplicated or lost in
+ * the middle.  The writer counts what reached the file (bytes, lines) and
+ * what is known to be synced; syncing itself is the caller's (store.h).
+ *
+ * A file opened with JSONL_CRC ends every line with a "crc" member: the
+ * CRC-32C, as 8 hex digits, of the line's bytes before ',"crc"'.  A reader
+ * after a crash trusts only lines whose checksum matches (journal.h).
  */
 #ifndef FT_JSONL_H
 #define FT_JSONL_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "util.h"
 
+#define JSONL_CRC 1			/* jsonl_open flag */
+/* The end of a checksummed line: ,"crc":"XXXXXXXX"}\n */
+#define JSONL_CRC_TAIL ",\"crc\":\""
+#define JSONL_CRC_TAIL_LEN 8
+#define JSONL_CRC_END_LEN (JSONL_CRC_TAIL_LEN + 8 + 3)
+
 struct jsonl {
 	int fd;
-	struct ft_buf pending;
+	struct ft_buf pending;		/* not yet written; the last line may
+					 * be unfinished */
+	size_t line_start;		/* of the line being built, in pending */
 	int in_line;			/* between begin and end */
 	int first;			/* no member written yet in this line */
+	int crc;			/* JSONL_CRC */
+	uint64_t written;		/* the file's size as far as we wrote it */
+	uint64_t synced;		/* bytes known to be on disk */
+	uint64_t lines;			/* complete lines written by us */
+	uint64_t synced_lines;		/* of them, known to be on disk */
+	unsigned gen;			/* bumped when the file is replaced */
 };
 
-/* Open PATH for appending.  0, or -1 with errno. */
-int jsonl_open(struct jsonl *j, const char *path);
-/* Flush and close. */
+/* Open PATH for appending (read-write: see jsonl_reopen), FLAGS 0 or
+ * JSONL_CRC.  What the file already holds counts as written and synced.
+ * 0, or -1 with errno. */
+int jsonl_open(struct jsonl *j, const char *path, int flags);
+/* Close without writing (what is pending is dropped). */
 void jsonl_close(struct jsonl *j);
-/* Write what is pending.  0, or -1 with errno. */
-int jsonl_flush(struct jsonl *j);
+/* Write the complete lines pending.  The number of lines that reached the
+ * file (0 when none were pending), or -1 with errno: whatever part was
+ * written stays written and the rest stays pending. */
+long jsonl_flush(struct jsonl *j);
+/* Bytes pending in complete lines. */
+size_t jsonl_pending(const struct jsonl *j);
+/* Has the file been removed (no name left)? */
+int jsonl_unlinked(const struct jsonl *j);
+/* Open PATH again (its file was removed or replaced): a new empty file
+ * there gets what the old one held first.  0, or -1 with errno. */
+int jsonl_reopen(struct jsonl *j, const char *path);
 
 void jsonl_begin(struct jsonl *j);
 void jsonl_end(struct jsonl *j);

@@ -15,6 +15,7 @@ static FILE *log_out;
 static char *log_path;
 static enum log_level log_level = LOG_INFO;
 static const char *log_prog = "ftfarm";
+static void (*log_guard)(void);
 
 /* Open PATH for appending, never through a symbolic link. */
 static FILE *
@@ -76,6 +77,12 @@ log_rotate(int keep)
 }
 
 void
+log_set_guard(void (*guard)(void))
+{
+	log_guard = guard;
+}
+
+void
 log_set_level(enum log_level level)
 {
 	log_level = level;
@@ -110,6 +117,8 @@ vlog(enum log_level level, const char *tag, int err, const char *fmt, va_list ap
 
 	if (level < log_level)
 		return;
+	if (log_guard && log_out)
+		log_guard();
 	clock_gettime(CLOCK_REALTIME, &ts);
 	gmtime_r(&ts.tv_sec, &tm);
 	strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%S", &tm);

@@ -15,6 +15,9 @@ enum log_level { LOG_DEBUG = 0, LOG_INFO, LOG_WARN };
 /* Log to PATH (appending), or to stderr when PATH is NULL.  0 or -1. */
 int log_init(const char *path, const char *prog);
 void log_set_level(enum log_level level);
+/* Call GUARD before each line written to the log file (it may end the
+ * program: a master that lost its state dir writes nothing more). */
+void log_set_guard(void (*guard)(void));
 /* "debug" | "info" | "warn" -> level; -1 for anything else. */
 int log_level_parse(const char *name);
 enum log_level log_get_level(void);

@@ -322,6 +322,42 @@ ft_read_file(const char *path, size_t *len)
 int
 ft_write_file_atomic(const char *path, const char *data, size_t len)
 {
+	return ft_write_file_durable(path, data, len, 0);
+}
+
+int
+ft_fsync_dir(const char *dir)
+{
+	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC), rc;
+
+	if (fd == -1)
+		return -1;
+	rc = fsync(fd);
+	if (rc == -1) {
+		int e = errno;
+
+		close(fd);
+		errno = e;
+		return -1;
+	}
+	close(fd);
+	return 0;
+}
+
+int
+ft_fsync_parent(const char *path)
+{
+	char *dir = ft_dirname(path);
+	int rc = ft_fsync_dir(dir);
+
+	free(dir);
+	return rc;
+}
+
+int
+ft_write_file_durable(const char *path, const char *data, size_t len,
+		      int sync)
+{
 	char *tmp = ft_asprintf("%s.tmp.%d", path, (int)getpid());
 	int fd, rc = -1;
 
@@ -332,14 +368,23 @@ ft_write_file_atomic(const char *path, const char *data, size_t len)
 
 	if (fd == -1)
 		goto out;
-	if (ft_write_all(fd, data, len) == -1 || close(fd) == -1) {
+	if (ft_write_all(fd, data, len) == -1 ||
+	    (sync && fdatasync(fd) == -1)) {
+		int e = errno;
+
+		close(fd);
+		unlink(tmp);
+		errno = e;
+		goto out;
+	}
+	if (close(fd) == -1) {
 		int e = errno;
 
 		unlink(tmp);
 		errno = e;
 		goto out;
 	}
-	if (rename(tmp, path) == -1) {
+	if (rename(tmp, path) == -1 || (sync && ft_fsync_parent(path) == -1)) {
 		int e = errno;
 
 		unlink(tmp);

@@ -59,6 +59,13 @@ int ft_write_all(int fd, const void *buf, size_t n);
 char *ft_read_file(const char *path, size_t *len);
 /* Write DATA to PATH atomically (temp file + rename).  0 or -1 with errno. */
 int ft_write_file_atomic(const char *path, const char *data, size_t len);
+/* The same, the file synced before the rename and its directory after,
+ * when SYNC: on disk once it returns 0. */
+int ft_write_file_durable(const char *path, const char *data, size_t len,
+			  int sync);
+/* fsync the directory DIR, or the one PATH is in.  0, or -1 with errno. */
+int ft_fsync_dir(const char *dir);
+int ft_fsync_parent(const char *path);
 
 /* Is PID a live process (not a zombie)? */
 int ft_pid_alive(pid_t pid);
