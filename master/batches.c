@@ -13,22 +13,33 @@
 #include "batch.h"
 #include "ctl.h"
 #include "jobs.h"
+#include "journal.h"
 #include "jsonl.h"
 #include "log.h"
+#include "store.h"
 #include "util.h"
 
 #define KEEP_FINISHED 256	/* finished batches kept in memory */
 
-enum bstate { B_INTAKE = 1, B_RUNNING, B_FINISHED };
+/* A batch's life: its bytes being read; its tasks running; every task
+ * ended, its last lines on their way to the disk; finished (summary.json
+ * written). */
+enum bstate { B_INTAKE = 1, B_RUNNING, B_ENDING, B_FINISHED };
 
 struct batch {
 	long id;
 	enum bstate state;
 	char *name;
 	char *dir;
-	uint32_t total, ok, failed;
+	char *token;			/* the submitter's, or NULL */
+	uint32_t total, ok, failed;	/* ended tasks (results in memory) */
+	uint32_t d_ok, d_failed;	/* of them, lines done (store.h) */
+	struct ft_buf kinds;		/* 'o'/'f' per line not yet done */
+	size_t kinds_off;		/* kinds consumed at the front */
+	uint64_t counted;		/* lines of out counted as done */
 	double t0, seconds;		/* monotonic start, duration */
-	struct jsonl out;		/* results.jsonl, while running */
+	char *results;			/* results.jsonl's path */
+	struct jsonl out;		/* results.jsonl, until finished */
 	char *text;			/* the specs of a batch of tasks */
 	char **phases;			/* the specs of each phase of a job */
 	int nphases;
@@ -41,10 +52,12 @@ struct batch {
 void
 batches_init(struct batches *bs, const struct ft_config *cfg,
 	     const struct ft_plugins *pl, struct sched *sched,
-	     struct events *ev, const struct batches_ops *ops)
+	     struct events *ev, struct store *store,
+	     const struct batches_ops *ops)
 {
 	memset(bs, 0, sizeof(*bs));
 	bs->cfg = cfg;
+	bs->store = store;
 	bs->pl = pl;
 	bs->sched = sched;
 	bs->ev = ev;
@@ -112,6 +125,19 @@ batch_result(const struct batch *b)
 	return b->job ? job_summary(b->job) : b->result;
 }
 
+static const char *
+state_name(enum bstate s)
+{
+	switch (s) {
+	case B_ENDING:
+		return "finishing";
+	case B_FINISHED:
+		return "finished";
+	default:
+		return "running";
+	}
+}
+
 json_t *
 batch_json(const struct batch *b)
 {
@@ -121,11 +147,13 @@ batch_json(const struct batch *b)
 	ctl_row_int(o, &c[CTL_B_ID], b->id);
 	ctl_row_str(o, &c[CTL_B_NAME], b->name);
 	ctl_row_int(o, &c[CTL_B_TOTAL], b->total);
-	ctl_row_int(o, &c[CTL_B_DONE], b->ok + b->failed);
-	ctl_row_int(o, &c[CTL_B_OK], b->ok);
-	ctl_row_int(o, &c[CTL_B_FAILED], b->failed);
-	ctl_row_str(o, &c[CTL_B_STATE], batch_finished(b) ? "finished"
-							  : "running");
+	ctl_row_int(o, &c[CTL_B_DONE], b->d_ok + b->d_failed);
+	ctl_row_int(o, &c[CTL_B_OK], b->d_ok);
+	ctl_row_int(o, &c[CTL_B_FAILED], b->d_failed);
+	ctl_row_str(o, &c[CTL_B_STATE], state_name(b->state));
+	if (b->ok + b->failed > b->d_ok + b->d_failed)
+		json_object_set_new(o, "unwritten", json_integer(
+			b->ok + b->failed - b->d_ok - b->d_failed));
 	ctl_row_num(o, &c[CTL_B_SECONDS],
 		    batch_finished(b) ? b->seconds : ft_now() - b->t0);
 	if (b->plugin)
@@ -200,6 +228,9 @@ batch_free(struct batch *b)
 		return;
 	job_free(b->job);
 	jsonl_close(&b->out);
+	ft_buf_free(&b->kinds);
+	free(b->results);
+	free(b->token);
 	free(b->text);
 	for (i = 0; i < b->nphases; i++)
 		free(b->phases[i]);
@@ -242,15 +273,19 @@ batches_release(struct batches *bs, long id)
 
 /* ---- queueing ---- */
 
-/* Queue the tasks of BT, whose specs are spans of its text. */
+/* Queue the tasks of BT, whose specs are spans of its text, but those
+ * DONE has (NULL: none). */
 static void
-queue_text(struct batches *bs, struct batch *b, struct batch_text *bt)
+queue_text(struct batches *bs, struct batch *b, struct batch_text *bt,
+	   const struct journal_results *done)
 {
 	uint32_t i;
 
 	for (i = 0; i < bt->ntasks; i++) {
 		const struct bt_span *sp = &bt->spans[i];
 
+		if (done && journal_done(done, b->total + i))
+			continue;
 		sched_add(bs->sched, (uint32_t)b->id, b->total + i,
 			  bt->text + sp->off, sp->len,
 			  sp->timeout > 0 ? sp->timeout : bs->cfg->task_timeout);
@@ -259,10 +294,11 @@ queue_text(struct batches *bs, struct batch *b, struct batch_text *bt)
 }
 
 /* Queue TASKS (a phase of B's job), printed into one buffer that B keeps
- * until it ends.  0, or -1 with ERR when a task is too big to send. */
+ * until it ends, but those DONE has (NULL: none).  0, or -1 with ERR when
+ * a task is too big to send. */
 static int
-queue_phase(struct batches *bs, struct batch *b, json_t *tasks, char *err,
-	    size_t n)
+queue_phase(struct batches *bs, struct batch *b, json_t *tasks,
+	    const struct journal_results *done, char *err, size_t n)
 {
 	size_t count = json_array_size(tasks), i, *off;
 	struct ft_buf buf = { 0 };
@@ -286,10 +322,15 @@ queue_phase(struct batches *bs, struct batch *b, json_t *tasks, char *err,
 		free(s);
 	}
 	off[count] = buf.len;
-	json_array_foreach(tasks, i, t)
-		sched_add(bs->sched, (uint32_t)b->id, b->total + (uint32_t)i,
-			  buf.data + off[i], (uint32_t)(off[i + 1] - off[i]),
+	json_array_foreach(tasks, i, t) {
+		uint32_t index = b->total + (uint32_t)i;
+
+		if (done && journal_done(done, index))
+			continue;
+		sched_add(bs->sched, (uint32_t)b->id, index, buf.data + off[i],
+			  (uint32_t)(off[i + 1] - off[i]),
 			  ft_task_timeout(t, bs->cfg->task_timeout));
+	}
 	b->total += (uint32_t)count;
 	b->phases = ft_realloc(b->phases,
 			       (size_t)(b->nphases + 1) * sizeof(*b->phases));
@@ -298,27 +339,35 @@ queue_phase(struct batches *bs, struct batch *b, json_t *tasks, char *err,
 	return 0;
 }
 
+/* Open B's results.jsonl for appending.  0, or -1 with ERR. */
+static int
+open_results(struct batch *b, char *err, size_t n)
+{
+	b->results = ft_asprintf("%s/results.jsonl", b->dir);
+	if (jsonl_open(&b->out, b->results, JSONL_CRC) == -1) {
+		snprintf(err, n, "%s: %s", b->results, strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
 int
 batches_accept(struct batches *bs, long id, struct batch_text *bt,
-	       struct job *job, json_t *tasks, char *err, size_t n)
+	       struct job *job, json_t *tasks, const char *token, char *err,
+	       size_t n)
 {
 	struct batch *b = batches_find(bs, id);
-	char *path;
-	int rc;
 
 	if (b == NULL || b->state != B_INTAKE) {
 		snprintf(err, n, "batch %ld was not reserved", id);
 		return -1;
 	}
-	path = ft_asprintf("%s/results.jsonl", b->dir);
-	rc = jsonl_open(&b->out, path);
-	if (rc == -1)
-		snprintf(err, n, "%s: %s", path, strerror(errno));
-	free(path);
-	if (rc == -1 || (job && queue_phase(bs, b, tasks, err, n) == -1)) {
+	if (open_results(b, err, n) == -1 ||
+	    (job && queue_phase(bs, b, tasks, NULL, err, n) == -1)) {
 		jsonl_close(&b->out);
 		return -1;
 	}
+	b->token = token ? ft_strdup(token) : NULL;
 	b->name = ft_strdup(bt->name);
 	b->state = B_RUNNING;
 	b->t0 = ft_now();
@@ -329,7 +378,7 @@ batches_accept(struct batches *bs, long id, struct batch_text *bt,
 		json_decref(tasks);
 		batch_text_free(bt);
 	} else {
-		queue_text(bs, b, bt);
+		queue_text(bs, b, bt, NULL);
 		b->text = bt->text;	/* the specs point into it */
 		bt->text = NULL;
 		batch_text_free(bt);
@@ -372,7 +421,7 @@ batches_submit(struct batches *bs, json_t *batch, char *err, size_t n)
 					json_object_get(bt.job, "type"))),
 				bs->pl, bt.job, path, &tasks, err, n);
 	if ((bt.job && job == NULL) ||
-	    batches_accept(bs, id, &bt, job, tasks, err, n) == -1) {
+	    batches_accept(bs, id, &bt, job, tasks, NULL, err, n) == -1) {
 		batch_text_free(&bt);
 		job_free(job);
 		json_decref(tasks);
@@ -390,27 +439,31 @@ fail:
 
 /* ---- the end of a batch ---- */
 
-static void
-write_summary(struct batch *b)
+/* Write summary.json.  0, or -1 (the store has the failure). */
+static int
+write_summary(struct batches *bs, struct batch *b)
 {
 	json_t *summary = batch_json(b);
 	char *text = json_dumps(summary, JSON_COMPACT);
 	char *path = ft_asprintf("%s/summary.json", b->dir);
+	int rc = text ? store_put(bs->store, path, text, strlen(text)) : -1;
 
-	if (text == NULL || ft_write_file_atomic(path, text, strlen(text)) == -1)
-		log_warn("%s", path);
 	free(path);
 	free(text);
 	json_decref(summary);
+	return rc;
 }
 
 /* Keep only B's counts: its file, specs and job go. */
 static void
-compact(struct batch *b)
+compact(struct batches *bs, struct batch *b)
 {
 	int i;
 
+	store_forget(bs->store, &b->out);
 	jsonl_close(&b->out);
+	ft_buf_free(&b->kinds);
+	b->kinds_off = 0;
 	free(b->text);
 	b->text = NULL;
 	for (i = 0; i < b->nphases; i++)
@@ -446,16 +499,20 @@ evict(struct batches *bs)
 	trim(bs);
 }
 
+/* B's lines are all on disk: write its summary and tell.  A summary that
+ * cannot be written leaves B finishing, to be tried again. */
 static void
 finish(struct batches *bs, struct batch *b)
 {
 	const char *error;
 
-	b->state = B_FINISHED;
 	b->seconds = ft_now() - b->t0;
-	jsonl_flush(&b->out);
-	compact(b);
-	write_summary(b);
+	b->state = B_FINISHED;
+	if (write_summary(bs, b) == -1) {
+		b->state = B_ENDING;
+		return;
+	}
+	compact(bs, b);
 	error = batch_error(b);
 	ev_batch_done(bs->ev, b->id, b->total, b->ok, b->failed, b->seconds,
 		      error);
@@ -472,6 +529,51 @@ finish(struct batches *bs, struct batch *b)
 	malloc_trim(0);
 }
 
+/* Count the lines of B that are done now (written, or synced: store.h). */
+static void
+count_done(struct batches *bs, struct batch *b)
+{
+	uint64_t lines = store_done_lines(bs->store, &b->out);
+
+	while (b->counted < lines && b->kinds_off < b->kinds.len) {
+		if (b->kinds.data[b->kinds_off++] == 'o')
+			b->d_ok++;
+		else
+			b->d_failed++;
+		b->counted++;
+	}
+	if (b->kinds_off == b->kinds.len) {
+		b->kinds.len = 0;
+		b->kinds_off = 0;
+	}
+}
+
+/* Write what B holds; count what is done; finish B once every line is
+ * as durable as the policy wants (or ask for the sync it waits for). */
+static void
+settle(struct batches *bs, struct batch *b)
+{
+	if (b->state != B_RUNNING && b->state != B_ENDING)
+		return;
+	store_write(bs->store, &b->out, b->results);
+	count_done(bs, b);
+	if (b->state != B_ENDING)
+		return;
+	if (store_durable(bs->store, &b->out) &&
+	    b->d_ok + b->d_failed == b->ok + b->failed)
+		finish(bs, b);
+	else if (jsonl_pending(&b->out) == 0)
+		store_sync_soon(bs->store);
+}
+
+/* Every task of B has ended. */
+static void
+ending(struct batches *bs, struct batch *b)
+{
+	b->state = B_ENDING;
+	settle(bs, b);
+}
+
 /* Queue the next phase of B's job (TASKS taken over); a phase that cannot
  * be queued fails the job. */
 static void
@@ -479,10 +581,10 @@ next_phase(struct batches *bs, struct batch *b, json_t *tasks)
 {
 	char err[512] = "";
 
-	if (queue_phase(bs, b, tasks, err, sizeof(err)) == -1) {
+	if (queue_phase(bs, b, tasks, NULL, err, sizeof(err)) == -1) {
 		json_decref(tasks);
 		if (job_fail(b->job, err) == JOB_FAILED)
-			finish(bs, b);
+			ending(bs, b);
 		return;
 	}
 	json_decref(tasks);
@@ -503,9 +605,10 @@ count(struct batches *bs, struct batch *b, uint32_t index, int ok,
 		b->ok++;
 	else
 		b->failed++;
+	ft_buf_add(&b->kinds, ok ? "o" : "f", 1);
 	if (b->job == NULL) {
 		if (b->ok + b->failed == b->total)
-			finish(bs, b);
+			ending(bs, b);
 		return;
 	}
 	switch (job_task_ended(b->job, index, ok, out, out_len, reason,
@@ -515,7 +618,7 @@ count(struct batches *bs, struct batch *b, uint32_t index, int ok,
 		break;
 	case JOB_COMPLETE:
 	case JOB_FAILED:
-		finish(bs, b);
+		ending(bs, b);
 		break;
 	case JOB_RUNNING:
 		break;
@@ -588,14 +691,24 @@ batches_fail(struct batches *bs, uint32_t batch, uint32_t index,
 	count(bs, b, index, 0, "", 0, reason);
 }
 
-void
+int
 batches_flush(struct batches *bs)
 {
-	int i;
+	long id, last = bs->first + bs->n;
+	int rc = 0;
 
-	for (i = 0; i < bs->n; i++)
-		if (bs->v[i] && bs->v[i]->state == B_RUNNING)
-			jsonl_flush(&bs->v[i]->out);
+	/* settle may finish and evict batches: walk by id. */
+	for (id = bs->first; id < last; id++) {
+		struct batch *b = batches_find(bs, id);
+
+		if (b == NULL)
+			continue;
+		settle(bs, b);
+		b = batches_find(bs, id);
+		if (b && jsonl_pending(&b->out) > 0)
+			rc = -1;
+	}
+	return rc;
 }
 
 void
@@ -603,9 +716,355 @@ batches_close(struct batches *bs)
 {
 	int i;
 
-	for (i = 0; i < bs->n; i++)
+	for (i = 0; i < bs->n; i++) {
+		if (bs->v[i])
+			store_forget(bs->store, &bs->v[i]->out);
 		batch_free(bs->v[i]);
+	}
 	free(bs->v);
 	bs->v = NULL;
 	bs->n = bs->cap = 0;
+}
+
+/* ---- the submitter's token ---- */
+
+long
+batches_by_token(const struct batches *bs, const char *token)
+{
+	int i;
+
+	for (i = 0; token && i < bs->n; i++) {
+		const struct batch *b = bs->v[i];
+
+		if (b && batch_listed(b) && b->token &&
+		    strcmp(b->token, token) == 0)
+			return b->id;
+	}
+	return 0;
+}
+
+/* ---- replay after a restart (journal.h) ---- */
+
+static int
+cmp_long(const void *a, const void *b)
+{
+	long x = *(const long *)a, y = *(const long *)b;
+
+	return (x > y) - (x < y);
+}
+
+static int
+exists(const char *dir, const char *name)
+{
+	char *path = ft_asprintf("%s/%s", dir, name);
+	struct stat st;
+	int rc = lstat(path, &st) == 0;
+
+	free(path);
+	return rc;
+}
+
+/* The ids of the batch directories without summary.json, ascending, in a
+ * new array of *COUNT.  NULL with *COUNT 0 when there are none or the
+ * directory cannot be read (ERR set then). */
+static long *
+unfinished(const struct batches *bs, size_t *count, char *err, size_t n)
+{
+	char *dir = ft_asprintf("%s/batches", bs->cfg->state_dir);
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	long *ids = NULL;
+	size_t cap = 0;
+
+	*count = 0;
+	if (d == NULL) {
+		if (errno != ENOENT)
+			snprintf(err, n, "%s: %s", dir, strerror(errno));
+		free(dir);
+		return NULL;
+	}
+	while ((e = readdir(d)) != NULL) {
+		char *end, *sub;
+		long id = strtol(e->d_name, &end, 10);
+
+		if (*end != '\0' || id <= 0 || e->d_name[0] == '0')
+			continue;
+		sub = ft_asprintf("%s/%s", dir, e->d_name);
+		if (!exists(sub, "summary.json")) {
+			if (*count == cap) {
+				cap = cap ? cap * 2 : 16;
+				ids = ft_realloc(ids, cap * sizeof(*ids));
+			}
+			ids[(*count)++] = id;
+		}
+		free(sub);
+	}
+	closedir(d);
+	free(dir);
+	qsort(ids, *count, sizeof(*ids), cmp_long);
+	return ids;
+}
+
+/* Empty slots up to (not including) id END. */
+static void
+pad(struct batches *bs, long end)
+{
+	while (bs->first + bs->n < end) {
+		if (bs->n == bs->cap) {
+			bs->cap = bs->cap ? bs->cap * 2 : 64;
+			bs->v = ft_realloc(bs->v,
+					   (size_t)bs->cap * sizeof(*bs->v));
+		}
+		bs->v[bs->n++] = NULL;
+	}
+}
+
+/* A slot for batch ID, replayed: ids come in ascending order before any
+ * reservation. */
+static struct batch *
+restore_slot(struct batches *bs, long id)
+{
+	struct batch *b = ft_calloc(1, sizeof(*b));
+
+	if (bs->n == 0)
+		bs->first = id;
+	pad(bs, id + 1);
+	b->id = id;
+	b->state = B_RUNNING;
+	b->out.fd = -1;
+	b->dir = ft_asprintf("%s/batches/%ld", bs->cfg->state_dir, id);
+	b->t0 = ft_now();
+	bs->v[id - bs->first] = b;
+	return b;
+}
+
+static char *
+read_token(const char *dir)
+{
+	char *path = ft_asprintf("%s/token", dir);
+	size_t len = 0;
+	char *t = ft_read_file(path, &len);
+
+	free(path);
+	if (t && (len == 0 || len > 256 || strlen(t) != len)) {
+		free(t);
+		t = NULL;
+	}
+	return t;
+}
+
+/* Say what was cut out of B's results file, and rewrite it. */
+static int
+repair(struct batches *bs, struct batch *b, const struct journal_results *r,
+       char *err, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < r->ncuts; i++) {
+		const struct journal_cut *c = &r->cuts[i];
+
+		log_warnx("batch %ld: %s: cut %llu bytes at offset %llu: %s; "
+			  "the task runs again", b->id, b->results,
+			  (unsigned long long)c->bytes,
+			  (unsigned long long)c->offset, c->reason);
+		ev_journal_repaired(bs->ev, b->id, b->results,
+				    (long long)c->offset, (long long)c->bytes,
+				    c->reason);
+	}
+	if (r->ncuts == 0)
+		return 0;
+	if (store_check_lease(bs->store, 1) == -1)
+		return -1;
+	return journal_repair(b->results, r, err, n);
+}
+
+/* Feed B's job the reports of R's lines, in their order, queueing each
+ * phase it plans (without the tasks R has).  0, or -1 with ERR when the
+ * lines do not fit the job's plan. */
+static int
+replay_job(struct batches *bs, struct batch *b, json_t *tasks,
+	   const struct journal_results *r, char *err, size_t n)
+{
+	enum job_step step = JOB_RUNNING;
+	size_t i;
+
+	if (queue_phase(bs, b, tasks, r, err, n) == -1)
+		return -1;
+	for (i = 0; i < r->nlines && step != JOB_COMPLETE &&
+		    step != JOB_FAILED; i++) {
+		const struct journal_line *l = &r->lines[i];
+
+		if (l->task >= b->total) {
+			snprintf(err, n, "a result for task %u, which the "
+				 "job's plan does not have (yet)", l->task);
+			return -1;
+		}
+		if (l->ok)
+			b->ok++;
+		else
+			b->failed++;
+		tasks = NULL;
+		step = job_task_ended(b->job, l->task, l->ok, l->out,
+				      l->out_len, l->reason ? l->reason : "",
+				      &tasks);
+		if (step == JOB_PHASE) {
+			int rc = queue_phase(bs, b, tasks, r, err, n);
+
+			json_decref(tasks);
+			if (rc == -1)
+				return -1;
+		}
+	}
+	if (step == JOB_COMPLETE || step == JOB_FAILED)
+		b->state = B_ENDING;
+	return 0;
+}
+
+/* Rebuild B from its batch.json (BT) and its trusted lines (R). */
+static int
+rebuild(struct batches *bs, struct batch *b, struct batch_text *bt,
+	const struct journal_results *r, char *err, size_t n)
+{
+	const struct ft_plugin *p = NULL;
+	json_t *tasks = NULL;
+	char *dir;
+
+	b->name = ft_strdup(bt->name);
+	if (bt->job == NULL) {
+		queue_text(bs, b, bt, r);
+		b->ok = r->ok;
+		b->failed = r->failed;
+		b->text = bt->text;
+		bt->text = NULL;
+		if (b->ok + b->failed == b->total)
+			b->state = B_ENDING;
+		return 0;
+	}
+	p = ft_plugins_find(bs->pl, json_string_value(json_object_get(bt->job,
+								      "type")));
+	dir = ft_asprintf("%s/job", b->dir);
+	b->plugin = p;
+	b->job = job_start(p, bs->pl, bt->job, dir, &tasks, err, n);
+	free(dir);
+	if (b->job == NULL)
+		return -1;
+	return replay_job(bs, b, tasks, r, err, n);
+}
+
+/* The batch cannot be replayed (WHY): it ends, failed, with what its
+ * results file holds. */
+static void
+give_up(struct batch *b, const char *why)
+{
+	log_warnx("batch %ld: cannot be replayed: %s", b->id, why);
+	job_free(b->job);
+	b->job = NULL;
+	free(b->error);
+	b->error = ft_asprintf("cannot be replayed after a restart: %s", why);
+	if (b->name == NULL)
+		b->name = ft_strdup("?");
+	b->state = B_ENDING;
+}
+
+/* Replay batch ID (results.jsonl there, no summary.json). */
+static void
+replay_one(struct batches *bs, long id, struct replay_stats *st)
+{
+	struct batch *b = restore_slot(bs, id);
+	struct journal_results r = { 0 };
+	struct batch_text bt = { 0 };
+	char err[1024] = "", *path, *text;
+	size_t len = 0;
+	int rc;
+
+	b->results = ft_asprintf("%s/results.jsonl", b->dir);
+	b->token = read_token(b->dir);
+	path = ft_asprintf("%s/batch.json", b->dir);
+	text = ft_read_file(path, &len);
+	rc = text ? batch_text_read(&bt, path, text, len, bs->pl, 2, err,
+				    sizeof(err)) : -1;
+	if (text == NULL)
+		snprintf(err, sizeof(err), "%s: %s", path, strerror(errno));
+	free(path);
+	if (rc == 0)
+		rc = journal_read(b->results, bt.job ? 0 : bt.ntasks,
+				  bt.job != NULL, &r, err, sizeof(err));
+	if (rc == 0)
+		rc = repair(bs, b, &r, err, sizeof(err));
+	if (rc == 0 && jsonl_open(&b->out, b->results, JSONL_CRC) == -1) {
+		snprintf(err, sizeof(err), "%s: %s", b->results,
+			 strerror(errno));
+		rc = -1;
+	}
+	if (rc == 0)
+		rc = rebuild(bs, b, &bt, &r, err, sizeof(err));
+	if (rc == -1)
+		give_up(b, err);
+	b->d_ok = b->ok;
+	b->d_failed = b->failed;
+	st->batches++;
+	st->cuts += (int)r.ncuts;
+	st->done += b->ok + b->failed;
+	st->pending += b->total - b->ok - b->failed;
+	log_info("batch %ld (%s): replayed, %u of %u tasks done%s", b->id,
+		 b->name, b->ok + b->failed, b->total,
+		 r.ncuts ? ", damaged lines cut out" : "");
+	journal_results_free(&r);
+	batch_text_free(&bt);
+}
+
+/* Remove batch directory ID, never accepted (no results.jsonl). */
+static void
+drop_unaccepted(struct batches *bs, long id)
+{
+	char *dir = ft_asprintf("%s/batches/%ld", bs->cfg->state_dir, id);
+
+	if (store_check_lease(bs->store, 1) == 0) {
+		log_info("batch dir %s: never accepted; removed", dir);
+		if (ft_rmtree(dir) == -1)
+			log_warn("%s", dir);
+	}
+	free(dir);
+}
+
+int
+batches_replay(struct batches *bs, struct replay_stats *st, char *err,
+	       size_t n)
+{
+	size_t count, i;
+	long *ids;
+	long id;
+
+	memset(st, 0, sizeof(*st));
+	err[0] = '\0';
+	ids = unfinished(bs, &count, err, n);
+	if (err[0])
+		return -1;
+	bs->next = first_free_id(bs);
+	for (i = 0; i < count; i++) {
+		char *dir = ft_asprintf("%s/batches/%ld", bs->cfg->state_dir,
+					ids[i]);
+		int accepted = exists(dir, "results.jsonl");
+
+		free(dir);
+		if (accepted)
+			replay_one(bs, ids[i], st);
+		else
+			drop_unaccepted(bs, ids[i]);
+	}
+	free(ids);
+	/* Reservations go on after the last id there ever was. */
+	if (bs->n > 0)
+		pad(bs, bs->next);
+	for (id = bs->first; id < bs->first + bs->n; id++) {
+		struct batch *b = batches_find(bs, id);
+
+		if (b && b->state == B_ENDING) {
+			st->finished++;
+			settle(bs, b);
+		}
+	}
+	if (st->pending)
+		bs->ops.queued(bs->ops.ctx);
+	return 0;
 }

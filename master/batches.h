@@ -3,7 +3,10 @@
  *
  * A batch lives in <state_dir>/batches/<id>/: batch.json as submitted,
  * results.jsonl with one line per task (written once, when the task ends),
- * and summary.json when the batch has finished.  A job batch's tasks come
+ * and summary.json when the batch has finished: when every line of it is
+ * on disk as the fsync policy wants (store.h).  Until then the batch is
+ * "finishing", and the counts a client sees are those of lines written.
+ * A restarted master replays the batches without a summary (journal.h).  A job batch's tasks come
  * from its plugin, phase by phase (jobs.h).  The scheduler holds the
  * tasks; this module owns their specs (the batch's bytes, or each phase's
  * printed tasks) until the batch ends, turns the tasks' outcomes into
@@ -39,8 +42,11 @@ struct batches_ops {
 	void (*finished)(void *ctx, struct batch *b);
 };
 
+struct store;
+
 struct batches {
 	const struct ft_config *cfg;
+	struct store *store;
 	const struct ft_plugins *pl;
 	struct sched *sched;
 	struct events *ev;
@@ -54,7 +60,8 @@ struct batches {
 
 void batches_init(struct batches *bs, const struct ft_config *cfg,
 		  const struct ft_plugins *pl, struct sched *sched,
-		  struct events *ev, const struct batches_ops *ops);
+		  struct events *ev, struct store *store,
+		  const struct batches_ops *ops);
 /* Reserve the next id for a batch being read; *DIR its directory (a new
  * string, not yet made). */
 long batches_reserve(struct batches *bs, char **dir);
@@ -62,9 +69,11 @@ long batches_reserve(struct batches *bs, char **dir);
 void batches_release(struct batches *bs, long id);
 /* Accept the batch reserved as ID: BT read and checked (taken over), with
  * its JOB and the job's first TASKS when it is a job batch (taken over on
- * success).  0, or -1 with ERR (BT still the caller's). */
+ * success), sent with the submitter's TOKEN (or NULL).  Its results.jsonl
+ * exists (intake.h).  0, or -1 with ERR (BT still the caller's). */
 int batches_accept(struct batches *bs, long id, struct batch_text *bt,
-		   struct job *job, json_t *tasks, char *err, size_t n);
+		   struct job *job, json_t *tasks, const char *token,
+		   char *err, size_t n);
 /* Reserve, read and accept BATCH (a checked object) in the caller: its id,
  * or -1 with ERR. */
 long batches_submit(struct batches *bs, json_t *batch, char *err, size_t n);
@@ -80,8 +89,24 @@ struct batch *batches_find(const struct batches *bs, long id);
 /* The status row of batch ID, from memory or its summary.json (a new
  * reference), or NULL when there is no such finished batch. */
 json_t *batches_lookup(const struct batches *bs, long id, int *finished);
-/* Write pending result lines of unfinished batches. */
-void batches_flush(struct batches *bs);
+/* Write pending result lines of unfinished batches, and finish those
+ * whose lines are all on disk.  0, or -1 when lines are still pending
+ * (the store has the failure). */
+int batches_flush(struct batches *bs);
+
+/* What a replay found. */
+struct replay_stats {
+	int batches;			/* unfinished batches replayed */
+	int finished;			/* of them, finished by the replay */
+	uint64_t done, pending;		/* their tasks */
+	int cuts;			/* lines cut out of results files */
+};
+/* Replay the unfinished batches of the state dir (journal.h), before any
+ * new batch.  0, or -1 with ERR (the batches dir cannot be read). */
+int batches_replay(struct batches *bs, struct replay_stats *st, char *err,
+		   size_t n);
+/* The id of the batch submitted with TOKEN, or 0. */
+long batches_by_token(const struct batches *bs, const char *token);
 void batches_close(struct batches *bs);
 
 long batch_id(const struct batch *b);

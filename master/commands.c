@@ -1,6 +1,7 @@
 /* commands: what the control socket's requests do (see commands.h). */
 #include "commands.h"
 
+#include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -101,6 +102,9 @@ cmd_status(struct master *m, struct client *c, json_t *req, json_t **ans,
 	json_object_set_new(*ans, k[CTL_S_NODES], ns);
 	json_object_set_new(*ans, k[CTL_S_BATCHES], bs);
 	json_object_set_new(*ans, k[CTL_S_COUNTERS], counters_json(m));
+	json_object_set_new(*ans, k[CTL_S_STORE], store_status(&m->store));
+	json_object_set_new(*ans, k[CTL_S_EPOCH],
+			    json_integer((json_int_t)m->epoch));
 	return 0;
 }
 
@@ -125,15 +129,99 @@ submitted(struct master *m, void *arg, long id, const char *err, int status)
 	control_resume(c);
 }
 
+/* The tokens of submissions whose bytes are still coming, by client. */
+struct waiting_token {
+	uint64_t client;
+	char *token;
+};
+static struct waiting_token *tokens;
+static int ntokens;
+
+static void
+token_put(uint64_t client, const char *token)
+{
+	tokens = ft_realloc(tokens, (size_t)(ntokens + 1) * sizeof(*tokens));
+	tokens[ntokens].client = client;
+	tokens[ntokens].token = ft_strdup(token);
+	ntokens++;
+}
+
+/* The token client CLIENT sent with its batch (taken: free it), or NULL. */
+static char *
+token_take(uint64_t client)
+{
+	int i;
+
+	for (i = 0; i < ntokens; i++)
+		if (tokens[i].client == client) {
+			char *t = tokens[i].token;
+
+			tokens[i] = tokens[--ntokens];
+			return t;
+		}
+	return NULL;
+}
+
+/* Forget the tokens of clients gone before their bytes came. */
+static void
+tokens_sweep(struct master *m)
+{
+	int i;
+
+	for (i = 0; i < ntokens; i++)
+		if (control_client(m->control, tokens[i].client) == NULL) {
+			free(tokens[i].token);
+			tokens[i--] = tokens[--ntokens];
+		}
+}
+
+/* A submission this master has seen (TOKEN, or NULL) gets the id it got
+ * then: the client lost the first answer.  The answer, or NULL. */
+static json_t *
+again(struct master *m, const char *token)
+{
+	long id = batches_by_token(&m->batches, token);
+
+	if (id <= 0)
+		return NULL;
+	log_info("a submission seen before (token %s): batch %ld", token, id);
+	return json_pack("{s:b, s:I, s:b}", "ok", 1, "batch", (json_int_t)id,
+			 "again", 1);
+}
+
 /* A batch file's bytes came: read them off the loop. */
 static void
 on_body(void *ctx, struct client *c, const char *file, char *data,
 	size_t len)
 {
 	struct master *m = ctx;
+	char *token = token_take(control_client_id(c));
+	json_t *ans = again(m, token);
 
-	intake_submit(m, file, data, len, submitted,
-		      (void *)(uintptr_t)control_client_id(c));
+	if (ans) {
+		control_send(c, ans);
+		json_decref(ans);
+		free(data);
+		control_resume(c);
+	} else {
+		intake_submit(m, file, data, len, token, submitted,
+			      (void *)(uintptr_t)control_client_id(c));
+	}
+	free(token);
+}
+
+/* Is TOKEN a fit name for a submission (it is kept in a file)? */
+static int
+token_ok(const char *t)
+{
+	size_t i, len = strlen(t);
+
+	if (len == 0 || len > 128)
+		return 0;
+	for (i = 0; i < len; i++)
+		if (!isalnum((unsigned char)t[i]) && t[i] != '-' && t[i] != '_')
+			return 0;
+	return 1;
 }
 
 /* submit {"batch": {...}} | {"bytes": N, "file": NAME} and N bytes: queue
@@ -145,11 +233,16 @@ cmd_submit(struct master *m, struct client *c, json_t *req, json_t **ans,
 	json_t *batch = json_object_get(req, "batch");
 	json_t *bytes = json_object_get(req, "bytes");
 	const char *file = json_string_value(json_object_get(req, "file"));
+	const char *token = json_string_value(json_object_get(req, "token"));
 	char *text;
 
-	(void)ans;
 	if (m->stopping) {
 		snprintf(err, n, "the master is stopping");
+		return -1;
+	}
+	if (token && !token_ok(token)) {
+		snprintf(err, n, "submit: \"token\" must be 1 to 128 letters, "
+			 "digits, '-' or '_'");
 		return -1;
 	}
 	if ((batch == NULL) == (bytes == NULL)) {
@@ -165,17 +258,21 @@ cmd_submit(struct master *m, struct client *c, json_t *req, json_t **ans,
 				 (long long)len, m->cfg.control.max_batch);
 			return -1;
 		}
+		if (token)
+			token_put(control_client_id(c), token);
 		control_read_body(c, (size_t)len, file ? file : "batch",
 				  on_body, m);
 		return 1;
 	}
+	if ((*ans = again(m, token)) != NULL)
+		return 0;
 	text = json_dumps(batch, JSON_COMPACT);
 	if (text == NULL) {
 		snprintf(err, n, "submit: cannot print the batch");
 		return -1;
 	}
-	intake_submit(m, file ? file : "batch", text, strlen(text), submitted,
-		      (void *)(uintptr_t)control_client_id(c));
+	intake_submit(m, file ? file : "batch", text, strlen(text), token,
+		      submitted, (void *)(uintptr_t)control_client_id(c));
 	return 1;
 }
 
@@ -371,6 +468,7 @@ void
 commands_tick(struct master *m, double now)
 {
 	control_tick(m->control, now);
+	tokens_sweep(m);
 }
 
 void

@@ -7,14 +7,16 @@
 #include <unistd.h>
 
 #include "log.h"
+#include "store.h"
 #include "util.h"
 
 int
 events_open(struct events *ev, const char *path, int task_events)
 {
+	memset(ev, 0, sizeof(*ev));
 	ev->task_events = task_events;
 	ev->path = ft_strdup(path);
-	if (jsonl_open(&ev->out, path) == -1) {
+	if (jsonl_open(&ev->out, path, 0) == -1) {
 		free(ev->path);
 		ev->path = NULL;
 		return -1;
@@ -22,24 +24,43 @@ events_open(struct events *ev, const char *path, int task_events)
 	return 0;
 }
 
+void
+events_set_store(struct events *ev, struct store *s)
+{
+	ev->store = s;
+}
+
 int
 events_flush(struct events *ev)
 {
 	static int last_errno;
+	long rc;
 
-	if (jsonl_flush(&ev->out) == 0) {
-		last_errno = 0;
-		return 0;
+	if (ev->store) {
+		rc = store_write(ev->store, &ev->out, ev->path);
+	} else {
+		rc = jsonl_flush(&ev->out);
+		if (rc == -1 && errno != last_errno)
+			log_warn("%s", ev->path ? ev->path : "events.jsonl");
+		last_errno = rc == -1 ? errno : 0;
 	}
-	if (errno != last_errno)
-		log_warn("%s", ev->path ? ev->path : "events.jsonl");
-	last_errno = errno;
-	return -1;
+	if (rc == -1)
+		return -1;
+	if (ev->dropped && jsonl_pending(&ev->out) == 0) {
+		unsigned long long n = ev->dropped;
+
+		ev->dropped = 0;
+		ev_events_dropped(ev, (long long)n);
+	}
+	return 0;
 }
 
 void
 events_close(struct events *ev)
 {
+	events_flush(ev);
+	if (ev->store)
+		store_forget(ev->store, &ev->out);
 	jsonl_close(&ev->out);
 	free(ev->path);
 	ev->path = NULL;
@@ -54,13 +75,29 @@ events_size(struct events *ev)
 int
 events_rotate(struct events *ev, int keep)
 {
-	events_flush(ev);
+	int rc = 0;
+
+	if (events_flush(ev) == -1)
+		return -1;	/* nothing may be left behind in memory */
+	if (ev->store)
+		store_forget(ev->store, &ev->out);
 	jsonl_close(&ev->out);
-	if (ft_rotate(ev->path, keep) == -1) {
-		jsonl_open(&ev->out, ev->path);
-		return -1;
-	}
-	return jsonl_open(&ev->out, ev->path);
+	if (ft_rotate(ev->path, keep) == -1)
+		rc = -1;
+	if (jsonl_open(&ev->out, ev->path, 0) == -1)
+		rc = -1;
+	return rc;
+}
+
+/* May another event be kept in memory?  Past EVENTS_MAX_PENDING unwritten
+ * bytes (the state dir failing) events are counted, not kept. */
+static int
+room(struct events *ev)
+{
+	if (jsonl_pending(&ev->out) < EVENTS_MAX_PENDING)
+		return 1;
+	ev->dropped++;
+	return 0;
 }
 
 /* ---- the emitters, generated from FT_EVENTS ---- */
@@ -84,12 +121,15 @@ events_rotate(struct events *ev, int keep)
 #define EV_DEFINE(name, flags)						\
 	void ev_##name(struct events *ev EV_FIELDS_##name(EV_PARAM))	\
 	{								\
-		if (((flags) & EVF_TASK) && !ev->task_events)		\
+		if ((((flags) & EVF_TASK) && !ev->task_events) ||	\
+		    !room(ev))						\
 			return;						\
 		jsonl_event(&ev->out, #name);				\
 		EV_FIELDS_##name(EV_PUT)				\
 		jsonl_end(&ev->out);					\
-		if ((flags) & EVF_NOW)					\
+		if (((flags) & EVF_NOW) && ev->store)			\
+			ev->urgent = 1;					\
+		else if ((flags) & EVF_NOW)				\
 			events_flush(ev);				\
 	}
 FT_EVENTS(EV_DEFINE)

@@ -9,8 +9,13 @@
  * left out when empty.  Task events (task_assigned, task_done) are written
  * only when the config's task_events is on.
  *
- * Lines are kept in memory and written by events_flush (the cron calls it;
- * so do the emitters of events that matter at once, marked NOW).
+ * Lines are kept in memory and written by events_flush: from the cron,
+ * and for events that matter at once (marked NOW) before the loop next
+ * sleeps, after the result lines (farm_flush), through the store
+ * (store.h).  While the state dir cannot be written, at most
+ * EVENTS_MAX_PENDING bytes of events wait in memory; past that they are
+ * counted, and an events_dropped event says how many once writing works
+ * again.
  */
 #ifndef FT_EVENTS_H
 #define FT_EVENTS_H
@@ -37,9 +42,16 @@
 	E(task_reassigned, 0)						\
 	E(task_failed, 0)						\
 	E(batch_done, EVF_NOW)						\
-	E(request_refused, EVF_NOW)
+	E(request_refused, EVF_NOW)					\
+	E(journal_replayed, EVF_NOW)					\
+	E(journal_repaired, EVF_NOW)					\
+	E(store_failed, 0)						\
+	E(store_recovered, EVF_NOW)					\
+	E(events_dropped, 0)
 
-#define EV_FIELDS_master_up(F) F(int, pid) F(str, mpi) F(str, launch)
+#define EV_FIELDS_master_up(F)						\
+	F(int, pid) F(str, mpi) F(str, launch) F(int, epoch)		\
+	F(ostr, restart_reason)
 #define EV_FIELDS_master_stopped(F)
 #define EV_FIELDS_worker_up(F)						\
 	F(int, worker) F(str, node) F(int, pid) F(str, host) F(int, respawns)
@@ -68,20 +80,41 @@
 	F(int, batch) F(int, total) F(int, ok) F(int, failed)		\
 	F(num, seconds) F(ostr, error)
 #define EV_FIELDS_request_refused(F) F(int, uid) F(str, request)
+#define EV_FIELDS_journal_replayed(F)					\
+	F(int, batches) F(int, done) F(int, pending) F(int, finished)	\
+	F(num, seconds)
+#define EV_FIELDS_journal_repaired(F)					\
+	F(int, batch) F(str, file) F(int, offset) F(int, bytes)		\
+	F(str, reason)
+#define EV_FIELDS_store_failed(F) F(str, op) F(str, path) F(str, error)
+#define EV_FIELDS_store_recovered(F) F(num, seconds)
+#define EV_FIELDS_events_dropped(F) F(int, count)
 
 #define EVF_NOW 1		/* flushed at once */
 #define EVF_TASK 2		/* a per-task event: only with task_events */
 
+#define EVENTS_MAX_PENDING (16 << 20)	/* unwritten bytes kept at most */
+
+struct store;
+
 struct events {
 	struct jsonl out;
+	struct store *store;		/* writes go through it (NULL: direct) */
+	unsigned long long dropped;	/* events not kept: too much unwritten */
+	int urgent;			/* a NOW event waits: flush before the
+					 * loop sleeps (results first) */
 	int task_events;		/* write EVF_TASK events */
 	char *path;
 };
 
 /* Open PATH for appending.  0, or -1 with errno. */
 int events_open(struct events *ev, const char *path, int task_events);
-/* Write what is pending.  0, or -1 with errno (logged once per errno). */
+/* Write through S from now on (fenced, failures recorded). */
+void events_set_store(struct events *ev, struct store *s);
+/* Write what is pending.  0, or -1 (the store has the failure; without
+ * a store it is logged once per errno). */
 int events_flush(struct events *ev);
+/* Flush (what cannot be written is lost) and close. */
 void events_close(struct events *ev);
 /* Bytes in events.jsonl now. */
 long events_size(struct events *ev);

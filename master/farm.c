@@ -1,6 +1,8 @@
 /* farm: the parts of the master wired together (see farm.h). */
 #include "farm.h"
 
+#include <string.h>
+
 #include "commands.h"
 #include "health.h"
 #include "log.h"
@@ -125,7 +127,51 @@ farm_init(struct master *m)
 	registry_init(m, &ro);
 	health_init(m);
 	batches_init(&m->batches, &m->cfg, &m->plugins, m->sched, &m->events,
-		     &bo);
+		     &m->store, &bo);
+}
+
+/* ---- the store's news ---- */
+
+static void
+on_synced(void *ctx)
+{
+	struct master *m = ctx;
+
+	batches_flush(&m->batches);	/* batches that waited for the disk */
+}
+
+static int
+on_retry(void *ctx)
+{
+	return farm_flush(ctx);
+}
+
+static void
+on_store_changed(void *ctx, int failed, double seconds)
+{
+	struct master *m = ctx;
+
+	if (failed) {
+		ev_store_failed(&m->events, m->store.what, m->store.path,
+				strerror(m->store.err));
+		return;
+	}
+	ev_store_recovered(&m->events, seconds);
+	registry_dispatch_all(m);
+}
+
+int
+farm_open_store(struct master *m, char *err, size_t n)
+{
+	struct store_ops so = {
+		.ctx = m, .synced = on_synced, .retry = on_retry,
+		.changed = on_store_changed,
+	};
+
+	if (store_init(&m->store, &m->cfg, m->loop, &so, err, n) == -1)
+		return -1;
+	events_set_store(&m->events, &m->store);
+	return 0;
 }
 
 void
@@ -195,9 +241,14 @@ farm_busy(struct master *m)
 	return sched_open(m->sched) > 0 || registry_starting(m) || m->stopping;
 }
 
-void
+int
 farm_flush(struct master *m)
 {
-	events_flush(&m->events);
-	batches_flush(&m->batches);
+	/* Results first: an event never reaches the disk before the result
+	 * line it tells of. */
+	int rc = batches_flush(&m->batches);
+
+	if (events_flush(&m->events) == -1)
+		rc = -1;
+	return rc;
 }

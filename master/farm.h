@@ -4,7 +4,8 @@
  * The scheduler's news goes to the registry (cancel, slow, hung) and to
  * the batches (a task failed for good); the registry's to the batches (a
  * result) and to node health (a failure); the batches' to the registry
- * (tasks queued) and to the control commands (a batch finished).  News
+ * (tasks queued) and to the control commands (a batch finished); the
+ * store's (synced, failed, recovered) to the batches and the events.  News
  * that would re-enter the scheduler from inside it is deferred (defer.h).
  */
 #ifndef FT_FARM_H
@@ -23,7 +24,11 @@ int farm_busy(struct master *m);
 /* Rotate master.log and events.jsonl (SIGHUP, `ftfarm rotate`), or only
  * those past the config's log_max_bytes when ONLY_BIG. */
 void farm_rotate(struct master *m, int only_big);
-/* Write pending event and result lines. */
-void farm_flush(struct master *m);
+/* Write what is pending: result lines, then events.  0, or -1 when
+ * something stays pending (the store has the failure). */
+int farm_flush(struct master *m);
+/* Set up the store (after the loop) and route the events through it.
+ * 0, or -1 with ERR. */
+int farm_open_store(struct master *m, char *err, size_t n);
 
 #endif

@@ -2,6 +2,7 @@
 #include "intake.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,6 +24,7 @@ struct req {
 	char *file;			/* for messages */
 	char *text;
 	size_t len;
+	char *token;			/* the submitter's, or NULL */
 	intake_done_fn done;
 	void *arg;
 	/* Set by the thread. */
@@ -52,23 +54,76 @@ static struct intake in;
 
 /* ---- the thread ---- */
 
-/* Write the batch's bytes as batch.json in its directory.  0 or -1. */
+/* May the thread write into the state dir (the master still holds its
+ * lease)?  0, or -1 with R's error set.  A lost lease is the loop's to
+ * act on: it finds out at its next write. */
+static int
+fenced(struct req *r)
+{
+	struct lease_rec cur;
+	struct master *m = in.m;
+
+	if (m->lease.fd < 0 ||
+	    lease_check(&m->lease, m->epoch, &cur) == 0)
+		return 0;
+	snprintf(r->err, sizeof(r->err), "the master is stepping down");
+	return -1;
+}
+
+/* Write the batch's bytes as batch.json in its directory, and the
+ * submitter's token beside them; synced (with the directories) when the
+ * policy syncs, before anyone learns the batch's id.  0 or -1. */
 static int
 write_batch_file(struct req *r)
 {
-	char *path;
-	int rc;
+	int sync = in.m->cfg.fsync != FT_FSYNC_NONE;
+	char *path = NULL, *tok = NULL;
+	int rc = -1;
 
+	if (fenced(r) == -1)
+		return -1;
 	if (ft_mkdirs(r->dir) == -1) {
 		snprintf(r->err, sizeof(r->err), "%s: %s", r->dir,
 			 strerror(errno));
 		return -1;
 	}
 	path = ft_asprintf("%s/batch.json", r->dir);
-	rc = ft_write_file_atomic(path, r->text, r->len);
-	if (rc == -1)
+	tok = ft_asprintf("%s/token", r->dir);
+	if (ft_write_file_durable(path, r->text, r->len, sync) == -1 ||
+	    (r->token && ft_write_file_durable(tok, r->token,
+					       strlen(r->token), sync) == -1))
 		snprintf(r->err, sizeof(r->err), "%s: %s", path,
 			 strerror(errno));
+	else
+		rc = 0;
+	free(path);
+	free(tok);
+	return rc;
+}
+
+/* The batch is good: results.jsonl marks it accepted, for a restarted
+ * master too (journal.h).  Made (and synced into the batch's directory,
+ * the directory into batches/) before the id is given.  0 or -1. */
+static int
+mark_accepted(struct req *r)
+{
+	char *path = ft_asprintf("%s/results.jsonl", r->dir);
+	int fd = -1, rc = -1;
+
+	if (fenced(r) == -1)
+		goto out;
+	fd = open(path, O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd == -1 ||
+	    (in.m->cfg.fsync != FT_FSYNC_NONE &&
+	     (ft_fsync_dir(r->dir) == -1 || ft_fsync_parent(r->dir) == -1))) {
+		snprintf(r->err, sizeof(r->err), "%s: %s", path,
+			 strerror(errno));
+		goto out;
+	}
+	rc = 0;
+out:
+	if (fd >= 0)
+		close(fd);
 	free(path);
 	return rc;
 }
@@ -105,6 +160,9 @@ process(struct req *r, const struct ft_plugins *pl)
 			    r->err, sizeof(r->err)) == -1)
 		return;
 	if (r->bt.job && plan_job(r, pl) == -1)
+		return;
+	r->status = 1;
+	if (mark_accepted(r) == -1)
 		return;
 	r->rc = 0;
 }
@@ -151,6 +209,7 @@ req_free(struct req *r)
 	free(r->text);
 	free(r->dir);
 	free(r->file);
+	free(r->token);
 	free(r);
 }
 
@@ -159,7 +218,8 @@ static void
 finish(struct master *m, struct req *r)
 {
 	if (r->rc == 0 && batches_accept(&m->batches, r->id, &r->bt, r->job,
-					 r->tasks, r->err, sizeof(r->err)) == 0) {
+					 r->tasks, r->token, r->err,
+					 sizeof(r->err)) == 0) {
 		r->job = NULL;		/* the batch's now */
 		r->tasks = NULL;
 		r->done(m, r->arg, r->id, NULL, 0);
@@ -234,11 +294,12 @@ intake_free(struct master *m)
 
 void
 intake_submit(struct master *m, const char *file, char *text, size_t len,
-	      intake_done_fn done, void *arg)
+	      const char *token, intake_done_fn done, void *arg)
 {
 	struct req *r = ft_calloc(1, sizeof(*r));
 
 	r->file = ft_strdup(file ? file : "batch");
+	r->token = token ? ft_strdup(token) : NULL;
 	r->text = text;
 	r->len = len;
 	r->done = done;

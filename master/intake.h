@@ -2,9 +2,10 @@
  * intake: submitted batches read, checked and planned off the loop.
  *
  * A batch's bytes go to the intake thread, which writes batch.json into
- * the batch's directory, checks the batch (batchtext.h, on two threads
+ * the batch's directory (journal.h), checks the batch (batchtext.h, on two threads
  * when it is big) and, for a job, plans the job's first phase (which may
- * walk the job's inputs on a slow filesystem).  The loop meanwhile keeps
+ * walk the job's inputs on a slow filesystem), and makes results.jsonl,
+ * the mark of an accepted batch.  The loop meanwhile keeps
  * serving heartbeats and clients; it only queues what the thread hands
  * back (an ev_async wakes it), in the order the batches were submitted.
  */
@@ -26,10 +27,12 @@ typedef void (*intake_done_fn)(struct master *m, void *arg, long id,
 int intake_init(struct master *m, char *err, size_t n);
 /* Stop it (batches not yet read are dropped, their callers told). */
 void intake_free(struct master *m);
-/* Read TEXT (LEN bytes, malloc'd: taken over) as batch file FILE; then
- * DONE(m, ARG, ...) from the loop. */
+/* Read TEXT (LEN bytes, malloc'd: taken over) as batch file FILE, sent
+ * with the submitter's TOKEN (or NULL); then DONE(m, ARG, ...) from the
+ * loop. */
 void intake_submit(struct master *m, const char *file, char *text,
-		   size_t len, intake_done_fn done, void *arg);
+		   size_t len, const char *token, intake_done_fn done,
+		   void *arg);
 /* Batches handed in and not yet queued. */
 int intake_pending(struct master *m);
 

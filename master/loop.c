@@ -6,6 +6,7 @@
 
 #include "commands.h"
 #include "farm.h"
+#include "fence.h"
 #include "log.h"
 
 #define HOT_WINDOW 0.002	/* seconds of quiet before polling backs off */
@@ -64,8 +65,11 @@ poll_mpi(struct master *m)
 	/* Polls come at least every cron period.  A longer gap means the loop
 	 * was blocked (a spawn, a slow disk) and could read no answer
 	 * meanwhile: deadlines move by the lost time. */
-	if (last_poll > 0 && now - last_poll > STALL)
+	if (last_poll > 0 && now - last_poll > STALL) {
+		/* Stopped, maybe, while another master took over. */
+		fence_stalled(m);
 		treq_delay_all(&m->treqs, now - last_poll);
+	}
 	last_poll = now;
 	treq_test(&m->treqs, now);
 	/* Pongs are no sign of work: an idle farm stays idle. */
@@ -160,6 +164,7 @@ on_cron(struct ev_loop *loop, ev_timer *w, int revents)
 		last_flush = now;
 	}
 	if (now - last_second >= 1.0) {
+		store_tick(&m->store);	/* retry a failed state dir */
 		farm_rotate(m, 1);	/* the logs past their size */
 		commands_tick(m, now);	/* idle clients */
 		last_second = now;
@@ -178,6 +183,10 @@ on_prepare(struct ev_loop *loop, ev_prepare *w, int revents)
 
 	(void)loop, (void)revents;
 	defer_run(&m->defer);
+	if (m->events.urgent) {
+		m->events.urgent = 0;
+		farm_flush(m);
+	}
 }
 
 static void

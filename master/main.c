@@ -5,8 +5,11 @@
  * or as rank 0 of a static world.  It reads the cluster config, starts or
  * attaches the workers, and serves batches until it is told to stop.
  *
- * usage: ftfarm-master -c CONFIG
+ * usage: ftfarm-master -c CONFIG [--epoch E] [--restart-reason TEXT]
  *        ftfarm-master --probe
+ *
+ * Exit status: 0 after a stop, 2 when it could not start, 3 when another
+ * master took its state dir over (fence.h).
  */
 #include <errno.h>
 #include <getopt.h>
@@ -20,6 +23,7 @@
 #include "batch.h"
 #include "commands.h"
 #include "farm.h"
+#include "fence.h"
 #include "log.h"
 #include "loop.h"
 #include "master.h"
@@ -30,7 +34,8 @@
 static void
 usage(void)
 {
-	fprintf(stderr, "usage: ftfarm-master -c CONFIG | --probe\n");
+	fprintf(stderr, "usage: ftfarm-master -c CONFIG [--epoch E] "
+		"[--restart-reason TEXT] | --probe\n");
 	exit(2);
 }
 
@@ -47,7 +52,8 @@ probe(struct master *m, int dynamic)
 /* Everything before the workers: config, state dir, logs, plugins.
  * 0, or -1 with ERR (exit status 2 then). */
 static int
-setup(struct master *m, const char *config, char *err, size_t n)
+setup(struct master *m, const char *config, unsigned long long epoch,
+      char *err, size_t n)
 {
 	char *path, *dir;
 	int level, rc;
@@ -58,7 +64,8 @@ setup(struct master *m, const char *config, char *err, size_t n)
 	 * (the state dir itself 0711, the control socket its own mode). */
 	umask(077);
 	if (sd_prepare(m->cfg.state_dir, err, n) == -1 ||
-	    (m->lock_fd = sd_lock(m->cfg.state_dir, err, n)) == -1)
+	    (m->lock_fd = sd_lock(m->cfg.state_dir, err, n)) == -1 ||
+	    fence_take(m, epoch, err, n) == -1)
 		return -1;
 	ft_batch_protect(m->cfg.state_dir);
 	path = ft_asprintf("%s/master.log", m->cfg.state_dir);
@@ -96,11 +103,37 @@ shutdown_master(struct master *m)
 {
 	m->lost_ranks = registry_lost_ranks(m);
 	commands_close(m);
-	farm_flush(m);
+	if (farm_flush(m) == -1)
+		log_warnx("stopping with lines the state dir would not take");
 	farm_free(m);
 	ev_master_stopped(&m->events);
 	events_close(&m->events);
+	store_free(&m->store);
 	log_info("stopped");
+	fence_release(m);
+	fence_stop(m);
+}
+
+/* The journal: batches a master before us left unfinished.  0, or -1
+ * with ERR. */
+static int
+replay(struct master *m, char *err, size_t n)
+{
+	struct replay_stats st;
+	double t0 = ft_now();
+
+	if (batches_replay(&m->batches, &st, err, n) == -1)
+		return -1;
+	if (st.batches == 0)
+		return 0;
+	log_info("journal replayed in %.3f s: %d unfinished batches, %llu "
+		 "tasks done, %llu to run, %d finished now%s", ft_now() - t0,
+		 st.batches, (unsigned long long)st.done,
+		 (unsigned long long)st.pending, st.finished,
+		 st.cuts ? "; damaged lines were cut out" : "");
+	ev_journal_replayed(&m->events, st.batches, (long long)st.done,
+			    (long long)st.pending, st.finished, ft_now() - t0);
+	return 0;
 }
 
 static int
@@ -125,10 +158,15 @@ run(struct master *m, int dynamic)
 		snprintf(err, sizeof(err), "cannot make the event loop");
 		goto fail;
 	}
-	if (commands_open(m, err, sizeof(err)) == -1)
+	if (farm_open_store(m, err, sizeof(err)) == -1)
 		goto fail;
+	fence_start(m);
 	ev_master_up(&m->events, getpid(), m->mpi_version,
-		     m->static_world ? "static" : "dynamic");
+		     m->static_world ? "static" : "dynamic", (long long)m->epoch,
+		     m->restart_reason);
+	if (replay(m, err, sizeof(err)) == -1 ||
+	    commands_open(m, err, sizeof(err)) == -1)
+		goto fail;
 	if (registry_start(m, err, sizeof(err)) == -1)
 		goto fail;
 	write_pid(m);
@@ -148,10 +186,14 @@ main(int argc, char **argv)
 	static const struct option opts[] = {
 		{ "config", required_argument, NULL, 'c' },
 		{ "probe", no_argument, NULL, 'p' },
+		{ "epoch", required_argument, NULL, 'e' },
+		{ "restart-reason", required_argument, NULL, 'r' },
 		{ NULL, 0, NULL, 0 },
 	};
 	static struct master m;
 	const char *config = NULL;
+	unsigned long long epoch = 0;
+	char *end;
 	char err[1024];
 	int c, provided, dynamic, rc, only_probe = 0;
 
@@ -160,12 +202,19 @@ main(int argc, char **argv)
 			config = optarg;
 		else if (c == 'p')
 			only_probe = 1;
+		else if (c == 'e') {
+			epoch = strtoull(optarg, &end, 10);
+			if (*end != '\0' || epoch == 0)
+				usage();
+		} else if (c == 'r')
+			m.restart_reason = optarg;
 		else
 			usage();
 	}
 	if (config == NULL && !only_probe)
 		usage();
 	m.started = ft_now();
+	m.lease.fd = -1;
 	/* Big buffers (a batch's bytes, its task index) come from mmap and go
 	 * back when freed: glibc would otherwise raise its threshold after
 	 * the first one and keep the next ones in the heap for good. */
@@ -177,7 +226,7 @@ main(int argc, char **argv)
 	dynamic = spawn_probe(m.mpi_version, sizeof(m.mpi_version));
 	if (only_probe)
 		rc = probe(&m, dynamic);
-	else if (setup(&m, config, err, sizeof(err)) == -1) {
+	else if (setup(&m, config, epoch, err, sizeof(err)) == -1) {
 		fprintf(stderr, "ftfarm-master: %s\n", err);
 		rc = 2;
 	} else

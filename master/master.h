@@ -12,7 +12,9 @@
  *   control.c   the control socket and its clients
  *   health.c    node health: the re-initialisation ladder
  *   registry.c  the workers: messages, pings, death, respawn, dispatch
- *   batches.c   batches: submission, results.jsonl, completion
+ *   batches.c   batches: submission, results.jsonl, completion, replay
+ *   journal.c   reading results.jsonl back after a restart
+ *   store.c     every write into the state dir: fencing, fsync, failures
  *   jobs.c      the phase engine of job batches
  *   link.c      the MPI side of each worker (timed requests)
  *   spawn.c     starting workers (MPI_Comm_spawn, or a static world)
@@ -32,10 +34,12 @@
 #include "config.h"
 #include "defer.h"
 #include "events.h"
+#include "lease.h"
 #include "link.h"
 #include "node.h"
 #include "plugins.h"
 #include "sched.h"
+#include "store.h"
 #include "treq.h"
 #include "worker.h"
 
@@ -56,6 +60,9 @@ struct master {
 	struct ft_plugins plugins;
 	char *worker_exe;
 	int lock_fd;			/* the state dir's lock, held for life */
+	struct lease lease;		/* the state dir's lease (lease.h) */
+	unsigned long long epoch;	/* ours: we write while it is the lease's */
+	const char *restart_reason;	/* why the supervisor restarted us */
 	char mpi_version[160];
 	int static_world;		/* launch == static */
 	int can_kill;			/* may SIGKILL hung workers (not MPICH static) */
@@ -72,6 +79,7 @@ struct master {
 	int nworkers;
 	struct node *nodes;		/* one per cfg.nodes */
 	struct batches batches;
+	struct store store;
 	struct control *control;
 	struct counters counters;
 

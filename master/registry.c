@@ -219,7 +219,8 @@ registry_dispatch(struct master *m, struct worker *w)
 	struct sched_pick picks[PICKS_MAX];
 	int n;
 
-	if (!worker_up(w) || m->stopping)
+	/* No new task while the state dir cannot take their results. */
+	if (!worker_up(w) || m->stopping || !store_ok(&m->store))
 		return;
 	n = sched_take(m->sched, w->id, ft_now(), picks, PICKS_MAX);
 	if (n > 0)

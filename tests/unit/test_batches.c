@@ -15,6 +15,7 @@
 #include <cmocka.h>
 
 #include "batches.h"
+#include "store.h"
 #include "util.h"
 
 struct fx {
@@ -23,6 +24,7 @@ struct fx {
 	struct ft_plugins pl;
 	struct sched *sched;
 	struct events ev;
+	struct store st;
 	struct batches bs;
 	int queued, finished;
 	struct batch *last;
@@ -63,7 +65,9 @@ setup(void **state)
 	path = ft_asprintf("%s/events.jsonl", f->dir);
 	assert_int_equal(events_open(&f->ev, path, 1), 0);
 	free(path);
-	batches_init(&f->bs, &f->cfg, &f->pl, f->sched, &f->ev, &ops);
+	assert_int_equal(store_init(&f->st, &f->cfg, NULL, NULL, err,
+				    sizeof(err)), 0);
+	batches_init(&f->bs, &f->cfg, &f->pl, f->sched, &f->ev, &f->st, &ops);
 	*state = f;
 	return 0;
 }
@@ -76,6 +80,7 @@ teardown(void **state)
 
 	batches_close(&f->bs);
 	events_close(&f->ev);
+	store_free(&f->st);
 	sched_free(f->sched);
 	ft_plugins_free(&f->pl);
 	assert_int_equal(system(cmd), 0);
