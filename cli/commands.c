@@ -339,6 +339,22 @@ print_table(const struct ctl_col *cols, int n, json_t *rows)
 				print_cell(&cols[k], row, k == last);
 }
 
+/* A line when the state dir fails: no new task goes out meanwhile. */
+static void
+print_store(const json_t *st)
+{
+	const char *state = json_string_value(json_object_get(st, "state"));
+
+	if (state == NULL || strcmp(state, "ok") == 0)
+		return;
+	printf("state dir %s: %s %s: %s (for %.0f s); no new tasks go out, "
+	       "results are kept until it works again\n\n", state,
+	       json_string_value(json_object_get(st, "op")),
+	       json_string_value(json_object_get(st, "path")),
+	       json_string_value(json_object_get(st, "error")),
+	       ft_wall() - json_number_value(json_object_get(st, "since")));
+}
+
 /* status -c CFG [--json] */
 int
 cli_status(struct cli *c)
@@ -365,6 +381,7 @@ cli_status(struct cli *c)
 							k[CTL_S_QUEUED])),
 		       (long long)json_integer_value(json_object_get(ans,
 							k[CTL_S_OPEN])));
+		print_store(json_object_get(ans, k[CTL_S_STORE]));
 		print_table(ctl_worker_cols, CTL_W_NCOLS,
 			    json_object_get(ans, k[CTL_S_WORKERS]));
 		putchar('\n');

@@ -385,13 +385,21 @@ cli_stop(struct cli *c)
 {
 	pid_t launcher_pid = sd_read_pid(c->cfg.state_dir, "mpirun.pid");
 	pid_t master_pid = sd_read_pid(c->cfg.state_dir, "master.pid");
-	json_t *rows = worker_rows(c), *req;
+	json_t *rows = worker_rows(c), *req, *ans;
 	char err[256], *path;
 	int strays = 0;
 
 	req = ctl_request_new(CTL_STOP);
-	json_decref(ctl_request(c->cfg.state_dir, req, 5, err, sizeof(err)));
+	ans = ctl_request(c->cfg.state_dir, req, 5, err, sizeof(err));
 	json_decref(req);
+	if (ans && !json_is_true(json_object_get(ans, "ok"))) {
+		/* The master refused (permission): nothing to wait for. */
+		cli_err("%s", json_string_value(json_object_get(ans, "error")));
+		json_decref(ans);
+		json_decref(rows);
+		return 1;
+	}
+	json_decref(ans);
 	if (launcher_pid > 0 && !wait_launcher(launcher_pid, master_pid)) {
 		cli_err("the launcher (pid %d) did not finish; terminating it",
 			(int)launcher_pid);

@@ -126,7 +126,9 @@ json_t *ctl_request_new(enum ctl_cmd cmd);
 	X(S_WORKERS, "workers", JT_ARRAY)				\
 	X(S_NODES, "nodes", JT_ARRAY)					\
 	X(S_BATCHES, "batches", JT_ARRAY)				\
-	X(S_COUNTERS, "counters", JT_OBJECT)
+	X(S_COUNTERS, "counters", JT_OBJECT)				\
+	X(S_STORE, "store", JT_OBJECT)					\
+	X(S_EPOCH, "epoch", JT_INT)
 
 #define CTL_COL_ENUM(E, key, title, width, type) CTL_##E,
 #define CTL_KEY_ENUM(E, key, type) CTL_##E,

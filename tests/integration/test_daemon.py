@@ -156,13 +156,17 @@ def test_roles(make_cluster, open_dir):
     assert r.returncode == 0, r.stderr
     # Stopping, rotating and the log level: root and the master's user.
     for user in ("nobody", "daemon"):
-        r = as_user(c, user, "stop", "-c", c.config)
+        r = as_user(c, user, "stop", "-c", c.config, timeout=20)
+        assert r.returncode != 0 and "permission denied" in r.stderr, \
+            r.stdout + r.stderr
         assert pid_alive(c.master_pid)
         r = as_user(c, user, "rotate", "-c", c.config)
         assert r.returncode != 0 and "permission denied" in r.stderr
         ans = raw_as_user(c, user, {"cmd": "log_level", "level": "debug"})
         assert ans["ok"] is False and "permission denied" in ans["error"]
-    assert c.status()["workers"][0]["state"] in ("idle", "busy")
+    assert c.status()["workers"][0]["state"] in ("idle", "busy"), \
+        [(e["event"], e.get("reason")) for e in c.events()
+         if e["event"].startswith("worker_")]
     refused = [e for e in c.events() if e["event"] == "request_refused"]
     seen = {(e["uid"], e["request"]) for e in refused}
     for want in ((1, "submit"), (65534, "stop"), (1, "stop"),
