@@ -5,8 +5,12 @@
  * or as rank 0 of a static world.  It reads the cluster config, starts or
  * attaches the workers, and serves batches until it is told to stop.
  *
- * usage: ftfarm-master -c CONFIG
+ * usage: ftfarm-master -c CONFIG [--epoch E] [--restart-reason TEXT]
  *        ftfarm-master --probe
+ *
+ * --epoch and --restart-reason come from the supervisor (cli/supervise.h):
+ * the lease's epoch this master was started under, and why the job before
+ * it was replaced.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -30,7 +34,8 @@
 static void
 usage(void)
 {
-	fprintf(stderr, "usage: ftfarm-master -c CONFIG | --probe\n");
+	fprintf(stderr, "usage: ftfarm-master -c CONFIG [--epoch E] "
+		"[--restart-reason TEXT] | --probe\n");
 	exit(2);
 }
 
@@ -148,20 +153,30 @@ main(int argc, char **argv)
 	static const struct option opts[] = {
 		{ "config", required_argument, NULL, 'c' },
 		{ "probe", no_argument, NULL, 'p' },
+		{ "epoch", required_argument, NULL, 'e' },
+		{ "restart-reason", required_argument, NULL, 'r' },
 		{ NULL, 0, NULL, 0 },
 	};
+	char *end;
 	static struct master m;
 	const char *config = NULL;
 	char err[1024];
 	int c, provided, dynamic, rc, only_probe = 0;
 
 	while ((c = getopt_long(argc, argv, "c:", opts, NULL)) != -1) {
-		if (c == 'c')
+		if (c == 'c') {
 			config = optarg;
-		else if (c == 'p')
+		} else if (c == 'p') {
 			only_probe = 1;
-		else
+		} else if (c == 'e') {
+			m.epoch = strtoull(optarg, &end, 10);
+			if (*end || end == optarg || m.epoch == 0)
+				usage();
+		} else if (c == 'r') {
+			m.restart_reason = optarg;
+		} else {
 			usage();
+		}
 	}
 	if (config == NULL && !only_probe)
 		usage();

@@ -61,6 +61,8 @@ struct master {
 	int can_kill;			/* may SIGKILL hung workers (not MPICH static) */
 	int async_spawn;		/* respawns run on spawner threads */
 	double started;			/* monotonic */
+	unsigned long long epoch;	/* --epoch: the lease's, 0 if none */
+	const char *restart_reason;	/* --restart-reason, or NULL */
 
 	struct ev_loop *loop;
 	struct treq_set treqs;
