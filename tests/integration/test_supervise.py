@@ -146,6 +146,22 @@ def test_master_killed_three_times(make_cluster, launch):
     assert_no_leftovers(c)
 
 
+def test_hung_master_replaced(make_cluster):
+    """A master that stops renewing the lease while its process lives
+    (SIGSTOP) is killed and replaced after lease_ms."""
+    c = make_cluster(**FAST)
+    c.start()
+    epoch, master = live_master(c)
+    t0 = time.monotonic()
+    kill(master, signal.SIGSTOP)
+    epoch2, master2 = live_master(c, after_epoch=epoch)
+    took = time.monotonic() - t0
+    log = supervisor_log(c)
+    assert "master hung: no lease renewal for" in log, log
+    assert not pid_alive(master)
+    assert took < FAST["lease_ms"] / 1000 + 60 + MARGIN, took
+
+
 def test_supervisor_and_master_killed(make_cluster):
     """With nobody to restart them, the workers leave within the master
     silence bound and take their tasks with them; mpirun follows."""
