@@ -2,9 +2,8 @@
 #include "supervise.h"
 
 #include <errno.h>
-#include <fcntl.h>
-#include <math.h>
 #include <dirent.h>
+#include <math.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -28,12 +27,12 @@
 #define STOP_WAIT 30.0		/* seconds the launcher gets to end on a stop */
 #define HEALTHY 60.0		/* a job this old resets the backoff */
 #define READY_POLL 0.5		/* longest wait for a status answer at start */
+#define READY_TICK 0.05		/* seconds between status requests at start */
 #define SWAP_TRIES 20		/* lease swaps lost to renewals in a row */
 
 struct sup {
 	struct cli *c;
 	const struct ft_config *cfg;
-	int standby;			/* still waiting to take over */
 	struct lease lease;
 	struct lease_id self;
 	struct lease_rec rec;		/* the record last seen */
@@ -425,50 +424,42 @@ runs_master(pid_t pid)
 	return yes;
 }
 
-/* The child running ftfarm-master among those listed in the file PATH
- * (/proc/P/task/T/children), or 0. */
+/* The process running ftfarm-master among the children of PID and their
+ * children (DEPTH levels: Open MPI's mpirun forks its local processes,
+ * MPICH's mpiexec has a proxy in between), or 0. */
 static pid_t
-master_among(const char *path)
+master_below(pid_t pid, int depth)
 {
-	char *kids = ft_read_file(path, NULL), *p;
-	pid_t pid = 0;
-
-	for (p = kids; p && *p; p += strspn(p, " \n")) {
-		pid = (pid_t)strtol(p, &p, 10);
-		if (pid <= 0 || runs_master(pid))
-			break;
-		pid = 0;
-	}
-	free(kids);
-	return pid > 0 ? pid : 0;
-}
-
-/* The launcher's child that runs ftfarm-master (the launcher forks its
- * local processes from any of its threads), or 0. */
-static pid_t
-launcher_master(pid_t mpirun)
-{
-	char path[96];
+	char path[96], *kids, *p;
 	struct dirent *e;
-	pid_t pid = 0;
+	pid_t found = 0, kid;
 	DIR *d;
 
-	snprintf(path, sizeof(path), "/proc/%d/task", (int)mpirun);
-	if ((d = opendir(path)) == NULL)
+	snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
+	if (depth <= 0 || (d = opendir(path)) == NULL)
 		return 0;
-	while (pid == 0 && (e = readdir(d)) != NULL) {
+	/* A process's children are listed by the thread that forked them. */
+	while (found == 0 && (e = readdir(d)) != NULL) {
 		if (e->d_name[0] < '0' || e->d_name[0] > '9')
 			continue;
 		snprintf(path, sizeof(path), "/proc/%d/task/%.16s/children",
-			 (int)mpirun, e->d_name);
-		pid = master_among(path);
+			 (int)pid, e->d_name);
+		kids = ft_read_file(path, NULL);
+		for (p = kids; found == 0 && p && *p; p += strspn(p, " \n")) {
+			kid = (pid_t)strtol(p, &p, 10);
+			if (kid <= 0)
+				break;
+			found = runs_master(kid) ? kid :
+				master_below(kid, depth - 1);
+		}
+		free(kids);
 	}
 	closedir(d);
-	return pid;
+	return found;
 }
 
 /* Find the job's master: the lease's, once it renewed, or the launcher's
- * child running ftfarm-master. */
+ * descendant running ftfarm-master. */
 static void
 find_master(struct sup *s)
 {
@@ -479,7 +470,7 @@ find_master(struct sup *s)
 	if (s->rec.epoch == s->epoch && s->rec.master.pid > 0) {
 		s->master = s->rec.master;
 	} else {
-		if ((pid = launcher_master(s->mpirun)) == 0)
+		if ((pid = master_below(s->mpirun, 2)) == 0)
 			return;
 		lease_self(&s->master);
 		s->master.pid = pid;
@@ -856,7 +847,7 @@ run(struct sup *s)
 	char why[256];
 
 	for (;;) {
-		wait_events(s, s->tick);
+		wait_events(s, s->report_pending ? READY_TICK : s->tick);
 		obey_lease(s);
 		renew(s);
 		find_master(s);
@@ -1133,7 +1124,6 @@ setup(struct sup *s, struct cli *c, int standby, int report_fd)
 	memset(s, 0, sizeof(*s));
 	s->c = c;
 	s->cfg = &c->cfg;
-	s->standby = standby;
 	s->report_fd = report_fd;
 	s->report_pending = 1;
 	s->mpirun_fd = s->master_fd = s->sigfd = -1;
