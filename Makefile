@@ -42,7 +42,7 @@ MASTER := master/main.c master/loop.c master/farm.c master/commands.c \
 	master/worker.c master/node.c master/sched.c master/events.c \
 	master/defer.c master/store.c master/journal.c master/fence.c
 WORKER := worker/main.c worker/agent.c worker/runner.c worker/doze.c
-CLI := cli/main.c cli/commands.c cli/start.c
+CLI := cli/main.c cli/commands.c cli/start.c cli/launch.c cli/supervise.c
 PLUGINS := exec sleep wordcount relax
 
 common_o = $(COMMON:%.c=$(OBJ)/%.o)

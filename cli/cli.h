@@ -1,10 +1,14 @@
 /*
  * cli: ftfarm, the user's command.
  *
- *   ftfarm start  -c CFG [--foreground]    start the master and its workers
+ *   ftfarm start  -c CFG [--standby] [--foreground]
+ *                                          start the supervisor, the master and
+ *                                          its workers (--standby: a supervisor
+ *                                          that takes over when the active one
+ *                                          is gone)
  *   ftfarm stop   -c CFG                   stop them, leave no process behind
- *   ftfarm submit -c CFG BATCH.json [--wait]
- *   ftfarm wait   -c CFG BATCH_ID
+ *   ftfarm submit -c CFG BATCH.json [--wait] [--reconnect-timeout S]
+ *   ftfarm wait   -c CFG BATCH_ID [--reconnect-timeout S]
  *   ftfarm wordcount -c CFG -o OUT [--shards N] [--reducers R]
  *                    [--delimiters FILE] INPUT...
  *   ftfarm status -c CFG [--json]
@@ -27,6 +31,8 @@ struct cli {
 	int json;			/* --json */
 	int wait;			/* --wait */
 	int foreground;			/* --foreground */
+	int standby;			/* --standby */
+	double reconnect;		/* --reconnect-timeout, < 0 for the default */
 	const char *output;		/* -o */
 	long shards;			/* --shards, 0 for the default */
 	long reducers;			/* --reducers, 0 for the default */

@@ -1,9 +1,11 @@
 /* The ftfarm commands that talk to a running master. */
 #include <errno.h>
+#include <math.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <unistd.h>
 
 #include "batch.h"
@@ -12,44 +14,73 @@
 #include "ctl.h"
 #include "jcheck.h"
 #include "jpos.h"
+#include "lease.h"
 #include "plugins.h"
+#include "supervise.h"
 #include "util.h"
 
-json_t *
-cli_call_body(struct cli *c, json_t *req, const void *body, size_t len,
-	      double timeout)
+#define WAIT_SLICE 30.0	/* a wait longer than this checks the master answers */
+#define PROBE_TIMEOUT 30.0	/* ... within this */
+#define RETRY_MAX 1.0		/* longest pause between two reconnections */
+
+/* How a call to the master ended. */
+enum call_end {
+	CALL_OK,		/* it answered ok */
+	CALL_REFUSED,		/* it answered with an error (printed) */
+	CALL_BROKEN,		/* unreachable, or the connection broke */
+};
+
+/* Send REQ (and LEN bytes of BODY) to the master once, waiting TIMEOUT
+ * seconds (<= 0: forever) for the answer.  CALL_OK with *ANS; CALL_REFUSED
+ * after printing the refusal (c->status: the exit status it calls for);
+ * CALL_BROKEN with ERR, nothing printed. */
+static enum call_end
+call_once(struct cli *c, json_t *req, const void *body, size_t len,
+	  double timeout, json_t **ans, char *err, size_t n)
 {
-	char err[1024];
-	json_t *ans = ctl_request_body(c->cfg.state_dir, req, body, len,
-				       timeout, err, sizeof(err));
+	json_t *a = ctl_request_body(c->cfg.state_dir, req, body, len,
+				     timeout, err, n);
 	json_t *status;
 
+	*ans = NULL;
 	c->status = 1;
-	if (ans == NULL) {
-		cli_err("%s", err);
-		return NULL;
-	}
-	if (json_integer_value(json_object_get(ans, "v")) != FT_CTL_VERSION) {
+	if (a == NULL)
+		return CALL_BROKEN;
+	if (json_integer_value(json_object_get(a, "v")) != FT_CTL_VERSION) {
 		cli_err("incompatible ftfarm and ftfarm-master versions: the "
 			"master answered in another control protocol than %d",
 			FT_CTL_VERSION);
-		json_decref(ans);
-		return NULL;
+		json_decref(a);
+		return CALL_REFUSED;
 	}
-	if (!json_is_true(json_object_get(ans, "ok"))) {
-		const char *e = json_string_value(json_object_get(ans, "error"));
+	if (!json_is_true(json_object_get(a, "ok"))) {
+		const char *e = json_string_value(json_object_get(a, "error"));
 
 		/* A batch file's own error reads as if we had found it. */
-		status = json_object_get(ans, "exit");
+		status = json_object_get(a, "exit");
 		if (json_integer_value(status) == 2)
 			fprintf(stderr, "%s\n", e ? e : "bad input");
 		else
 			cli_err("%s", e ? e : "the master refused the request");
 		if (json_is_integer(status))
 			c->status = (int)json_integer_value(status);
-		json_decref(ans);
-		return NULL;
+		json_decref(a);
+		return CALL_REFUSED;
 	}
+	*ans = a;
+	return CALL_OK;
+}
+
+json_t *
+cli_call_body(struct cli *c, json_t *req, const void *body, size_t len,
+	      double timeout)
+{
+	char err[1024];
+	json_t *ans;
+
+	if (call_once(c, req, body, len, timeout, &ans, err, sizeof(err)) ==
+	    CALL_BROKEN)
+		cli_err("%s", err);
 	return ans;
 }
 
@@ -57,6 +88,154 @@ json_t *
 cli_call(struct cli *c, json_t *req, double timeout)
 {
 	return cli_call_body(c, req, NULL, 0, timeout);
+}
+
+/*
+ * Across a master's restart: while a supervisor holds the lease, a client
+ * whose master went away waits for the next one (saying so once), calling
+ * again with a growing pause, up to a bound: --reconnect-timeout, or
+ * lease_ms + start_timeout_s + restart_backoff_max_ms.
+ */
+struct reconnect {
+	struct cli *c;
+	const char *what;		/* "batch 7", for the message */
+	struct lease lease;
+	int have_lease;
+	struct sup_watch watch;
+	double until;			/* the bound of this outage; 0: none */
+	double pause;
+};
+
+static void
+reconnect_init(struct reconnect *r, struct cli *c, const char *what)
+{
+	char err[256];
+
+	memset(r, 0, sizeof(*r));
+	r->c = c;
+	r->what = what;
+	r->have_lease = lease_open(&r->lease, c->cfg.state_dir, err,
+				   sizeof(err)) == 0;
+}
+
+static void
+reconnect_free(struct reconnect *r)
+{
+	if (r->have_lease)
+		lease_close(&r->lease);
+}
+
+/* The master answered: a later outage has a bound of its own. */
+static void
+reconnect_ok(struct reconnect *r)
+{
+	r->until = 0;
+}
+
+/* The master is away: 1 after a pause when it is worth calling again (a
+ * supervisor holds the lease, within the bound), 0 to give up. */
+static int
+reconnect_wait(struct reconnect *r)
+{
+	const struct ft_config *cfg = &r->c->cfg;
+	struct lease_rec rec;
+	double now = ft_now(), bound = r->c->reconnect;
+
+	if (!r->have_lease || lease_read(&r->lease, &rec) != 0 ||
+	    !sup_watch_alive(&r->watch, &rec, cfg->lease, now))
+		return 0;
+	if (r->until == 0) {
+		if (bound < 0)
+			bound = cfg->lease + cfg->start_timeout +
+				cfg->restart_backoff_max;
+		r->until = now + bound;
+		r->pause = 0.05;
+		fprintf(stderr, "ftfarm: master restarting; waiting for it "
+			"(%s)\n", r->what);
+	}
+	if (now >= r->until)
+		return 0;
+	ft_sleep(fmin(r->pause, r->until - now));
+	r->pause = fmin(r->pause * 2, RETRY_MAX);
+	return 1;
+}
+
+/* Does the master answer a status request? */
+static int
+master_alive(struct cli *c)
+{
+	json_t *req = ctl_request_new(CTL_STATUS), *ans;
+	char err[256];
+
+	ans = ctl_request(c->cfg.state_dir, req, PROBE_TIMEOUT, err,
+			  sizeof(err));
+	json_decref(req);
+	json_decref(ans);
+	return ans != NULL;
+}
+
+/* A random 128-bit token in hex into OUT (33 bytes). */
+static void
+new_token(char out[33])
+{
+	unsigned char b[16];
+	size_t got = 0;
+	int i;
+
+	while (got < sizeof(b)) {
+		ssize_t n = getrandom(b + got, sizeof(b) - got, 0);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		got += (size_t)n;
+	}
+	if (got < sizeof(b)) {
+		/* No entropy source: time and pid are unique enough here. */
+		double t = ft_wall();
+
+		memcpy(b, &t, sizeof(t));
+		i = (int)getpid();
+		memcpy(b + 8, &i, sizeof(i));
+	}
+	for (i = 0; i < 16; i++)
+		snprintf(out + 2 * i, 3, "%02x", b[i]);
+}
+
+/* Submit REQ (with LEN bytes of BODY; WHAT names it for messages) under
+ * a token of its own: when the connection breaks before the answer, the
+ * same bytes go again with the same token to the next master, which
+ * answers with the batch id it already gave (or takes the batch).  The
+ * answer, or NULL with c->status set (said). */
+static json_t *
+submit_call(struct cli *c, json_t *req, const void *body, size_t len,
+	    const char *what)
+{
+	struct reconnect r;
+	char token[33], err[1024];
+	json_t *ans = NULL;
+	enum call_end end;
+	int tries = 0;
+
+	new_token(token);
+	json_object_set_new(req, "token", json_string(token));
+	reconnect_init(&r, c, what);
+	while ((end = call_once(c, req, body, len, 600, &ans, err,
+				sizeof(err))) == CALL_BROKEN) {
+		tries++;
+		if (reconnect_wait(&r))
+			continue;
+		if (tries == 1)
+			cli_err("%s", err);
+		else
+			cli_err("the master stopped before it acknowledged %s; "
+				"see `ftfarm status -c %s`", what, c->config);
+		c->status = 1;
+		break;
+	}
+	reconnect_free(&r);
+	return end == CALL_OK ? ans : NULL;
 }
 
 /* Check BATCH against the task types installed beside this program.
@@ -129,17 +308,56 @@ print_summary(json_t *b)
 			error);
 }
 
+/* Wait for batch ID's answer, across restarts of the master.  The
+ * answer, or NULL with c->status set (said). */
+static json_t *
+wait_call(struct cli *c, json_int_t id)
+{
+	struct reconnect r;
+	char what[64], err[1024];
+	json_t *req = ctl_request_new(CTL_WAIT), *ans = NULL;
+	enum call_end end;
+	double t0;
+	int tries = 0;
+
+	snprintf(what, sizeof(what), "batch %lld", (long long)id);
+	json_object_set_new(req, "batch", json_integer(id));
+	reconnect_init(&r, c, what);
+	for (;;) {
+		t0 = ft_now();
+		end = call_once(c, req, NULL, 0, WAIT_SLICE, &ans, err,
+				sizeof(err));
+		if (end != CALL_BROKEN)
+			break;
+		tries++;
+		/* A long batch: is the master still there? */
+		if (ft_now() - t0 >= WAIT_SLICE - 0.01 && master_alive(c)) {
+			reconnect_ok(&r);
+			continue;
+		}
+		if (reconnect_wait(&r))
+			continue;
+		if (tries == 1)
+			cli_err("%s", err);
+		else
+			cli_err("the master stopped before batch %lld finished; "
+				"its results so far are in %s/batches/%lld",
+				(long long)id, c->cfg.state_dir, (long long)id);
+		c->status = 1;
+		break;
+	}
+	json_decref(req);
+	reconnect_free(&r);
+	return end == CALL_OK ? ans : NULL;
+}
+
 /* Wait for batch ID; 0 if every task succeeded, 1 otherwise. */
 static int
 wait_batch(struct cli *c, json_int_t id)
 {
-	json_t *req = ctl_request_new(CTL_WAIT);
-	json_t *ans, *b;
+	json_t *ans = wait_call(c, id), *b;
 	int rc;
 
-	json_object_set_new(req, "batch", json_integer(id));
-	ans = cli_call(c, req, 0);
-	json_decref(req);
 	if (ans == NULL)
 		return 1;
 	b = json_object_get(ans, "batch");
@@ -180,7 +398,7 @@ send_batch(struct cli *c, json_t *batch, int wait)
 	json_t *req = ctl_request_new(CTL_SUBMIT), *ans;
 
 	json_object_set_new(req, "batch", batch);
-	ans = cli_call(c, req, 600);
+	ans = submit_call(c, req, NULL, 0, "the batch");
 	json_decref(req);
 	return submitted(c, ans, wait);
 }
@@ -207,7 +425,7 @@ cli_submit(struct cli *c)
 	req = ctl_request_new(CTL_SUBMIT);
 	json_object_set_new(req, "bytes", json_integer((json_int_t)len));
 	json_object_set_new(req, "file", json_string(c->argv[0]));
-	ans = cli_call_body(c, req, text, len, 600);
+	ans = submit_call(c, req, text, len, c->argv[0]);
 	json_decref(req);
 	free(text);
 	return submitted(c, ans, c->wait);

@@ -15,10 +15,11 @@ static const struct {
 	int needs_config;
 	const char *usage;
 } commands[] = {
-	{ "start", cli_start, 1, "start -c CFG [--foreground]" },
+	{ "start", cli_start, 1, "start -c CFG [--standby] [--foreground]" },
 	{ "stop", cli_stop, 1, "stop -c CFG" },
-	{ "submit", cli_submit, 1, "submit -c CFG BATCH.json [--wait]" },
-	{ "wait", cli_wait, 1, "wait -c CFG BATCH_ID" },
+	{ "submit", cli_submit, 1, "submit -c CFG BATCH.json [--wait] "
+	  "[--reconnect-timeout S]" },
+	{ "wait", cli_wait, 1, "wait -c CFG BATCH_ID [--reconnect-timeout S]" },
 	{ "wordcount", cli_wordcount, 1, "wordcount -c CFG -o OUT [--shards N] "
 	  "[--reducers R] [--delimiters FILE] INPUT..." },
 	{ "status", cli_status, 1, "status -c CFG [--json]" },
@@ -59,6 +60,8 @@ parse(struct cli *c, int argc, char **argv)
 		{ "json", no_argument, NULL, 'j' },
 		{ "wait", no_argument, NULL, 'w' },
 		{ "foreground", no_argument, NULL, 'f' },
+		{ "standby", no_argument, NULL, 'S' },
+		{ "reconnect-timeout", required_argument, NULL, 'R' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "output", required_argument, NULL, 'o' },
 		{ "shards", required_argument, NULL, 's' },
@@ -87,6 +90,15 @@ parse(struct cli *c, int argc, char **argv)
 		case 'j': c->json = 1; break;
 		case 'w': c->wait = 1; break;
 		case 'f': c->foreground = 1; break;
+		case 'S': c->standby = 1; break;
+		case 'R':
+			c->reconnect = strtod(optarg, &end);
+			if (*end || end == optarg || !(c->reconnect >= 0)) {
+				cli_err("--reconnect-timeout takes seconds "
+					"(0 or more)");
+				return -1;
+			}
+			break;
 		default: return -1;
 		}
 	}
@@ -98,7 +110,7 @@ parse(struct cli *c, int argc, char **argv)
 int
 main(int argc, char **argv)
 {
-	struct cli c = { 0 };
+	struct cli c = { .reconnect = -1 };
 	char err[1024];
 	size_t i;
 	int rc;

@@ -1,10 +1,13 @@
 /*
  * Starting and stopping a cluster: ftfarm start, stop and probe.
  *
- * start runs the MPI launcher (FT_MPIEXEC, chosen at build time) on
- * ftfarm-master in a session of its own, output to <state_dir>/mpirun.log,
- * and returns once every worker has registered.  stop asks the master to
- * stop, waits for the launcher to end and kills any worker left behind.
+ * start leaves a supervisor (supervise.h) that takes the state dir's
+ * lease, runs the MPI launcher (launch.h) and restarts the job when it
+ * dies; `ftfarm start` itself returns once every worker has registered,
+ * with what the supervisor reported through a pipe.  stop sets the lease
+ * stopping (no more restarts), asks the master to stop, waits for the
+ * supervisor and any standby of this host to leave, then for the
+ * launcher, and kills whatever is left of the cluster.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -17,268 +20,106 @@
 
 #include "cli.h"
 #include "ctl.h"
+#include "launch.h"
+#include "lease.h"
 #include "proto.h"
 #include "statedir.h"
+#include "supervise.h"
 #include "util.h"
 
 #define STOP_WAIT 30.0		/* seconds the launcher gets to finish */
 #define MASTER_GONE_WAIT 3.0	/* ... once the master has left */
+#define SUP_WAIT (STOP_WAIT + 15.0)	/* ... the supervisor, to leave */
+#define STANDBY_WAIT 5.0	/* ... a standby, beyond a lease */
 
-struct argv {
-	char **v;
-	int n;
-};
-
-static void
-arg(struct argv *a, const char *s)
-{
-	a->v = ft_realloc(a->v, (size_t)(a->n + 2) * sizeof(char *));
-	a->v[a->n++] = ft_strdup(s);
-	a->v[a->n] = NULL;
-}
-
-static void
-argv_free(struct argv *a)
-{
-	int i;
-
-	for (i = 0; i < a->n; i++)
-		free(a->v[i]);
-	free(a->v);
-}
-
+/* In the supervisor's child after fork: a session of its own, stdin
+ * /dev/null, output to supervisor.log, no descriptor but those and KEEP
+ * (moved to 3).  0, or -1. */
 static int
-all_local(const struct ft_config *cfg)
+daemonize(struct cli *c, int keep)
 {
-	int i;
-
-	for (i = 0; i < cfg->nnodes; i++)
-		if (!ft_host_is_local(cfg->nodes[i].host))
-			return 0;
-	return 1;
-}
-
-/* Open MPI's options: survive dead workers, share cores, stay on the
- * loopback when every node is this machine. */
-static void
-openmpi_args(struct argv *a, const struct ft_config *cfg)
-{
-	static const char *mca[][2] = {
-		{ "btl", "self,vader,tcp" },
-		{ "mpi_yield_when_idle", "1" },
-		{ "orte_abort_on_non_zero_status", "0" },
-		/* Every killed worker makes the master's TCP transport send
-		 * "peer hung up" help messages to mpirun; under a stream of
-		 * kills mpirun misread one ("Data unpack would read past end
-		 * of buffer") and from then on a spawned worker hung in
-		 * PMIx_Init and the master in MPI_Comm_spawn.  Quiet, it went
-		 * through 380 respawns without a hang.  ftfarm reports MPI
-		 * errors itself. */
-		{ "orte_execute_quiet", "1" },
-	};
-	size_t i;
-
-	if (geteuid() == 0)
-		arg(a, "--allow-run-as-root");
-	arg(a, "--oversubscribe");
-	arg(a, "--bind-to");
-	arg(a, "none");
-	arg(a, "--enable-recovery");
-	for (i = 0; i < FT_ARRAY_LEN(mca); i++) {
-		arg(a, "--mca");
-		arg(a, mca[i][0]);
-		arg(a, mca[i][1]);
-	}
-	if (cfg == NULL || all_local(cfg)) {
-		arg(a, "--mca");
-		arg(a, "btl_tcp_if_include");
-		arg(a, "lo");
-		arg(a, "--mca");
-		arg(a, "oob_tcp_if_include");
-		arg(a, "lo");
-	}
-}
-
-/* The launcher command for CFG (NULL: the probe). */
-static void
-launcher(struct argv *a, const struct ft_config *cfg, const char *config)
-{
-	char *dir = ft_exe_dir();
-	char *master = ft_asprintf("%s/ftfarm-master", dir);
-	char *worker = ft_asprintf("%s/ftfarm-worker", dir);
-	char nw[16];
-	int i;
-
-	arg(a, FT_MPIEXEC);
-	if (strcmp(FT_MPI_FLAVOR, "openmpi") == 0)
-		openmpi_args(a, cfg);
-	for (i = 0; cfg && i < cfg->nmpirun_args; i++)
-		arg(a, cfg->mpirun_args[i]);
-	arg(a, "-n");
-	arg(a, "1");
-	arg(a, master);
-	if (cfg == NULL) {
-		arg(a, "--probe");
-	} else {
-		arg(a, "-c");
-		arg(a, config);
-	}
-	if (cfg && cfg->launch == FT_LAUNCH_STATIC) {
-		snprintf(nw, sizeof(nw), "%d", cfg->nworkers);
-		arg(a, ":");
-		arg(a, "-n");
-		arg(a, nw);
-		arg(a, worker);
-	}
-	free(dir);
-	free(master);
-	free(worker);
-}
-
-/* Is the master of C's state dir answering? */
-static int
-master_answers(struct cli *c)
-{
-	char err[256];
-	int fd = ctl_connect(c->cfg.state_dir, err, sizeof(err));
-
-	if (fd == -1)
-		return 0;
-	close(fd);
-	return 1;
-}
-
-/* In the child: own session, output to LOG, then the launcher. */
-static void
-exec_launcher(struct argv *a, const char *log)
-{
+	char *log = ft_asprintf("%s/supervisor.log", c->cfg.state_dir);
 	int fd = open(log, O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW, 0600);
-	int null = open("/dev/null", O_RDONLY);
+	int null = open("/dev/null", O_RDWR);
 
-	setsid();
-	if (fd >= 0) {
-		dup2(fd, 1);
-		dup2(fd, 2);
-	}
-	if (null >= 0)
-		dup2(null, 0);
-	execvp(a->v[0], a->v);
-	fprintf(stderr, "ftfarm: cannot run %s: %s\n", a->v[0], strerror(errno));
-	_exit(127);
+	free(log);
+	keep = fcntl(keep, F_DUPFD_CLOEXEC, 10);
+	if (keep < 0 || fd < 0 || null < 0 || setsid() == -1)
+		return -1;
+	if (dup2(null, 0) == -1 || dup2(fd, 1) == -1 || dup2(fd, 2) == -1 ||
+	    dup2(keep, 3) == -1)
+		return -1;
+	fcntl(3, F_SETFD, FD_CLOEXEC);
+	close_range(4, ~0U, 0);
+	return 0;
 }
 
-/* Print the lines of LOG from OFFSET that say what went wrong. */
-static void
-show_failure(const char *log, size_t offset)
-{
-	size_t len = 0;
-	char *text = ft_read_file(log, &len), *line, *save = NULL;
-	int shown = 0;
-
-	if (text == NULL || offset > len)
-		goto out;
-	for (line = strtok_r(text + offset, "\n", &save); line;
-	     line = strtok_r(NULL, "\n", &save))
-		if (strstr(line, "ftfarm") || strstr(line, "rror")) {
-			fprintf(stderr, "  %s\n", line);
-			shown++;
-		}
-	if (!shown)
-		fprintf(stderr, "  (see %s)\n", log);
-out:
-	free(text);
-}
-
-/* Poll the master until every worker has registered.  0 when they have,
- * 1 when the launcher died or time ran out. */
+/* Read the supervisor's report from FD and print it.  The exit status
+ * it gives. */
 static int
-wait_ready(struct cli *c, pid_t pid, const char *log, size_t offset)
+relay(struct cli *c, int fd)
 {
-	double until = ft_now() + c->cfg.start_timeout + c->cfg.nworkers;
+	struct ft_buf b = { 0 };
+	char buf[4096];
+	ssize_t n;
 	int status;
 
-	while (ft_now() < until) {
-		json_t *req, *ans;
-		char err[256];
-
-		if (waitpid(pid, &status, WNOHANG) == pid) {
-			cli_err("the master did not start:");
-			show_failure(log, offset);
-			return 1;
-		}
-		req = ctl_request_new(CTL_STATUS);
-		ans = ctl_request(c->cfg.state_dir, req, 5, err, sizeof(err));
-		json_decref(req);
-		if (ans) {
-			json_t *ws = json_object_get(ans, "workers"), *w;
-			size_t i, up = 0;
-
-			json_array_foreach(ws, i, w) {
-				const char *s = json_string_value(
-					json_object_get(w, "state"));
-
-				up += strcmp(s, "idle") == 0 || strcmp(s, "busy") == 0;
-			}
-			if (up == json_array_size(ws)) {
-				printf("cluster %s up: %zu workers on %d nodes "
-				       "(%s launch, %s)\n", c->cfg.name, up,
-				       c->cfg.nnodes,
-				       json_string_value(json_object_get(ans, "launch")),
-				       json_string_value(json_object_get(ans, "mpi")));
-				json_decref(ans);
-				return 0;
-			}
-			json_decref(ans);
-		}
-		ft_sleep(0.05);
+	while ((n = read(fd, buf, sizeof(buf))) != 0) {
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			break;
+		ft_buf_add(&b, buf, (size_t)n);
 	}
-	cli_err("not every worker registered within %.0f s; see "
-		"`ftfarm status -c %s` and %s", c->cfg.start_timeout, c->config,
-		log);
-	return 1;
+	close(fd);
+	if (b.len == 0 || b.data[0] < '0' || b.data[0] > '9') {
+		cli_err("the supervisor ended before it said how the start "
+			"went; see %s/supervisor.log", c->cfg.state_dir);
+		ft_buf_free(&b);
+		return 1;
+	}
+	status = b.data[0] - '0';
+	if (status == 0)
+		printf("%s\n", b.data + 1);
+	else
+		cli_err("%s", b.data + 1);
+	ft_buf_free(&b);
+	return status;
 }
 
-/* start -c CFG [--foreground] */
+/* start -c CFG [--standby] [--foreground] */
 int
 cli_start(struct cli *c)
 {
-	struct argv a = { 0 };
-	char *log;
-	size_t offset = 0;
-	pid_t pid;
-	int rc;
-
 	char err[512];
-	pid_t holder;
+	int fds[2];
+	pid_t pid;
 
 	if (sd_prepare(c->cfg.state_dir, err, sizeof(err)) == -1) {
 		cli_err("%s", err);
 		return 1;
 	}
-	holder = sd_locked_by(c->cfg.state_dir);
-	if (holder != 0 || master_answers(c)) {
-		cli_err("cluster %s is already running (state dir %s, master "
-			"pid %ld)", c->cfg.name, c->cfg.state_dir,
-			(long)holder);
+	if (c->foreground)
+		return sup_main(c, c->standby, -1);
+	if (pipe2(fds, O_CLOEXEC) == -1) {
+		cli_err("pipe: %s", strerror(errno));
 		return 1;
 	}
-	launcher(&a, &c->cfg, c->config);
-	if (c->foreground) {
-		execvp(a.v[0], a.v);
-		cli_err("cannot run %s: %s", a.v[0], strerror(errno));
-		return 1;
-	}
-	log = ft_asprintf("%s/mpirun.log", c->cfg.state_dir);
-	free(ft_read_file(log, &offset));
+	fflush(NULL);
 	pid = fork();
-	if (pid == 0)
-		exec_launcher(&a, log);
-	argv_free(&a);
-	if (pid > 0)
-		sd_write_pid(c->cfg.state_dir, "mpirun.pid", pid);
-	rc = pid < 0 ? 1 : wait_ready(c, pid, log, offset);
-	free(log);
-	return rc;
+	if (pid == 0) {
+		close(fds[0]);
+		if (daemonize(c, fds[1]) == -1)
+			_exit(1);
+		_exit(sup_main(c, c->standby, 3));
+	}
+	close(fds[1]);
+	if (pid < 0) {
+		cli_err("fork: %s", strerror(errno));
+		close(fds[0]);
+		return 1;
+	}
+	return relay(c, fds[0]);
 }
 
 /* The workers the master reported (their rows), so stop can check they
@@ -376,30 +217,141 @@ kill_workers(json_t *rows, const char *state_dir)
 	return strays;
 }
 
-/* stop -c CFG: ask the master to stop, wait for the launcher, and kill
- * what is left of the cluster, each process checked to be the one the
- * pid files and the master named (pid and start time), never a stranger
- * that reused a pid. */
+/* Set LEASE stopping, so that no supervisor restarts anything more.
+ * R: the record as it is then (state free if there is none). */
+static void
+lease_stopping(struct lease *l, struct lease_rec *r)
+{
+	struct lease_rec next;
+	int i;
+
+	for (i = 0; i < 20; i++) {
+		if (lease_read(l, r) != 0) {
+			memset(r, 0, sizeof(*r));
+			return;
+		}
+		if (r->state != LEASE_ACTIVE)
+			return;
+		next = *r;
+		next.state = LEASE_STOPPING;
+		if (lease_swap(l, r, &next, NULL) == 0) {
+			*r = next;
+			return;
+		}
+	}
+}
+
+/* Wait for the supervisor of R to set the lease free and leave (on this
+ * host: its process gone; elsewhere: the lease free), SIGKILL it past the
+ * bound.  1 if it left by itself. */
+static int
+wait_supervisor(struct lease *l, const struct lease_rec *r)
+{
+	double until = ft_now() + SUP_WAIT;
+	struct lease_rec now;
+
+	while (ft_now() < until) {
+		if (lease_id_local(&r->sup) ? !lease_id_alive(&r->sup) :
+		    lease_read(l, &now) != 0 || now.state == LEASE_FREE)
+			return 1;
+		ft_sleep(0.02);
+	}
+	if (lease_id_alive(&r->sup)) {
+		cli_err("the supervisor (pid %d) did not leave; killing it",
+			(int)r->sup.pid);
+		kill(r->sup.pid, SIGKILL);
+	}
+	return 0;
+}
+
+/* Wait for the standby of this host in DIR to leave (it sees the lease
+ * stopping or free), SIGKILL it past the bound. */
+static void
+wait_standby(const char *dir, double lease)
+{
+	char *file = sup_standby_file();
+	unsigned long long start = 0;
+	pid_t pid = sup_pid_file(dir, file, &start);
+	double until = ft_now() + lease + STANDBY_WAIT;
+
+	while (ft_proc_is(pid, start) && ft_now() < until)
+		ft_sleep(0.02);
+	if (ft_proc_is(pid, start)) {
+		cli_err("the standby (pid %d) did not leave; killing it",
+			(int)pid);
+		kill(pid, SIGKILL);
+	}
+	free(file);
+}
+
+/* Once everything is gone: a lease still stopping (its supervisor was
+ * dead or killed) is set free. */
+static void
+lease_release(struct lease *l)
+{
+	struct lease_rec r, next;
+	int i;
+
+	for (i = 0; i < 20; i++) {
+		if (lease_read(l, &r) != 0 || r.state != LEASE_STOPPING)
+			return;
+		memset(&next, 0, sizeof(next));
+		next.epoch = r.epoch;
+		next.seq = r.seq + 1;
+		next.state = LEASE_FREE;
+		if (lease_swap(l, &r, &next, NULL) == 0)
+			return;
+	}
+}
+
+/* Ask the master to stop.  0, or 1 when it refused (said). */
+static int
+ask_stop(struct cli *c)
+{
+	json_t *req = ctl_request_new(CTL_STOP);
+	char err[256];
+	json_t *ans = ctl_request(c->cfg.state_dir, req, 5, err, sizeof(err));
+	int rc = 0;
+
+	if (ans && !json_is_true(json_object_get(ans, "ok"))) {
+		const char *e = json_string_value(json_object_get(ans, "error"));
+
+		cli_err("%s", e ? e : "the master refused to stop");
+		rc = 1;
+	}
+	json_decref(ans);
+	json_decref(req);
+	return rc;
+}
+
+/* stop -c CFG: set the lease stopping, ask the master to stop, wait for
+ * the supervisor, a standby of this host and the launcher to end, and
+ * kill what is left of the cluster, each process checked to be the one
+ * the pid files and the master named (pid and start time), never a
+ * stranger that reused a pid. */
 int
 cli_stop(struct cli *c)
 {
-	pid_t launcher_pid = sd_read_pid(c->cfg.state_dir, "mpirun.pid");
-	pid_t master_pid = sd_read_pid(c->cfg.state_dir, "master.pid");
-	json_t *rows = worker_rows(c), *req, *ans;
-	char err[256], *path;
-	int strays = 0;
+	const char *dir = c->cfg.state_dir;
+	unsigned long long launcher_start = 0;
+	pid_t launcher_pid = sd_read_pid(dir, "mpirun.pid");
+	pid_t master_pid = sd_read_pid(dir, "master.pid");
+	json_t *rows = worker_rows(c);
+	struct lease lease = { .fd = -1 };
+	struct lease_rec rec = { 0 };
+	char err[256], *path, *entry;
+	int strays = 0, have_lease;
 
-	req = ctl_request_new(CTL_STOP);
-	ans = ctl_request(c->cfg.state_dir, req, 5, err, sizeof(err));
-	json_decref(req);
-	if (ans && !json_is_true(json_object_get(ans, "ok"))) {
-		/* The master refused (permission): nothing to wait for. */
-		cli_err("%s", json_string_value(json_object_get(ans, "error")));
-		json_decref(ans);
+	sup_pid_file(dir, "mpirun.pid", &launcher_start);
+	have_lease = lease_open(&lease, dir, err, sizeof(err)) == 0;
+	if (have_lease)
+		lease_stopping(&lease, &rec);
+	if (ask_stop(c) != 0) {
 		json_decref(rows);
+		if (have_lease)
+			lease_close(&lease);
 		return 1;
 	}
-	json_decref(ans);
 	if (launcher_pid > 0 && !wait_launcher(launcher_pid, master_pid)) {
 		cli_err("the launcher (pid %d) did not finish; terminating it",
 			(int)launcher_pid);
@@ -408,16 +360,28 @@ cli_stop(struct cli *c)
 			kill(-launcher_pid, SIGKILL);
 		wait_gone(launcher_pid, 5);
 	}
-	/* start ran the launcher as the leader of a session of its own:
-	 * whatever is left in that session (a worker whose spawn never
-	 * finished, a task's process) belongs to this cluster. */
+	if (have_lease && rec.sup.pid > 0 && rec.state == LEASE_STOPPING)
+		wait_supervisor(&lease, &rec);
+	if (have_lease)
+		wait_standby(dir, c->cfg.lease);
+	/* The launcher ran as the leader of a session of its own: whatever
+	 * is left in that session (a worker whose spawn never finished, a
+	 * task's process) belongs to this cluster, and so does every
+	 * process that carries its state dir in its environment. */
 	if (launcher_pid > 0)
-		strays += ft_kill_session(launcher_pid);
-	strays += kill_workers(rows, c->cfg.state_dir);
+		strays += sup_kill_session(launcher_pid, launcher_start);
+	strays += kill_workers(rows, dir);
+	entry = launch_dir_entry(&c->cfg);
+	strays += ft_kill_by_env(entry, NULL);
+	free(entry);
 	json_decref(rows);
 	if (strays)
 		cli_err("killed %d processes left behind", strays);
-	path = ft_asprintf("%s/mpirun.pid", c->cfg.state_dir);
+	if (have_lease) {
+		lease_release(&lease);
+		lease_close(&lease);
+	}
+	path = ft_asprintf("%s/mpirun.pid", dir);
 	unlink(path);
 	free(path);
 	printf("cluster %s stopped\n", c->cfg.name);
@@ -428,18 +392,19 @@ cli_stop(struct cli *c)
 int
 cli_probe(struct cli *c)
 {
-	struct argv a = { 0 };
+	struct launch_job j = { .cfg = NULL };
+	struct ft_argv a = { 0 };
 	pid_t pid;
 	int status = 1;
 
 	(void)c;
-	launcher(&a, NULL, NULL);
+	launch_argv(&a, &j);
 	pid = fork();
 	if (pid == 0) {
 		execvp(a.v[0], a.v);
 		_exit(127);
 	}
-	argv_free(&a);
+	ft_argv_free(&a);
 	if (pid < 0 || waitpid(pid, &status, 0) != pid)
 		return 1;
 	return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : 1;

@@ -16,10 +16,11 @@
 #include <jansson.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "jcheck.h"
 
-#define FT_PLUGIN_ABI 2
+#define FT_PLUGIN_ABI 3
 #define FT_PLUGIN_SYMBOL "ftfarm_plugin"
 /* The largest "timeout" of a task, and of the config's task_timeout_s. */
 #define FT_TASK_TIMEOUT_MAX 1e7
@@ -35,6 +36,13 @@ struct ft_task {
 	const json_t *spec;		/* the task object, already validated */
 	const volatile int *cancel;	/* non-zero: stop as soon as possible */
 	size_t output_cap;		/* keep at most this many bytes of each output */
+	/* A plugin that runs the task in a process group of its own says
+	 * which (its pgid) once the group exists, and 0 before it reaps the
+	 * group's leader (after which the id may name another group): a
+	 * worker that must leave at once kills that group first.  NULL when
+	 * the caller does not ask. */
+	void (*group)(const struct ft_task *task, pid_t pgid);
+	void *caller;			/* the caller's, for group() */
 };
 
 /* What run() reports.  The caller zeroes it before the call and frees

@@ -8,6 +8,10 @@
  * usage: ftfarm-master -c CONFIG [--epoch E] [--restart-reason TEXT]
  *        ftfarm-master --probe
  *
+ * --epoch and --restart-reason come from the supervisor (cli/supervise.h):
+ * the lease's epoch this master was started under, and why the job before
+ * it was replaced.
+ *
  * Exit status: 0 after a stop, 2 when it could not start, 3 when another
  * master took its state dir over (fence.h).
  */
@@ -198,18 +202,19 @@ main(int argc, char **argv)
 	int c, provided, dynamic, rc, only_probe = 0;
 
 	while ((c = getopt_long(argc, argv, "c:", opts, NULL)) != -1) {
-		if (c == 'c')
+		if (c == 'c') {
 			config = optarg;
-		else if (c == 'p')
+		} else if (c == 'p') {
 			only_probe = 1;
-		else if (c == 'e') {
+		} else if (c == 'e') {
 			epoch = strtoull(optarg, &end, 10);
-			if (*end != '\0' || epoch == 0)
+			if (*end || end == optarg || epoch == 0)
 				usage();
-		} else if (c == 'r')
+		} else if (c == 'r') {
 			m.restart_reason = optarg;
-		else
+		} else {
 			usage();
+		}
 	}
 	if (config == NULL && !only_probe)
 		usage();

@@ -57,9 +57,14 @@ struct agent {
 	int no_finalize;		/* leave without MPI_Finalize */
 };
 
+/* Leave at once for WHY.  The running task's process group goes too:
+ * nobody would collect its result, and a new job may already run the
+ * task elsewhere. */
 static void
 die(struct agent *a, const char *why)
 {
+	if (a->runner)
+		runner_kill_group(a->runner);
 	fprintf(stderr, "ftfarm-worker %d (pid %d): %s; exiting\n", a->slot,
 		(int)getpid(), why);
 	_exit(1);	/* MPI_Finalize could wait forever for a dead master */

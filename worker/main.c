@@ -25,6 +25,7 @@ main(int argc, char **argv)
 		{ "slot", required_argument, NULL, 's' },
 		{ "node", required_argument, NULL, 'n' },
 		{ "state-dir", required_argument, NULL, 'd' },
+		{ "epoch", required_argument, NULL, 'e' },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct ft_plugins pl;
@@ -35,7 +36,7 @@ main(int argc, char **argv)
 	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
 		if (c == 's')
 			slot = atoi(optarg);
-		else if (c != 'n' && c != 'd')
+		else if (c != 'n' && c != 'd' && c != 'e')
 			return 2;
 	}
 	/* Every process a task starts inherits this: when this worker is

@@ -3,6 +3,8 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,6 +26,7 @@ struct runner {
 	struct runner_result *rhead, *rtail;
 	size_t output_cap;
 	int stop;
+	atomic_int group;		/* the running task's process group, 0 */
 };
 
 void
@@ -46,6 +49,15 @@ runner_result_free(struct runner_result *res)
 		free(res);
 		res = next;
 	}
+}
+
+/* The plugin's news of the running task's process group. */
+static void
+on_group(const struct ft_task *task, pid_t pgid)
+{
+	struct runner *r = task->caller;
+
+	atomic_store(&r->group, (int)pgid);
 }
 
 /* Run T through its plugin and describe the outcome in RES. */
@@ -72,8 +84,11 @@ run_one(struct runner *r, struct runner_task *t, struct runner_result *res)
 	task.spec = spec;
 	task.cancel = &t->cancel;
 	task.output_cap = r->output_cap;
+	task.group = on_group;
+	task.caller = r;
 	if (p->run(&task, &res->res) == -1)
 		res->res.ok = 0;
+	atomic_store(&r->group, 0);
 out:
 	res->seconds = ft_now() - t0;
 	json_decref(spec);
@@ -275,6 +290,15 @@ runner_running(struct runner *r, uint32_t *queued)
 	*queued = r->queued;
 	pthread_mutex_unlock(&r->mu);
 	return tid;
+}
+
+void
+runner_kill_group(struct runner *r)
+{
+	int pgid = atomic_load(&r->group);
+
+	if (pgid > 1)
+		kill(-(pid_t)pgid, SIGKILL);
 }
 
 int

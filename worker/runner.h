@@ -47,6 +47,10 @@ void runner_cancel(struct runner *r, uint64_t tid, uint32_t attempt);
 void runner_stop(struct runner *r);
 /* The running task's id (0 if none) and the number queued. */
 uint64_t runner_running(struct runner *r, uint32_t *queued);
+/* SIGKILL the process group of the running task, if its plugin named
+ * one (exec does).  Safe from any thread, without the runner's lock: for
+ * a worker that leaves at once. */
+void runner_kill_group(struct runner *r);
 /* Tasks queued or running. */
 int runner_busy(struct runner *r);
 

@@ -132,6 +132,7 @@ class Cluster:
         self.seen_pids = set()      # every worker pid ever seen
         self.launcher_pid = None
         self.master_pid = None
+        self.supervisor_pids = set()    # supervisors and standbys seen
         self.started = False
         self._nbatch = 0
         cfg = {
@@ -254,6 +255,22 @@ class Cluster:
         p = self._read_pid("master.pid")
         if p:
             self.master_pid = p
+        for f in ["supervisor.pid", *(x.name for x in
+                  self.state_dir.glob("standby.*.pid"))]:
+            p = self._read_pid(f)
+            if p:
+                self.supervisor_pids.add(p)
+
+    def _kill_supervisors(self):
+        """SIGKILL this cluster's supervisors and standbys (tagged), so
+        that nothing restarts a job while it is being cleaned up."""
+        want = f"FTFARM_TEST_TAG={self.tag}".encode()
+        for p in self.supervisor_pids:
+            if pid_alive(p) and want in proc_environ(p):
+                try:
+                    os.kill(p, signal.SIGKILL)
+                except OSError:
+                    pass
 
     def leftovers(self):
         """(pid, state, cmdline) of this cluster's processes still alive:
@@ -295,6 +312,8 @@ class Cluster:
                     self.cli("stop", "-c", self.config, timeout=60)
                 except subprocess.TimeoutExpired:
                     pass
+        self._record_pids()
+        self._kill_supervisors()
         self.events()
         victims = set(p for p, _, _ in self.leftovers())
         victims.update(tagged_pids(self.tag))

@@ -757,6 +757,14 @@ proc_wait(struct proc *p, const struct ft_task *task, double timeout)
 	}
 }
 
+/* Tell the caller which process group runs TASK (0: none any more). */
+static void
+say_group(const struct ft_task *task, pid_t pgid)
+{
+	if (task->group)
+		task->group(task, pgid);
+}
+
 /* Reap the child and every other member of its group that is our child.
  * The group must be dead or dying.  Returns the child's wait status. */
 static int
@@ -801,6 +809,7 @@ proc_finish(struct proc *p, const struct ft_task *task)
 
 	kill(-p->pid, SIGKILL);
 	fd_close(&p->in.fd);
+	say_group(task, 0);
 	status = proc_reap(p);
 	proc_drain(p, task);
 	return status;
@@ -899,8 +908,10 @@ exec_run(const struct ft_task *task, struct ft_result *res)
 	}
 	if (proc_start(&p, &l, res) < 0)
 		goto cleanup;
+	say_group(task, p.pid);
 	rc = 0;
 	if (proc_exec_error(&p, &ce)) {
+		say_group(task, 0);
 		proc_reap(&p);
 		result_child_error(res, &l, &ce);
 		goto cleanup;
