@@ -226,7 +226,9 @@ submit_call(struct cli *c, json_t *req, const void *body, size_t len,
 		tries++;
 		if (reconnect_wait(&r))
 			continue;
-		if (tries == 1)
+		/* Never connected: say why.  Cut off: say where the
+		 * results are. */
+		if (tries == 1 && strstr(err, "closed the connection") == NULL)
 			cli_err("%s", err);
 		else
 			cli_err("the master stopped before it acknowledged %s; "
@@ -337,7 +339,9 @@ wait_call(struct cli *c, json_int_t id)
 		}
 		if (reconnect_wait(&r))
 			continue;
-		if (tries == 1)
+		/* Never connected: say why.  Cut off: say where the
+		 * results are. */
+		if (tries == 1 && strstr(err, "closed the connection") == NULL)
 			cli_err("%s", err);
 		else
 			cli_err("the master stopped before batch %lld finished; "
