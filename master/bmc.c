@@ -233,6 +233,7 @@ bmc_send(struct master *m, int node, enum bmc_cmd cmd, bmc_done_fn done)
 		run(s);
 		return 0;
 	}
+	ev_now_update(m->loop);		/* the gap counts from now */
 	ev_timer_init(&s->gap, on_gap, wait, 0);
 	s->gap.data = s;
 	ev_timer_start(m->loop, &s->gap);

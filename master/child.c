@@ -219,6 +219,9 @@ child_start(struct ev_loop *loop, char *const argv[], const char *dir,
 	ev_io_start(loop, &c->iow);
 	ev_child_init(&c->cw, on_exit_status, c->pid, 0);
 	ev_child_start(loop, &c->cw);
+	/* The loop's clock may be stale (an MPI call that took long): the
+	 * deadline counts from now. */
+	ev_now_update(loop);
 	ev_timer_init(&c->tw, on_timer, deadline, 0);
 	ev_timer_start(loop, &c->tw);
 	return c;

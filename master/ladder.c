@@ -11,9 +11,10 @@
 #include "log.h"
 #include "registry.h"
 
-#define POLL_MIN 0.5		/* seconds between two power polls, at least */
+#define POLL_MIN 0.25		/* seconds between two power polls, at least */
 #define POWER_ON_AFTER 5.0	/* off this long after a cycle: `power on` */
-#define READY_RETRY 0.5		/* seconds between two ready commands */
+#define READY_RETRY 0.25	/* seconds between two ready commands, at
+				 * least (and at least what the last took) */
 #define READY_RUN_MAX 30.0	/* the longest one ready command may run */
 #define BMC_FAILS_MAX 3		/* BMC failures in a row: it is gone */
 
@@ -125,14 +126,27 @@ start(struct node *n, const struct master *m)
 	n->last_error[0] = '\0';
 }
 
+/* Send the cycle, unless a spawn is under way: Open MPI's spawn can hang
+ * (and with it every MPI call of the master) when the process it starts
+ * is killed, so the cycle waits for it (the cron tries again). */
+static void
+cycle(struct master *m, struct node *n)
+{
+	if (registry_spawn_busy(m)) {
+		step(n, NS_CYCLE, ft_now() + POLL_MIN / 10);
+		return;
+	}
+	step(n, NS_CYCLE, INFINITY);	/* until it answers */
+	send(m, n, BMC_CYCLE);
+}
+
 void
 ladder_reboot(struct master *m, struct node *n, const char *why)
 {
 	ladder_abort(m, n);
 	node_set(n, N_REBOOTING, why, &m->events);
 	start(n, m);
-	step(n, NS_CYCLE, n->t_start);
-	send(m, n, BMC_CYCLE);
+	cycle(m, n);
 }
 
 void
@@ -270,7 +284,7 @@ on_ready(void *arg, const struct child_result *r)
 		return;
 	}
 	log_info("node %s: not ready yet: %s", n->name, what);
-	step(n, NS_READY, ft_now() + READY_RETRY);
+	step(n, NS_READY, ft_now() + fmax(READY_RETRY, r->seconds));
 }
 
 static void
@@ -337,7 +351,9 @@ ladder_cron(struct master *m, struct node *n, double now)
 	}
 	if (now < n->step_at)
 		return;
-	if (n->step == NS_POWER && !bmc_busy(n->id)) {
+	if (n->step == NS_CYCLE && !bmc_busy(n->id)) {
+		cycle(m, n);
+	} else if (n->step == NS_POWER && !bmc_busy(n->id)) {
 		step(n, NS_POWER, INFINITY);	/* until it answers */
 		send(m, n, BMC_STATUS);
 	} else if (n->step == NS_READY && ready[n->id] == NULL) {

@@ -13,6 +13,8 @@
  * (retries, the deadline, the hellos).  A cycle whose answer is an error
  * is checked with a power status before anything is concluded; power
  * still off POWER_ON_AFTER seconds after the cycle gets one `power on`.
+ * The cycle waits while an MPI_Comm_spawn is under way (killing the
+ * process it starts can hang Open MPI).
  * A ready command that cannot be started, three BMC failures in a row, a
  * BMC that fails to answer after a failed cycle, or the deadline end the
  * attempt at once.  The end, either way, goes to health_ladder_ended.

@@ -78,8 +78,9 @@ deferred_failed(void *ctx, uint64_t id, uint64_t unused, const char *text)
 static void
 down(struct master *m, struct worker *w, enum wstate to, const char *reason)
 {
-	w->died_starting = w->state == W_NEW || w->state == W_SPAWNING ||
-			   w->state == W_STARTING;
+	/* A respawn that did not come back; the first start is not one. */
+	w->died_starting = w->ever_up && (w->state == W_SPAWNING ||
+					  w->state == W_STARTING);
 	if (worker_set(w, to, reason, &m->events) == 0 && to == W_DEAD &&
 	    !m->stopping) {
 		ops.dying(ops.ctx, w);
@@ -660,6 +661,12 @@ registry_starting(const struct master *m)
 		    m->workers[i].respawn_due)
 			return 1;
 	return 0;
+}
+
+int
+registry_spawn_busy(const struct master *m)
+{
+	return m->async_spawn && spawn_async_busy();
 }
 
 int

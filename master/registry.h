@@ -75,6 +75,9 @@ void registry_slow(struct master *m, struct worker *w, uint64_t tid);
 void registry_cron(struct master *m, double now);
 /* Is any worker being started, or waiting for a respawn? */
 int registry_starting(const struct master *m);
+/* Is an MPI_Comm_spawn under way on a spawner thread?  (Killing the
+ * process it starts, as a power cycle does, can hang it.) */
+int registry_spawn_busy(const struct master *m);
 /* Does any worker run or wait for a respawn? */
 int registry_any_left(const struct master *m);
 

@@ -65,8 +65,8 @@ struct worker {
 	int held;			/* its node takes no tasks now */
 	/* Its last death, for node health's blame: the task it was running
 	 * (0: none), whether its process was still there (a hang), whether
-	 * it died starting (its spawn or hello timed out or failed), and
-	 * whom node health charged with it. */
+	 * a respawn of it did not come back (its spawn or hello failed or
+	 * timed out), and whom node health charged with it. */
 	uint64_t died_on;
 	int died_hung;
 	int died_starting;
