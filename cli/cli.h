@@ -16,6 +16,7 @@
  *   ftfarm cancel -c CFG BATCH_ID [--json]
  *   ftfarm check  -c CFG [BATCH.json...]  validate without running anything
  *   ftfarm probe                           what the installed MPI can do
+ *   ftfarm rotate -c CFG                   rotate master.log, events.jsonl
  *
  * Exit status: 0 success, 1 failure, 2 bad usage or bad input.
  */
@@ -55,6 +56,7 @@ int cli_reboot(struct cli *c);
 int cli_cancel(struct cli *c);
 int cli_check(struct cli *c);
 int cli_probe(struct cli *c);
+int cli_rotate(struct cli *c);
 
 /* Send REQ to the master (timeout in seconds, <= 0 forever).  The answer
  * if it says ok; otherwise prints the error and returns NULL with

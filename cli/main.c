@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "batch.h"
 #include "cli.h"
 
 /* Which commands need the config loaded. */
@@ -27,6 +28,7 @@ static const struct {
 	{ "reboot", cli_reboot, 1, "reboot -c CFG NODE|all [--force] [--json]" },
 	{ "cancel", cli_cancel, 1, "cancel -c CFG BATCH_ID [--json]" },
 	{ "check", cli_check, 1, "check -c CFG [BATCH.json...]" },
+	{ "rotate", cli_rotate, 1, "rotate -c CFG" },
 	{ "probe", cli_probe, 0, "probe" },
 };
 
@@ -131,6 +133,7 @@ main(int argc, char **argv)
 			fprintf(stderr, "%s\n", err);
 			return 2;
 		}
+		ft_batch_protect(c.cfg.state_dir);
 	}
 	rc = commands[i].fn(&c);
 	ft_config_free(&c.cfg);

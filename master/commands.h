@@ -7,6 +7,7 @@
  *   wait {"batch": ID}      answer once the batch has finished
  *   stop                    stop the workers, then the master
  *   log_level {"level": L}  debug, info or warn
+ *   rotate                  rotate master.log and events.jsonl
  *   nodes                   the nodes: state, reboots, failures, workers
  *   drain {"node": N}       no new tasks for N; its running ones finish
  *   undrain {"node": N}     N back in service (an inactive one is probed)
@@ -25,6 +26,8 @@
 /* Open the control socket of M's state dir.  0, or -1 with ERR. */
 int commands_open(struct master *m, char *err, size_t n);
 void commands_close(struct master *m);
+/* Periodic work (every second or so): idle clients go. */
+void commands_tick(struct master *m, double now);
 /* Batch B has finished: answer whoever waits for it. */
 void commands_batch_done(struct master *m, struct batch *b);
 /* The reboot of node N has ended: back (OK) or WHY not.  Answer the

@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "log.h"
 #include "util.h"
@@ -42,6 +43,24 @@ events_close(struct events *ev)
 	jsonl_close(&ev->out);
 	free(ev->path);
 	ev->path = NULL;
+}
+
+long
+events_size(struct events *ev)
+{
+	return ev->out.fd >= 0 ? (long)lseek(ev->out.fd, 0, SEEK_END) : 0;
+}
+
+int
+events_rotate(struct events *ev, int keep)
+{
+	events_flush(ev);
+	jsonl_close(&ev->out);
+	if (ft_rotate(ev->path, keep) == -1) {
+		jsonl_open(&ev->out, ev->path);
+		return -1;
+	}
+	return jsonl_open(&ev->out, ev->path);
 }
 
 /* ---- the emitters, generated from FT_EVENTS ---- */

@@ -47,7 +47,8 @@
 	E(task_reassigned, 0)						\
 	E(task_failed, 0)						\
 	E(batch_cancelled, EVF_NOW)					\
-	E(batch_done, EVF_NOW)
+	E(batch_done, EVF_NOW)						\
+	E(request_refused, EVF_NOW)
 
 #define EV_FIELDS_master_up(F) F(int, pid) F(str, mpi) F(str, launch)
 #define EV_FIELDS_master_stopped(F)
@@ -94,6 +95,7 @@
 #define EV_FIELDS_batch_done(F)						\
 	F(int, batch) F(int, total) F(int, ok) F(int, failed)		\
 	F(num, seconds) F(ostr, error)
+#define EV_FIELDS_request_refused(F) F(int, uid) F(str, request)
 
 #define EVF_NOW 1		/* flushed at once */
 #define EVF_TASK 2		/* a per-task event: only with task_events */
@@ -109,6 +111,11 @@ int events_open(struct events *ev, const char *path, int task_events);
 /* Write what is pending.  0, or -1 with errno (logged once per errno). */
 int events_flush(struct events *ev);
 void events_close(struct events *ev);
+/* Bytes in events.jsonl now. */
+long events_size(struct events *ev);
+/* Rotate events.jsonl (ft_rotate, KEEP old files) and go on in a new
+ * one.  0, or -1 with errno. */
+int events_rotate(struct events *ev, int keep);
 
 #define EV_CTYPE_int long long
 #define EV_CTYPE_str const char *
