@@ -342,8 +342,9 @@ def test_reboot_failures_end_in_time(make_cluster, bmc_sim, tmp_path):
 
 @pytest.mark.timeout(120)
 def test_unprivileged_client_refused(bins):
-    """drain and reboot from another user (setpriv --reuid=nobody) are
-    refused and change nothing."""
+    """drain, undrain, reboot and cancel from another user (setpriv
+    --reuid=nobody) are refused, each with a request_refused event, and
+    change nothing; nodes is open to all."""
     if os.geteuid() != 0 or not shutil.which("setpriv"):
         pytest.skip("needs root and setpriv")
     base = Path(tempfile.mkdtemp(prefix="ftfarm-priv-"))
@@ -355,17 +356,25 @@ def test_unprivileged_client_refused(bins):
         os.chmod(c.dir, 0o755)
         os.chmod(c.config, 0o644)
         c.start()
-        for args in (["drain", "node1"], ["reboot", "node1", "--force"]):
-            r = subprocess.run(
+        def as_nobody(*args):
+            return subprocess.run(
                 ["setpriv", "--reuid=nobody", "--regid=nogroup",
                  "--clear-groups", str(cli), args[0], "-c", str(c.config),
                  *args[1:]], capture_output=True, text=True, timeout=30,
                 stdin=subprocess.DEVNULL)
-            assert r.returncode != 0, (args, r.stdout, r.stderr)
-            print(args[0], "refused:", r.stderr.strip())
+        for args in (["drain", "node1"], ["undrain", "node1"],
+                     ["reboot", "node1", "--force"], ["cancel", "1"]):
+            r = as_nobody(*args)
+            assert r.returncode == 1, (args, r.stdout, r.stderr)
+            assert "permission denied" in r.stderr, (args, r.stderr)
+        r = as_nobody("nodes")      # reading is for everyone
+        assert r.returncode == 0 and "node1" in r.stdout, r.stderr
         assert [n["state"] for n in c.status()["nodes"]] == ["up", "up"]
-        assert not [e for e in c.events() if e["event"] in
+        evs = c.events()
+        assert not [e for e in evs if e["event"] in
                     ("node_draining", "node_drained", "node_power_cycle")]
+        refused = [e for e in evs if e["event"] == "request_refused"]
+        assert len(refused) == 4, refused
         c.stop()
         assert_no_leftovers(c)
     finally:
