@@ -118,12 +118,22 @@ node_has_workers(const struct master *m, const struct node *n)
 
 /* ---- the ladder's decisions ---- */
 
+/* Are N's failures and reboots old enough to be forgotten (a window
+ * without any, N in service or drained)? */
+static int
+stale(const struct master *m, const struct node *n, double now)
+{
+	return (n->strikes || n->episode_reboots) &&
+	       now - n->last_strike > m->cfg.failure_window &&
+	       (node_serves(n) || n->state == N_DRAINING ||
+		n->state == N_DRAINED);
+}
+
 /* Forget N's failures and reboots after a window without any. */
 static void
 forget(struct master *m, struct node *n, double now)
 {
-	if ((n->strikes == 0 && n->episode_reboots == 0) ||
-	    now - n->last_strike <= m->cfg.failure_window)
+	if (!stale(m, n, now))
 		return;
 	n->strikes = 0;
 	n->episode_reboots = 0;
@@ -132,14 +142,15 @@ forget(struct master *m, struct node *n, double now)
 		set_state(m, n, N_UP, "no failure for a while");
 }
 
-/* Has N no failure charged to it (is it healthy but for this death)? */
+/* Has N no failure charged to it (is it healthy but for this death)?
+ * Changes nothing (it is asked in the middle of a death). */
 static int
-healthy(struct master *m, struct node *n)
+healthy(const struct master *m, const struct node *n)
 {
-	forget(m, n, ft_now());
-	return n->strikes == 0 && (n->state == N_UP ||
-				   n->state == N_DRAINING ||
-				   n->state == N_DRAINED);
+	if (n->strikes > 0 && !stale(m, n, ft_now()))
+		return 0;
+	return n->state == N_UP || n->state == N_SUSPECT ||
+	       n->state == N_DRAINING || n->state == N_DRAINED;
 }
 
 /* Give up on N for WHY: INACTIVE, its workers retired, a probe later. */
@@ -211,17 +222,20 @@ escalate(struct master *m, struct node *n, const char *why)
 }
 
 /* Charge N with a failure (WHY); W, if not NULL, is the failed worker:
- * respawn it, or climb the ladder (at once on a TIMEOUT: a worker that
- * could not even start). */
+ * respawn it, or climb the ladder (at once on a TIMEOUT, a respawn that
+ * did not come back, when N can be power-cycled). */
 static void
 strike(struct master *m, struct node *n, struct worker *w, const char *why,
        int timeout)
 {
 	double now = ft_now();
+	char err[160];
 
 	forget(m, n, now);
 	n->strikes++;
 	n->last_strike = now;
+	if (timeout && health_can_reboot(m, n, err, sizeof(err)) == -1)
+		timeout = 0;	/* nothing more to do than respawn */
 	if (timeout || n->strikes > m->cfg.respawn_limit ||
 	    n->episode_reboots > 0) {
 		escalate(m, n, why);
@@ -327,12 +341,24 @@ deferred_strike(void *ctx, uint64_t a, uint64_t b, const char *text)
 	strike(m, n, NULL, why, 0);
 }
 
+/* A worker of N finished a task: N's failures in a row are over (its
+ * reboots are not: they are forgotten only after failure_window_s). */
+static void
+finished_task(struct master *m, struct node *n)
+{
+	n->strikes = 0;
+	if (n->state == N_SUSPECT)
+		set_state(m, n, N_UP, "a worker finished a task");
+}
+
 void
 health_task_result(struct master *m, uint64_t tid, struct worker *w, int ok)
 {
 	char why[256];
 	int back;
 
+	if (m->nodes[w->node].strikes)
+		finished_task(m, &m->nodes[w->node]);
 	if (blame_records(blame) == 0)
 		return;
 	if (!ok) {

@@ -5,19 +5,20 @@
  * Each worker death is blamed (blame.h) on the task it ran or on its
  * node.  A task's deaths cost the task its attempts (it fails as poison
  * after them) and leave the node alone: the worker is respawned.  A
- * node's failures climb its ladder:
+ * node's failures in a row (until one of its workers finishes a task)
+ * climb its ladder:
  *   1. the first respawn_limit failures: respawn the worker (the node is
  *      SUSPECT);
- *   2. the next one, or any after a reboot (a respawned worker that does
- *      not come back in time is a failure too): drain the node (its
+ *   2. the next one, any within failure_window_s of a reboot, or a
+ *      respawn that does not come back (a timeout): drain the node (its
  *      tasks go elsewhere at once), power-cycle it over its BMC, wait for
  *      power, for its ready command and for its workers' hellos, all
  *      within reboot_wait_s, and put it back in service (ladder.h);
  *   3. after max_reboots reboots, or without a BMC, or in static launch
  *      (whose workers cannot be respawned), or when the reboot fails: the
  *      node is INACTIVE.
- * A node's failures and reboots are forgotten after failure_window_s
- * without one.  An inactive node is probed again after probe_min_s,
+ * A node's failures and reboots are also forgotten after
+ * failure_window_s without one.  An inactive node is probed again after probe_min_s,
  * doubling up to probe_max_s: it comes back if it is powered, ready and
  * its workers say hello.  When every node is inactive and no worker is
  * left, the open tasks fail ("no live workers").
