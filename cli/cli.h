@@ -12,6 +12,12 @@
  *   ftfarm wordcount -c CFG -o OUT [--shards N] [--reducers R]
  *                    [--delimiters FILE] INPUT...
  *   ftfarm status -c CFG [--json]
+ *   ftfarm nodes  -c CFG [--json]         the nodes, their states and reboots
+ *   ftfarm drain  -c CFG NODE [--json]    no new tasks for NODE
+ *   ftfarm undrain -c CFG NODE [--json]   NODE back in service
+ *   ftfarm reboot -c CFG NODE|all [--force] [--json]
+ *                                          drain, power-cycle, workers back
+ *   ftfarm cancel -c CFG BATCH_ID [--json]
  *   ftfarm check  -c CFG [BATCH.json...]  validate without running anything
  *   ftfarm probe                           what the installed MPI can do
  *   ftfarm rotate -c CFG                   rotate master.log, events.jsonl
@@ -33,6 +39,7 @@ struct cli {
 	int foreground;			/* --foreground */
 	int standby;			/* --standby */
 	double reconnect;		/* --reconnect-timeout, < 0 for the default */
+	int force;			/* --force */
 	const char *output;		/* -o */
 	long shards;			/* --shards, 0 for the default */
 	long reducers;			/* --reducers, 0 for the default */
@@ -48,6 +55,11 @@ int cli_submit(struct cli *c);
 int cli_wait(struct cli *c);
 int cli_wordcount(struct cli *c);
 int cli_status(struct cli *c);
+int cli_nodes(struct cli *c);
+int cli_drain(struct cli *c);
+int cli_undrain(struct cli *c);
+int cli_reboot(struct cli *c);
+int cli_cancel(struct cli *c);
 int cli_check(struct cli *c);
 int cli_probe(struct cli *c);
 int cli_rotate(struct cli *c);
@@ -59,6 +71,9 @@ json_t *cli_call(struct cli *c, json_t *req, double timeout);
 /* The same with LEN bytes of BODY after the request line. */
 json_t *cli_call_body(struct cli *c, json_t *req, const void *body,
 		      size_t len, double timeout);
+/* ROWS as a table of the titled columns of COLS (N of them). */
+struct ctl_col;
+void cli_print_table(const struct ctl_col *cols, int n, json_t *rows);
 /* Print "ftfarm: MSG" to stderr. */
 void cli_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 

@@ -521,12 +521,28 @@ cli_wait(struct cli *c)
 	return wait_batch(c, (json_int_t)id);
 }
 
+/* An array of integers as "1,2,3" (at most N bytes into OUT). */
+static void
+join_ints(json_t *a, char *out, size_t n)
+{
+	size_t i, len = 0;
+	json_t *v;
+
+	out[0] = '\0';
+	json_array_foreach(a, i, v)
+		if (len < n)
+			len += (size_t)snprintf(out + len, n - len, "%s%lld",
+						i ? "," : "",
+						(long long)json_integer_value(v));
+}
+
 /* One cell of column COL of ROW, as the column says. */
 static void
 print_cell(const struct ctl_col *col, json_t *row, int last)
 {
 	json_t *v = json_object_get(row, col->key);
 	int w = last ? 0 : col->width;
+	char buf[256];
 
 	switch (col->type) {
 	case JT_INT:
@@ -535,15 +551,18 @@ print_cell(const struct ctl_col *col, json_t *row, int last)
 	case JT_NUMBER:
 		printf("%*.3f", w, json_number_value(v));
 		break;
+	case JT_ARRAY:
+		join_ints(v, buf, sizeof(buf));
+		printf("%*s", w, buf);
+		break;
 	default:
 		printf("%*s", w, json_is_string(v) ? json_string_value(v) : "");
 	}
 	putchar(last ? '\n' : ' ');
 }
 
-/* ROWS as a table of the printed columns of COLS (N of them). */
-static void
-print_table(const struct ctl_col *cols, int n, json_t *rows)
+void
+cli_print_table(const struct ctl_col *cols, int n, json_t *rows)
 {
 	json_t *row;
 	size_t i;
@@ -604,14 +623,14 @@ cli_status(struct cli *c)
 		       (long long)json_integer_value(json_object_get(ans,
 							k[CTL_S_OPEN])));
 		print_store(json_object_get(ans, k[CTL_S_STORE]));
-		print_table(ctl_worker_cols, CTL_W_NCOLS,
+		cli_print_table(ctl_worker_cols, CTL_W_NCOLS,
 			    json_object_get(ans, k[CTL_S_WORKERS]));
 		putchar('\n');
-		print_table(ctl_node_cols, CTL_N_NCOLS,
+		cli_print_table(ctl_node_cols, CTL_N_NCOLS,
 			    json_object_get(ans, k[CTL_S_NODES]));
 		if (json_array_size(json_object_get(ans, k[CTL_S_BATCHES]))) {
 			putchar('\n');
-			print_table(ctl_batch_cols, CTL_B_NCOLS,
+			cli_print_table(ctl_batch_cols, CTL_B_NCOLS,
 				    json_object_get(ans, k[CTL_S_BATCHES]));
 		}
 	}

@@ -23,6 +23,11 @@ static const struct {
 	{ "wordcount", cli_wordcount, 1, "wordcount -c CFG -o OUT [--shards N] "
 	  "[--reducers R] [--delimiters FILE] INPUT..." },
 	{ "status", cli_status, 1, "status -c CFG [--json]" },
+	{ "nodes", cli_nodes, 1, "nodes -c CFG [--json]" },
+	{ "drain", cli_drain, 1, "drain -c CFG NODE [--json]" },
+	{ "undrain", cli_undrain, 1, "undrain -c CFG NODE [--json]" },
+	{ "reboot", cli_reboot, 1, "reboot -c CFG NODE|all [--force] [--json]" },
+	{ "cancel", cli_cancel, 1, "cancel -c CFG BATCH_ID [--json]" },
 	{ "check", cli_check, 1, "check -c CFG [BATCH.json...]" },
 	{ "rotate", cli_rotate, 1, "rotate -c CFG" },
 	{ "probe", cli_probe, 0, "probe" },
@@ -62,6 +67,7 @@ parse(struct cli *c, int argc, char **argv)
 		{ "foreground", no_argument, NULL, 'f' },
 		{ "standby", no_argument, NULL, 'S' },
 		{ "reconnect-timeout", required_argument, NULL, 'R' },
+		{ "force", no_argument, NULL, 'F' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "output", required_argument, NULL, 'o' },
 		{ "shards", required_argument, NULL, 's' },
@@ -99,6 +105,7 @@ parse(struct cli *c, int argc, char **argv)
 				return -1;
 			}
 			break;
+		case 'F': c->force = 1; break;
 		default: return -1;
 		}
 	}

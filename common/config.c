@@ -33,6 +33,12 @@ static const struct jfield top_fields[] = {
 	{ "start_timeout_s", JT_NUMBER, 0 },
 	{ "max_attempts", JT_INT, 0 },
 	{ "respawn_limit", JT_INT, 0 },
+	{ "max_reboots", JT_INT, 0 },
+	{ "reboot_wait_s", JT_NUMBER, 0 },
+	{ "drain_timeout_s", JT_NUMBER, 0 },
+	{ "failure_window_s", JT_NUMBER, 0 },
+	{ "probe_min_s", JT_NUMBER, 0 },
+	{ "probe_max_s", JT_NUMBER, 0 },
 	{ "output_cap", JT_INT, 0 },
 	{ "task_events", JT_BOOL, 0 },
 	{ "mpirun_args", JT_STRING_ARRAY, 0 },
@@ -66,6 +72,23 @@ static const struct jfield node_fields[] = {
 	{ "name", JT_STRING, 1 },
 	{ "host", JT_STRING, 0 },
 	{ "workers", JT_INT, 0 },
+	{ "bmc", JT_OBJECT, 0 },
+	{ "ready_command", JT_STRING_ARRAY, 0 },
+	{ NULL, JT_ANY, 0 },
+};
+
+static const struct jfield bmc_fields[] = {
+	{ "host", JT_STRING, 1 },
+	{ "port", JT_INT, 0 },
+	{ "user", JT_STRING, 1 },
+	{ "password_file", JT_STRING, 1 },
+	{ "interface", JT_STRING, 0 },
+	{ "cipher_suite", JT_INT, 0 },
+	{ "timeout_s", JT_INT, 0 },
+	{ "retries", JT_INT, 0 },
+	{ "deadline_s", JT_NUMBER, 0 },
+	{ "min_gap_s", JT_NUMBER, 0 },
+	{ "ipmitool", JT_STRING, 0 },
 	{ NULL, JT_ANY, 0 },
 };
 
@@ -78,6 +101,7 @@ static const struct {
 	{ "heartbeat_timeout_ms", 10, 3600000 },
 	{ "max_attempts", 1, 100 },
 	{ "respawn_limit", 0, 1000 },
+	{ "max_reboots", 0, 100 },
 	{ "output_cap", 0, 131072 },
 	{ "log_max_bytes", 4096, 1LL << 40 },
 	{ "log_keep", 0, 100 },
@@ -96,6 +120,11 @@ static const struct {
 	{ "task_timeout_s", FT_TASK_TIMEOUT_MAX },
 	{ "slow_timeout_s", 1e7 },
 	{ "start_timeout_s", 3600 },
+	{ "reboot_wait_s", 86400 },
+	{ "drain_timeout_s", 1e7 },
+	{ "failure_window_s", 1e7 },
+	{ "probe_min_s", 1e6 },
+	{ "probe_max_s", 1e6 },
 };
 
 static const char *const launch_names[] = { "dynamic", "static", NULL };
@@ -172,6 +201,16 @@ parse_limits(const json_t *root, struct ft_config *cfg, struct jerr *err)
 	cfg->start_timeout = jget_num(root, "start_timeout_s", 60);
 	cfg->max_attempts = (int)jget_int(root, "max_attempts", 3);
 	cfg->respawn_limit = (int)jget_int(root, "respawn_limit", 1);
+	cfg->max_reboots = (int)jget_int(root, "max_reboots", 1);
+	cfg->reboot_wait = jget_num(root, "reboot_wait_s", 300);
+	cfg->drain_timeout = jget_num(root, "drain_timeout_s", 600);
+	cfg->failure_window = jget_num(root, "failure_window_s", 600);
+	cfg->probe_min = jget_num(root, "probe_min_s", 30);
+	cfg->probe_max = jget_num(root, "probe_max_s", 3600);
+	if (cfg->probe_max < cfg->probe_min)
+		return jerr_set(err, json_object_get(root, "probe_max_s") ?
+				"probe_max_s" : "probe_min_s",
+				"must not be less than probe_min_s");
 	cfg->output_cap = (size_t)jget_int(root, "output_cap", 65536);
 	cfg->task_events = jget_bool(root, "task_events", 1);
 	cfg->log_max_bytes = (size_t)jget_int(root, "log_max_bytes", 64 << 20);
@@ -340,6 +379,9 @@ parse_mpirun_args(const json_t *root, struct ft_config *cfg)
 			ft_strdup(json_string_value(el));
 }
 
+static void path_clean(char *p);
+static char *config_path(const struct ft_config *cfg, const char *path);
+
 /* Is S a usable node name: [A-Za-z0-9_.-]+ and not "." or ".." (names may
  * become file names)?  0, or -1 with ERR set at PATH. */
 static int
@@ -353,6 +395,93 @@ check_node_name(const char *s, const char *path, struct jerr *err)
 				"\"_\", \".\" and \"-\"");
 	if (strcmp(s, ".") == 0 || strcmp(s, "..") == 0)
 		return jerr_set(err, path, "must not be \".\" or \"..\"");
+	return 0;
+}
+
+static const char *const bmc_interfaces[] = { "lanplus", "lan", NULL };
+
+/* Range checks of the keys of bmc object B (at PATH). */
+static int
+check_bmc(const json_t *b, const char *path, struct jerr *err)
+{
+	char at[sizeof(err->path)];
+	int i;
+
+	if (jcheck_object(b, path, bmc_fields, err) == -1 ||
+	    jcheck_int_range(b, path, "port", 1, 65535, err) == -1 ||
+	    jcheck_int_range(b, path, "cipher_suite", 0, 17, err) == -1 ||
+	    jcheck_int_range(b, path, "timeout_s", 1, 60, err) == -1 ||
+	    jcheck_int_range(b, path, "retries", 1, 10, err) == -1 ||
+	    jcheck_num_positive(b, path, "deadline_s", 3600, err) == -1 ||
+	    jcheck_num_range(b, path, "min_gap_s", 0, 60, err) == -1)
+		return -1;
+	jpath_key(at, sizeof(at), path, "interface");
+	if (str_choice(b, "interface", bmc_interfaces, 0,
+		       "\"lanplus\" or \"lan\"", err) == -1)
+		return jerr_set(err, at, "must be \"lanplus\" or \"lan\"");
+	for (i = 0; i < 4; i++) {
+		static const char *const keys[] = { "host", "user",
+						    "password_file",
+						    "ipmitool" };
+
+		if (*jget_str(b, keys[i], "x") == '\0') {
+			jpath_key(at, sizeof(at), path, keys[i]);
+			return jerr_set(err, at, "must not be empty");
+		}
+	}
+	return 0;
+}
+
+/* The node's "bmc" at PATH into NODE (absent: none).  0 or -1 with ERR. */
+static int
+parse_bmc(const json_t *el, const char *path, const struct ft_config *cfg,
+	  struct ft_node *node, struct jerr *err)
+{
+	const json_t *b = json_object_get(el, "bmc");
+	char at[sizeof(err->path)];
+	struct ft_bmc *m;
+
+	if (b == NULL)
+		return 0;
+	jpath_key(at, sizeof(at), path, "bmc");
+	if (check_bmc(b, at, err) == -1)
+		return -1;
+	m = node->bmc = ft_calloc(1, sizeof(*m));
+	m->host = ft_strdup(jget_str(b, "host", ""));
+	m->port = (int)jget_int(b, "port", 623);
+	m->user = ft_strdup(jget_str(b, "user", ""));
+	m->password_file = config_path(cfg, jget_str(b, "password_file", ""));
+	m->interface = ft_strdup(jget_str(b, "interface", "lanplus"));
+	m->cipher_suite = (int)jget_int(b, "cipher_suite", 3);
+	m->timeout = (int)jget_int(b, "timeout_s", 1);
+	m->retries = (int)jget_int(b, "retries", 1);
+	/* ipmitool gives up after 2RN + R(R-1) s against a silent BMC. */
+	m->deadline = jget_num(b, "deadline_s",
+			       2.0 * m->retries * m->timeout +
+			       m->retries * (m->retries - 1) + 3);
+	m->min_gap = jget_num(b, "min_gap_s", 5);
+	m->ipmitool = ft_strdup(jget_str(b, "ipmitool", "ipmitool"));
+	return 0;
+}
+
+/* The node's "ready_command" at PATH into NODE (absent: none). */
+static int
+parse_ready(const json_t *el, const char *path, struct ft_node *node,
+	    struct jerr *err)
+{
+	const json_t *a = json_object_get(el, "ready_command"), *v;
+	char at[sizeof(err->path)];
+	size_t i;
+
+	if (a == NULL)
+		return 0;
+	jpath_key(at, sizeof(at), path, "ready_command");
+	if (json_array_size(a) == 0 || *json_string_value(json_array_get(a, 0))
+	    == '\0')
+		return jerr_set(err, at, "must name a program");
+	node->ready_command = ft_calloc(json_array_size(a) + 1, sizeof(char *));
+	json_array_foreach(a, i, v)
+		node->ready_command[i] = ft_strdup(json_string_value(v));
 	return 0;
 }
 
@@ -387,7 +516,9 @@ parse_node(const json_t *el, const char *path, struct ft_config *cfg,
 	node->name = ft_strdup(name);
 	node->host = ft_strdup(host);
 	node->workers = (int)jget_int(el, "workers", 1);
-	return 0;
+	if (parse_bmc(el, path, cfg, node, err) == -1)
+		return -1;
+	return parse_ready(el, path, node, err);
 }
 
 static int
@@ -444,38 +575,44 @@ path_clean(char *p)
 	*out = '\0';
 }
 
+/* The config file's directory, absolute, with symbolic links resolved:
+ * relative paths of the file are taken against it. */
+static int
+parse_dir(struct ft_config *cfg, struct jerr *err)
+{
+	char *dir = ft_dirname(cfg->path);
+
+	cfg->dir = realpath(dir, NULL);
+	if (cfg->dir == NULL)
+		jerr_set(err, "state_dir", "cannot resolve the config file's "
+			 "directory %s: %s", dir, strerror(errno));
+	free(dir);
+	return cfg->dir ? 0 : -1;
+}
+
+/* PATH of the file, absolute: relative to the file's directory, then
+ * normalised lexically (a new string). */
+static char *
+config_path(const struct ft_config *cfg, const char *path)
+{
+	char *p = path[0] == '/' ? ft_strdup(path)
+				 : ft_path_join(cfg->dir, path);
+
+	path_clean(p);
+	return p;
+}
+
 /* "state_dir": a relative path is taken against the directory that holds
- * the config file, with symbolic links in that directory resolved; the
- * rest is normalised lexically (the state directory need not exist yet). */
+ * the config file; the state directory need not exist yet. */
 static int
 parse_state_dir(const json_t *root, struct ft_config *cfg, struct jerr *err)
 {
 	const char *sd = jget_str(root, "state_dir", "");
-	char *dir = NULL, *base = NULL;
-	int rc = -1;
 
-	if (*sd == '\0') {
-		jerr_set(err, "state_dir", "must not be empty");
-		goto out;
-	}
-	if (sd[0] == '/') {
-		cfg->state_dir = ft_strdup(sd);
-	} else {
-		dir = ft_dirname(cfg->path);
-		if ((base = realpath(dir, NULL)) == NULL) {
-			jerr_set(err, "state_dir", "cannot resolve the config "
-				 "file's directory %s: %s", dir,
-				 strerror(errno));
-			goto out;
-		}
-		cfg->state_dir = ft_path_join(base, sd);
-	}
-	path_clean(cfg->state_dir);
-	rc = 0;
-out:
-	free(dir);
-	free(base);
-	return rc;
+	if (*sd == '\0')
+		return jerr_set(err, "state_dir", "must not be empty");
+	cfg->state_dir = config_path(cfg, sd);
+	return 0;
 }
 
 /* Validate ROOT (the decoded file) into CFG (whose path is set).  0, or -1
@@ -485,6 +622,7 @@ config_parse(const json_t *root, struct ft_config *cfg, struct jerr *err)
 {
 	if (jcheck_object(root, "", top_fields, err) == -1 ||
 	    parse_name(root, cfg, err) == -1 ||
+	    parse_dir(cfg, err) == -1 ||
 	    parse_state_dir(root, cfg, err) == -1 ||
 	    parse_choices(root, cfg, err) == -1 ||
 	    parse_nodes(root, cfg, err) == -1 ||
@@ -524,15 +662,34 @@ out:
 	return rc;
 }
 
+static void
+node_free(struct ft_node *node)
+{
+	struct ft_bmc *b = node->bmc;
+	int i;
+
+	free(node->name);
+	free(node->host);
+	if (b) {
+		free(b->host);
+		free(b->user);
+		free(b->password_file);
+		free(b->interface);
+		free(b->ipmitool);
+		free(b);
+	}
+	for (i = 0; node->ready_command && node->ready_command[i]; i++)
+		free(node->ready_command[i]);
+	free(node->ready_command);
+}
+
 void
 ft_config_free(struct ft_config *cfg)
 {
 	int i;
 
-	for (i = 0; i < cfg->nnodes; i++) {
-		free(cfg->nodes[i].name);
-		free(cfg->nodes[i].host);
-	}
+	for (i = 0; i < cfg->nnodes; i++)
+		node_free(&cfg->nodes[i]);
 	for (i = 0; i < cfg->nmpirun_args; i++)
 		free(cfg->mpirun_args[i]);
 	free(cfg->mpirun_args);
@@ -540,6 +697,7 @@ ft_config_free(struct ft_config *cfg)
 	free(cfg->path);
 	free(cfg->name);
 	free(cfg->state_dir);
+	free(cfg->dir);
 	free(cfg->log_level);
 	free(cfg->control.socket_group);
 	free(cfg->control.submitters);

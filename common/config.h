@@ -16,10 +16,29 @@ enum ft_launch {
 	FT_LAUNCH_STATIC,		/* one mpiexec world: rank 0 master, others workers */
 };
 
+/* A node's BMC ("bmc"), reached with ipmitool over the LAN. */
+struct ft_bmc {
+	char *host;			/* "host", required */
+	int port;			/* "port", default 623 */
+	char *user;			/* "user", required */
+	char *password_file;		/* "password_file", absolute; ipmitool -f */
+	char *interface;		/* "interface": "lanplus" (default) | "lan" */
+	int cipher_suite;		/* "cipher_suite" (lanplus -C), default 3 */
+	int timeout;			/* "timeout_s" (-N), default 1 */
+	int retries;			/* "retries" (-R), default 1 */
+	double deadline;		/* "deadline_s": kill ipmitool after, default
+					 * 2*R*N + R*(R-1) + 3 (what -N/-R allow, and slack) */
+	double min_gap;			/* "min_gap_s" between two commands, default 5 */
+	char *ipmitool;			/* "ipmitool": the program, default "ipmitool"
+					 * (searched in PATH) */
+};
+
 struct ft_node {
 	char *name;			/* unique, [A-Za-z0-9_.-]+ */
 	char *host;			/* host name MPI places its workers on */
 	int workers;			/* worker processes on the node, >= 1 */
+	struct ft_bmc *bmc;		/* "bmc", or NULL: no power control */
+	char **ready_command;		/* "ready_command" argv, or NULL */
 };
 
 /* "control": the control socket's access and limits. */
@@ -47,6 +66,9 @@ struct ft_config {
 	char *path;			/* the file as given */
 	char *name;			/* "name", default: the file's base name */
 	char *state_dir;		/* absolute */
+	char *dir;			/* the config file's directory, absolute:
+					 * relative paths of the file, and the
+					 * working directory of ready commands */
 	enum ft_launch launch;		/* "launch": "dynamic" | "static" */
 	struct ft_node *nodes;		/* "nodes": non-empty, names unique */
 	int nnodes;
@@ -58,6 +80,12 @@ struct ft_config {
 	double start_timeout;		/* "start_timeout_s", default 60 */
 	int max_attempts;		/* "max_attempts", default 3, 1..100 */
 	int respawn_limit;		/* "respawn_limit", default 1, 0..1000 */
+	int max_reboots;		/* "max_reboots" the ladder may do, default 1 */
+	double reboot_wait;		/* "reboot_wait_s", default 300 */
+	double drain_timeout;		/* "drain_timeout_s", default 600 */
+	double failure_window;		/* "failure_window_s", default 600 */
+	double probe_min;		/* "probe_min_s", default 30 */
+	double probe_max;		/* "probe_max_s", default 3600 */
 	size_t output_cap;		/* "output_cap" bytes, default 65536, 0..131072 */
 	int task_events;		/* "task_events": log per-task events, default true */
 	char **mpirun_args;		/* "mpirun_args": extra launcher arguments */

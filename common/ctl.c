@@ -45,6 +45,21 @@ static const struct jfield ctl_log_level_fields[] = {
 	{ NULL, 0, 0 },
 };
 
+static const struct jfield ctl_node_fields[] = {
+	{ "v", JT_INT, 1 },
+	{ "cmd", JT_STRING, 1 },
+	{ "node", JT_STRING, 1 },
+	{ NULL, 0, 0 },
+};
+
+static const struct jfield ctl_reboot_fields[] = {
+	{ "v", JT_INT, 1 },
+	{ "cmd", JT_STRING, 1 },
+	{ "node", JT_STRING, 1 },	/* a node's name, or "all" */
+	{ "force", JT_BOOL, 0 },	/* skip the drain */
+	{ NULL, 0, 0 },
+};
+
 static const struct ctl_command commands[] = {
 	{ CTL_INVALID, NULL, 0, NULL },
 #define CTL_ROW(E, name, role, fields) { CTL_##E, name, role, fields },

@@ -38,7 +38,12 @@ enum ctl_role { CTL_ROLE_READ = 1, CTL_ROLE_SUBMIT, CTL_ROLE_ADMIN };
 	X(WAIT, "wait", CTL_ROLE_READ, ctl_wait_fields)			\
 	X(STOP, "stop", CTL_ROLE_ADMIN, ctl_no_fields)			\
 	X(LOG_LEVEL, "log_level", CTL_ROLE_ADMIN, ctl_log_level_fields)	\
-	X(ROTATE, "rotate", CTL_ROLE_ADMIN, ctl_no_fields)
+	X(ROTATE, "rotate", CTL_ROLE_ADMIN, ctl_no_fields)		\
+	X(NODES, "nodes", CTL_ROLE_READ, ctl_no_fields)			\
+	X(DRAIN, "drain", CTL_ROLE_ADMIN, ctl_node_fields)		\
+	X(UNDRAIN, "undrain", CTL_ROLE_ADMIN, ctl_node_fields)		\
+	X(REBOOT, "reboot", CTL_ROLE_ADMIN, ctl_reboot_fields)		\
+	X(CANCEL, "cancel", CTL_ROLE_SUBMIT, ctl_wait_fields)
 
 enum ctl_cmd {
 	CTL_INVALID = 0,
@@ -98,12 +103,22 @@ json_t *ctl_request_new(enum ctl_cmd cmd);
 	X(W_INFLIGHT, "inflight", NULL, 0, JT_INT)			\
 	X(W_START, "start", NULL, 0, JT_INT)
 
+/* Nodes (also the rows of the nodes command): "worker_ids" are the
+ * node's worker slots, "failures" those charged to it lately, "since" the
+ * seconds in its state, "last_reboot" the epoch of its last (0: never),
+ * "bmc" host:port (or ""), "reason" why it is in its state. */
 #define CTL_NODE_COLS(X)						\
 	X(N_NAME, "name", "NODE", -10, JT_STRING)			\
 	X(N_HOST, "host", "HOST", -12, JT_STRING)			\
 	X(N_STATE, "state", "STATE", -9, JT_STRING)			\
-	X(N_REBOOTS, "reboots", "REBOOTS", 0, JT_INT)			\
-	X(N_WORKERS, "workers", NULL, 0, JT_INT)
+	X(N_REBOOTS, "reboots", "REBOOTS", -7, JT_INT)			\
+	X(N_FAILURES, "failures", "FAILURES", -8, JT_INT)		\
+	X(N_WORKER_IDS, "worker_ids", "WORKERS", -8, JT_ARRAY)		\
+	X(N_WORKERS, "workers", NULL, 0, JT_INT)			\
+	X(N_SINCE, "since", NULL, 0, JT_NUMBER)				\
+	X(N_LAST_REBOOT, "last_reboot", NULL, 0, JT_NUMBER)		\
+	X(N_BMC, "bmc", NULL, 0, JT_STRING)				\
+	X(N_REASON, "reason", "REASON", 0, JT_STRING)
 
 /* Batches also carry, when they apply, "job", "error" and "result". */
 #define CTL_BATCH_COLS(X)						\

@@ -45,6 +45,7 @@ struct batch {
 	int nphases;
 	const struct ft_plugin *plugin;	/* the planner of a job batch, or NULL */
 	struct job *job;		/* while running */
+	int cancelled;			/* an operator cancelled it */
 	char *error;			/* why its job failed, once finished */
 	json_t *result;			/* its job's summary, once finished */
 };
@@ -150,7 +151,8 @@ batch_json(const struct batch *b)
 	ctl_row_int(o, &c[CTL_B_DONE], b->d_ok + b->d_failed);
 	ctl_row_int(o, &c[CTL_B_OK], b->d_ok);
 	ctl_row_int(o, &c[CTL_B_FAILED], b->d_failed);
-	ctl_row_str(o, &c[CTL_B_STATE], state_name(b->state));
+	ctl_row_str(o, &c[CTL_B_STATE], b->state == B_FINISHED &&
+		   b->cancelled ? "cancelled" : state_name(b->state));
 	if (b->ok + b->failed > b->d_ok + b->d_failed)
 		json_object_set_new(o, "unwritten", json_integer(
 			b->ok + b->failed - b->d_ok - b->d_failed));
@@ -689,6 +691,42 @@ batches_fail(struct batches *bs, uint32_t batch, uint32_t index,
 	ev_task_failed(bs->ev, batch, index, reason);
 	log_warnx("batch %ld task %u failed: %s", b->id, index, reason);
 	count(bs, b, index, 0, "", 0, reason);
+}
+
+/* Why batch ID (B, or NULL when not in memory) cannot be cancelled. */
+static const char *
+not_cancellable(const struct batches *bs, const struct batch *b, long id)
+{
+	int finished = 0;
+	json_t *row;
+
+	if (b)
+		return b->state == B_INTAKE ? "is still being read"
+					    : "has finished";
+	row = batches_lookup(bs, id, &finished);
+	json_decref(row);
+	return row ? "has finished" : "does not exist";
+}
+
+int
+batches_cancel(struct batches *bs, long id, uint64_t *queued,
+	       uint64_t *running, char *err, size_t n)
+{
+	struct batch *b = batches_find(bs, id);
+
+	if (b == NULL || b->state != B_RUNNING) {
+		snprintf(err, n, "batch %ld %s", id, not_cancellable(bs, b, id));
+		return -1;
+	}
+	b->cancelled = 1;
+	sched_fail_batch(bs->sched, (uint32_t)id, "cancelled", queued,
+			 running);
+	ev_batch_cancelled(bs->ev, id, (long long)*queued,
+			   (long long)*running);
+	log_info("batch %ld (%s) cancelled: %llu queued tasks dropped, %llu "
+		 "running killed", id, b->name, (unsigned long long)*queued,
+		 (unsigned long long)*running);
+	return 0;
 }
 
 int

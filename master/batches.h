@@ -84,6 +84,13 @@ void batches_record(struct batches *bs, uint64_t tid, int worker,
 /* Task INDEX of batch BATCH failed for good after ATTEMPTS, for REASON. */
 void batches_fail(struct batches *bs, uint32_t batch, uint32_t index,
 		  uint32_t attempts, const char *reason);
+/* Cancel batch ID: its queued tasks are dropped and its running ones
+ * killed, each with a failed result "cancelled" (the results so far
+ * stay); the batch then finishes in state "cancelled".  0 with *QUEUED
+ * and *RUNNING the tasks dropped and killed, or -1 with ERR (no such
+ * batch, or it has finished). */
+int batches_cancel(struct batches *bs, long id, uint64_t *queued,
+		   uint64_t *running, char *err, size_t n);
 /* The batch with id ID still in memory, or NULL. */
 struct batch *batches_find(const struct batches *bs, long id);
 /* The status row of batch ID, from memory or its summary.json (a new

@@ -12,6 +12,7 @@
 #include "control.h"
 #include "ctl.h"
 #include "farm.h"
+#include "health.h"
 #include "intake.h"
 #include "log.h"
 
@@ -41,18 +42,52 @@ worker_row(const struct master *m, const struct worker *w)
 	return o;
 }
 
+/* The slots of node ND's workers, as a JSON array. */
+static json_t *
+worker_ids(const struct master *m, const struct node *nd)
+{
+	json_t *a = json_array();
+	int k;
+
+	for (k = 0; k < m->nworkers; k++)
+		if (m->workers[k].node == nd->id)
+			json_array_append_new(a, json_integer(k));
+	return a;
+}
+
 static json_t *
 node_row(const struct master *m, const struct node *nd)
 {
 	const struct ctl_col *c = ctl_node_cols;
+	const struct ft_bmc *b = m->cfg.nodes[nd->id].bmc;
 	json_t *o = json_object();
+	char bmc[300] = "";
 
+	if (b)
+		snprintf(bmc, sizeof(bmc), "%s:%d", b->host, b->port);
 	ctl_row_str(o, &c[CTL_N_NAME], nd->name);
 	ctl_row_str(o, &c[CTL_N_HOST], m->cfg.nodes[nd->id].host);
 	ctl_row_str(o, &c[CTL_N_STATE], node_state_name(nd->state));
 	ctl_row_int(o, &c[CTL_N_REBOOTS], nd->reboots);
+	ctl_row_int(o, &c[CTL_N_FAILURES], nd->strikes);
+	json_object_set_new(o, c[CTL_N_WORKER_IDS].key, worker_ids(m, nd));
 	ctl_row_int(o, &c[CTL_N_WORKERS], m->cfg.nodes[nd->id].workers);
+	ctl_row_num(o, &c[CTL_N_SINCE], ft_now() - nd->since);
+	ctl_row_num(o, &c[CTL_N_LAST_REBOOT], nd->last_reboot);
+	ctl_row_str(o, &c[CTL_N_BMC], bmc);
+	ctl_row_str(o, &c[CTL_N_REASON], nd->reason);
 	return o;
+}
+
+static json_t *
+nodes_json(const struct master *m)
+{
+	json_t *ns = json_array();
+	int i;
+
+	for (i = 0; i < m->cfg.nnodes; i++)
+		json_array_append_new(ns, node_row(m, &m->nodes[i]));
+	return ns;
 }
 
 static json_t *
@@ -76,14 +111,12 @@ cmd_status(struct master *m, struct client *c, json_t *req, json_t **ans,
 	   char *err, size_t n)
 {
 	const char *const *k = ctl_status_keys;
-	json_t *ws = json_array(), *ns = json_array(), *bs = json_array();
+	json_t *ws = json_array(), *ns = nodes_json(m), *bs = json_array();
 	int i;
 
 	(void)c, (void)req, (void)err, (void)n;
 	for (i = 0; i < m->nworkers; i++)
 		json_array_append_new(ws, worker_row(m, &m->workers[i]));
-	for (i = 0; i < m->cfg.nnodes; i++)
-		json_array_append_new(ns, node_row(m, &m->nodes[i]));
 	for (i = 0; i < m->batches.n; i++)
 		if (m->batches.v[i] && batch_listed(m->batches.v[i]))
 			json_array_append_new(bs, batch_json(m->batches.v[i]));
@@ -331,6 +364,202 @@ cmd_log_level(struct master *m, struct client *c, json_t *req, json_t **ans,
 	return 0;
 }
 
+/* ---- nodes ---- */
+
+/* nodes: every node, its state, reboots, failures, workers and reason. */
+static int
+cmd_nodes(struct master *m, struct client *c, json_t *req, json_t **ans,
+	  char *err, size_t n)
+{
+	(void)c, (void)req, (void)err, (void)n;
+	*ans = json_pack("{s:b, s:o}", "ok", 1, "nodes", nodes_json(m));
+	return 0;
+}
+
+/* The node named by REQ's "node", or NULL with ERR. */
+static struct node *
+req_node(struct master *m, json_t *req, char *err, size_t n)
+{
+	const char *name = json_string_value(json_object_get(req, "node"));
+	struct node *nd = health_node(m, name);
+
+	if (nd == NULL)
+		snprintf(err, n, "no node \"%s\" in the config", name);
+	return nd;
+}
+
+/* drain {"node": NAME}: no new tasks for it; its running ones finish. */
+static int
+cmd_drain(struct master *m, struct client *c, json_t *req, json_t **ans,
+	  char *err, size_t n)
+{
+	struct node *nd = req_node(m, req, err, n);
+
+	(void)c;
+	if (nd == NULL || health_drain(m, nd, err, n) == -1)
+		return -1;
+	*ans = json_pack("{s:b, s:o}", "ok", 1, "node", node_row(m, nd));
+	return 0;
+}
+
+/* undrain {"node": NAME}: back in service (an inactive node is probed). */
+static int
+cmd_undrain(struct master *m, struct client *c, json_t *req, json_t **ans,
+	    char *err, size_t n)
+{
+	struct node *nd = req_node(m, req, err, n);
+
+	(void)c;
+	if (nd == NULL || health_undrain(m, nd, err, n) == -1)
+		return -1;
+	*ans = json_pack("{s:b, s:o}", "ok", 1, "node", node_row(m, nd));
+	return 0;
+}
+
+/* A reboot request waiting for its nodes to end their reboots. */
+struct reboot_wait {
+	uint64_t client;
+	char *want;			/* per node: its end is awaited */
+	int pending;
+	char error[512];		/* the first failure */
+	struct reboot_wait *next;
+};
+
+static struct reboot_wait *waits;
+
+static void
+wait_free(struct reboot_wait *w)
+{
+	free(w->want);
+	free(w);
+}
+
+/* Every node of W has ended its reboot: answer W's client. */
+static void
+answer_reboot(struct master *m, struct reboot_wait *w)
+{
+	struct client *c = control_client(m->control, w->client);
+	json_t *ns = json_array(), *ans;
+	int i;
+
+	if (c == NULL) {
+		json_decref(ns);
+		return;		/* gone meanwhile */
+	}
+	for (i = 0; i < m->cfg.nnodes; i++)
+		if (w->want[i] == 2)
+			json_array_append_new(ns, node_row(m, &m->nodes[i]));
+	if (w->error[0])
+		ans = json_pack("{s:b, s:s, s:o}", "ok", 0, "error", w->error,
+				"nodes", ns);
+	else
+		ans = json_pack("{s:b, s:o}", "ok", 1, "nodes", ns);
+	control_send(c, ans);
+	json_decref(ans);
+	control_resume(c);
+}
+
+void
+commands_reboot_ended(struct master *m, struct node *nd, int ok,
+		      const char *why)
+{
+	struct reboot_wait **p = &waits, *w;
+
+	while ((w = *p) != NULL) {
+		if (w->want[nd->id] == 1) {
+			w->want[nd->id] = 2;
+			w->pending--;
+			if (!ok && w->error[0] == '\0')
+				snprintf(w->error, sizeof(w->error), "%s: %s",
+					 nd->name, why);
+		}
+		if (w->pending > 0) {
+			p = &w->next;
+			continue;
+		}
+		*p = w->next;
+		answer_reboot(m, w);
+		wait_free(w);
+	}
+}
+
+/* The nodes REQ's "node" names ("all": every one) into WANT; each must be
+ * one that can be rebooted.  Their count, or -1 with ERR. */
+static int
+reboot_targets(struct master *m, json_t *req, char *want, char *err,
+	       size_t n)
+{
+	const char *name = json_string_value(json_object_get(req, "node"));
+	int i, count = 0, all = strcmp(name, "all") == 0;
+
+	if (*name == '\0') {
+		snprintf(err, n, "reboot needs a node's name, or \"all\"");
+		return -1;
+	}
+	for (i = 0; i < m->cfg.nnodes; i++) {
+		if (!all && strcmp(m->nodes[i].name, name) != 0)
+			continue;
+		if (health_can_reboot(m, &m->nodes[i], err, n) == -1)
+			return -1;
+		want[i] = 1;
+		count++;
+	}
+	if (count == 0)
+		snprintf(err, n, "no node \"%s\" in the config", name);
+	return count ? count : -1;
+}
+
+/* reboot {"node": NAME | "all", "force": BOOL}: drain (unless forced),
+ * power-cycle, bring the workers back; answer once every node named is
+ * back, or has failed. */
+static int
+cmd_reboot(struct master *m, struct client *c, json_t *req, json_t **ans,
+	   char *err, size_t n)
+{
+	struct reboot_wait *w = ft_calloc(1, sizeof(*w));
+	int force = json_is_true(json_object_get(req, "force")), i;
+	char *targets;
+
+	(void)ans;
+	w->want = ft_calloc((size_t)m->cfg.nnodes, 1);
+	w->client = control_client_id(c);
+	w->pending = reboot_targets(m, req, w->want, err, n);
+	if (m->stopping || w->pending < 0) {
+		if (m->stopping)
+			snprintf(err, n, "the master is stopping");
+		wait_free(w);
+		return -1;
+	}
+	w->next = waits;
+	waits = w;
+	/* W may be answered (and freed) inside the loop: go by a copy. */
+	targets = ft_malloc((size_t)m->cfg.nnodes);
+	memcpy(targets, w->want, (size_t)m->cfg.nnodes);
+	for (i = 0; i < m->cfg.nnodes; i++)
+		if (targets[i] && health_reboot(m, &m->nodes[i], force, err,
+						n) == -1)
+			commands_reboot_ended(m, &m->nodes[i], 0, err);
+	free(targets);
+	return 1;
+}
+
+/* cancel {"batch": ID}: drop its queued tasks, kill its running ones. */
+static int
+cmd_cancel(struct master *m, struct client *c, json_t *req, json_t **ans,
+	   char *err, size_t n)
+{
+	long id = (long)json_integer_value(json_object_get(req, "batch"));
+	uint64_t queued, running;
+
+	(void)c;
+	if (batches_cancel(&m->batches, id, &queued, &running, err, n) == -1)
+		return -1;
+	*ans = json_pack("{s:b, s:I, s:I, s:I}", "ok", 1, "batch",
+			 (json_int_t)id, "queued", (json_int_t)queued,
+			 "running", (json_int_t)running);
+	return 0;
+}
+
 /* rotate: master.log and events.jsonl to .1, and on in new files. */
 static int
 cmd_rotate(struct master *m, struct client *c, json_t *req, json_t **ans,
@@ -350,6 +579,11 @@ static const cmd_fn handlers[CTL_NCMDS] = {
 	[CTL_STOP] = cmd_stop,
 	[CTL_LOG_LEVEL] = cmd_log_level,
 	[CTL_ROTATE] = cmd_rotate,
+	[CTL_NODES] = cmd_nodes,
+	[CTL_DRAIN] = cmd_drain,
+	[CTL_UNDRAIN] = cmd_undrain,
+	[CTL_REBOOT] = cmd_reboot,
+	[CTL_CANCEL] = cmd_cancel,
 };
 
 /* May UID send commands of ROLE?  Reading is for everyone; submitting
@@ -474,6 +708,12 @@ commands_tick(struct master *m, double now)
 void
 commands_close(struct master *m)
 {
+	while (waits) {
+		struct reboot_wait *w = waits;
+
+		waits = w->next;
+		wait_free(w);
+	}
 	intake_free(m);
 	control_close(m->control);
 	m->control = NULL;

@@ -8,6 +8,13 @@
  *   stop                    stop the workers, then the master
  *   log_level {"level": L}  debug, info or warn
  *   rotate                  rotate master.log and events.jsonl
+ *   nodes                   the nodes: state, reboots, failures, workers
+ *   drain {"node": N}       no new tasks for N; its running ones finish
+ *   undrain {"node": N}     N back in service (an inactive one is probed)
+ *   reboot {"node": N|"all", "force": B}
+ *                           drain, power-cycle, workers back; answered
+ *                           once every node named is back or has failed
+ *   cancel {"batch": ID}    queued tasks dropped, running ones killed
  *
  * A bad request gets an error answer; it never disturbs the master.
  */
@@ -23,5 +30,9 @@ void commands_close(struct master *m);
 void commands_tick(struct master *m, double now);
 /* Batch B has finished: answer whoever waits for it. */
 void commands_batch_done(struct master *m, struct batch *b);
+/* The reboot of node N has ended: back (OK) or WHY not.  Answer the
+ * reboot requests that wait for it. */
+void commands_reboot_ended(struct master *m, struct node *n, int ok,
+			   const char *why);
 
 #endif

@@ -35,12 +35,23 @@
 	E(worker_inactive, EVF_NOW)					\
 	E(worker_spawn_failed, 0)					\
 	E(worker_slow, 0)						\
+	E(worker_blamed, 0)						\
+	E(node_suspect, EVF_NOW)					\
+	E(node_draining, EVF_NOW)					\
+	E(node_drained, EVF_NOW)					\
+	E(node_power_cycle, EVF_NOW)					\
+	E(node_power_on, EVF_NOW)					\
+	E(node_ready, EVF_NOW)						\
+	E(node_down, EVF_NOW)						\
+	E(node_back, EVF_NOW)						\
 	E(node_inactive, EVF_NOW)					\
+	E(bmc_command, EVF_NOW)						\
 	E(batch_submitted, 0)						\
 	E(task_assigned, EVF_TASK)					\
 	E(task_done, EVF_TASK)						\
 	E(task_reassigned, 0)						\
 	E(task_failed, 0)						\
+	E(batch_cancelled, EVF_NOW)					\
 	E(batch_done, EVF_NOW)						\
 	E(request_refused, EVF_NOW)					\
 	E(journal_replayed, EVF_NOW)					\
@@ -63,7 +74,22 @@
 	F(int, worker) F(str, node) F(str, reason)
 #define EV_FIELDS_worker_slow(F)					\
 	F(int, worker) F(str, node) F(int, pid) F(int, batch) F(int, task)
+#define EV_FIELDS_worker_blamed(F)					\
+	F(int, worker) F(str, node) F(str, charged) F(str, reason)
+#define EV_FIELDS_node_suspect(F)					\
+	F(str, node) F(str, reason) F(int, failures)
+#define EV_FIELDS_node_draining(F) F(str, node) F(str, reason)
+#define EV_FIELDS_node_drained(F) F(str, node) F(str, reason)
+#define EV_FIELDS_node_power_cycle(F)					\
+	F(str, node) F(str, reason) F(int, reboots)
+#define EV_FIELDS_node_power_on(F) F(str, node) F(num, seconds)
+#define EV_FIELDS_node_ready(F) F(str, node) F(num, seconds)
+#define EV_FIELDS_node_down(F) F(str, node) F(str, reason)
+#define EV_FIELDS_node_back(F) F(str, node) F(str, reason) F(num, seconds)
 #define EV_FIELDS_node_inactive(F) F(str, node) F(str, reason)
+#define EV_FIELDS_bmc_command(F)					\
+	F(str, node) F(str, command) F(int, exit) F(num, seconds)	\
+	F(ostr, error)
 #define EV_FIELDS_batch_submitted(F)					\
 	F(int, batch) F(str, name) F(int, tasks) F(ostr, job)
 #define EV_FIELDS_task_assigned(F)					\
@@ -76,6 +102,8 @@
 	F(int, batch) F(int, task) F(int, attempt) F(int, worker)	\
 	F(str, reason)
 #define EV_FIELDS_task_failed(F) F(int, batch) F(int, task) F(str, reason)
+#define EV_FIELDS_batch_cancelled(F)					\
+	F(int, batch) F(int, queued) F(int, running)
 #define EV_FIELDS_batch_done(F)						\
 	F(int, batch) F(int, total) F(int, ok) F(int, failed)		\
 	F(num, seconds) F(ostr, error)

@@ -40,7 +40,9 @@ on_failed(void *ctx, uint64_t tid, const char *reason)
 {
 	struct master *m = ctx;
 	const struct sched_task *t = sched_task(m->sched, tid);
+	char buf[512];
 
+	reason = health_task_failed(m, tid, reason, buf, sizeof(buf));
 	defer_call(&m->defer, deferred_fail,
 		   (uint64_t)t->batch << 32 | t->index, t->attempts, reason);
 }
@@ -80,13 +82,28 @@ on_result(void *ctx, struct worker *w, uint64_t tid,
 {
 	struct master *m = ctx;
 
+	health_task_result(m, tid, w, r->ok);
 	batches_record(&m->batches, tid, w->id, r);
+}
+
+static void
+on_worker_dying(void *ctx, struct worker *w)
+{
+	health_worker_dying(ctx, w);
 }
 
 static void
 on_worker_failed(void *ctx, struct worker *w)
 {
 	health_worker_failed(ctx, w);
+}
+
+/* ---- node health's news ---- */
+
+static void
+on_reboot_ended(void *ctx, struct node *n, int ok, const char *why)
+{
+	commands_reboot_ended(ctx, n, ok, why);
 }
 
 /* ---- the batches' news ---- */
@@ -112,8 +129,10 @@ farm_init(struct master *m)
 		.cancel = on_cancel, .slow = on_slow, .hung = on_hung,
 	};
 	struct registry_ops ro = {
-		.ctx = m, .result = on_result, .failed = on_worker_failed,
+		.ctx = m, .result = on_result, .dying = on_worker_dying,
+		.failed = on_worker_failed,
 	};
+	struct health_ops ho = { .ctx = m, .reboot_ended = on_reboot_ended };
 	struct batches_ops bo = {
 		.ctx = m, .queued = on_queued, .finished = on_finished,
 	};
@@ -125,7 +144,7 @@ farm_init(struct master *m)
 	sp.grace = m->cfg.heartbeat + m->cfg.heartbeat_timeout + 1;
 	m->sched = sched_new(m->cfg.nworkers, &sp, &so);
 	registry_init(m, &ro);
-	health_init(m);
+	health_init(m, &ho);
 	batches_init(&m->batches, &m->cfg, &m->plugins, m->sched, &m->events,
 		     &m->store, &bo);
 }
@@ -238,7 +257,8 @@ farm_rotate(struct master *m, int only_big)
 int
 farm_busy(struct master *m)
 {
-	return sched_open(m->sched) > 0 || registry_starting(m) || m->stopping;
+	return sched_open(m->sched) > 0 || registry_starting(m) ||
+	       health_busy(m) || m->stopping;
 }
 
 int

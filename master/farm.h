@@ -2,10 +2,12 @@
  * farm: the parts of the master wired together, and its periodic work.
  *
  * The scheduler's news goes to the registry (cancel, slow, hung) and to
- * the batches (a task failed for good); the registry's to the batches (a
- * result) and to node health (a failure); the batches' to the registry
- * (tasks queued) and to the control commands (a batch finished); the
- * store's (synced, failed, recovered) to the batches and the events.  News
+ * the batches (a task failed for good, with node health's word on why);
+ * the registry's to the batches (a result) and to node health (a death
+ * to blame, a failure, a result for blame); the batches' to the registry
+ * (tasks queued) and to the control commands (a batch finished); node
+ * health's to the control commands (a reboot ended); the store's
+ * (synced, failed, recovered) to the batches and the events.  News
  * that would re-enter the scheduler from inside it is deferred (defer.h).
  */
 #ifndef FT_FARM_H

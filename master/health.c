@@ -1,40 +1,292 @@
-/* health: node health, the re-initialisation ladder (see health.h). */
+/* health: node health, the ladder, blame and drains (see health.h). */
 #include "health.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
+#include "blame.h"
+#include "bmc.h"
+#include "ladder.h"
 #include "log.h"
 #include "registry.h"
 
+static struct blame *blame;
+static struct health_ops hops;
+static const char **names;	/* the nodes' names, by index */
+
 void
-health_init(struct master *m)
+health_init(struct master *m, const struct health_ops *ops)
 {
 	int i;
 
 	m->nodes = ft_calloc((size_t)m->cfg.nnodes, sizeof(*m->nodes));
-	for (i = 0; i < m->cfg.nnodes; i++)
+	names = ft_calloc((size_t)m->cfg.nnodes, sizeof(*names));
+	for (i = 0; i < m->cfg.nnodes; i++) {
 		node_init(&m->nodes[i], i, m->cfg.nodes[i].name);
+		names[i] = m->cfg.nodes[i].name;
+	}
+	blame = blame_new();
+	hops = *ops;
+	bmc_init(m);
+	ladder_init(m);
 }
 
 void
 health_free(struct master *m)
 {
+	ladder_free(m);
+	bmc_free(m);
+	blame_free(blame);
+	blame = NULL;
+	free(names);
+	names = NULL;
 	free(m->nodes);
 	m->nodes = NULL;
 }
 
-/* Give up on node N for REASON: retire its workers. */
+struct node *
+health_node(struct master *m, const char *name)
+{
+	int i;
+
+	for (i = 0; name && i < m->cfg.nnodes; i++)
+		if (strcmp(m->nodes[i].name, name) == 0)
+			return &m->nodes[i];
+	return NULL;
+}
+
+/* ---- the node's workers ---- */
+
+/* Hold N's workers unless N is in service; released ones get tasks. */
 static void
-give_up(struct master *m, struct node *n, const char *reason)
+sync_hold(struct master *m, struct node *n)
 {
 	int k;
 
-	if (node_set(n, N_INACTIVE, reason, &m->events) == -1)
-		return;
 	for (k = 0; k < m->nworkers; k++)
 		if (m->workers[k].node == n->id)
-			registry_retire(m, &m->workers[k], "node inactive");
+			registry_hold(m, &m->workers[k], !node_serves(n));
+}
+
+/* Move N to TO for WHY, its workers held or released to match. */
+static void
+set_state(struct master *m, struct node *n, enum nstate to, const char *why)
+{
+	node_set(n, to, why, &m->events);
+	sync_hold(m, n);
+}
+
+static void
+retire_workers(struct master *m, struct node *n, const char *why)
+{
+	int k;
+
+	for (k = 0; k < m->nworkers; k++)
+		if (m->workers[k].node == n->id)
+			registry_retire(m, &m->workers[k], why);
+}
+
+/* Task instances N's workers hold. */
+static int
+node_inflight(const struct master *m, const struct node *n)
+{
+	int k, sum = 0;
+
+	for (k = 0; k < m->nworkers; k++)
+		if (m->workers[k].node == n->id)
+			sum += sched_inflight(m->sched, k);
+	return sum;
+}
+
+/* Is any worker of N running, starting or due to start? */
+static int
+node_has_workers(const struct master *m, const struct node *n)
+{
+	int k;
+
+	for (k = 0; k < m->nworkers; k++) {
+		const struct worker *w = &m->workers[k];
+
+		if (w->node == n->id && (worker_live(w) || w->respawn_due ||
+					 w->state == W_SPAWNING))
+			return 1;
+	}
+	return 0;
+}
+
+/* ---- the ladder's decisions ---- */
+
+/* Are N's failures and reboots old enough to be forgotten (a window
+ * without any, N in service or drained)? */
+static int
+stale(const struct master *m, const struct node *n, double now)
+{
+	return (n->strikes || n->episode_reboots) &&
+	       now - n->last_strike > m->cfg.failure_window &&
+	       (node_serves(n) || n->state == N_DRAINING ||
+		n->state == N_DRAINED);
+}
+
+/* Forget N's failures and reboots after a window without any. */
+static void
+forget(struct master *m, struct node *n, double now)
+{
+	if (!stale(m, n, now))
+		return;
+	n->strikes = 0;
+	n->episode_reboots = 0;
+	n->probe_delay = 0;
+	if (n->state == N_SUSPECT)
+		set_state(m, n, N_UP, "no failure for a while");
+}
+
+/* Has N no failure charged to it (is it healthy but for this death)?
+ * Changes nothing (it is asked in the middle of a death). */
+static int
+healthy(const struct master *m, const struct node *n)
+{
+	if (n->strikes > 0 && !stale(m, n, ft_now()))
+		return 0;
+	return n->state == N_UP || n->state == N_SUSPECT ||
+	       n->state == N_DRAINING || n->state == N_DRAINED;
+}
+
+/* Give up on N for WHY: INACTIVE, its workers retired, a probe later. */
+static void
+give_up(struct master *m, struct node *n, const char *why)
+{
+	double d = n->probe_delay > 0 ? fmin(2 * n->probe_delay,
+					     m->cfg.probe_max)
+				      : m->cfg.probe_min;
+
+	ladder_abort(m, n);
+	n->reboot_wanted = 0;
+	n->probe_delay = d;
+	n->probe_at = ft_now() + d;
+	set_state(m, n, N_INACTIVE, why);
+	retire_workers(m, n, "node inactive");
+	if (!m->static_world)
+		log_info("node %s: probed again in %.0f s", n->name, d);
+}
+
+/* Power-cycle N now for WHY (an operator's reboot if BY_OPERATOR): its
+ * tasks go elsewhere at once. */
+static void
+start_reboot(struct master *m, struct node *n, const char *why,
+	     int by_operator)
+{
+	n->reboot_wanted = 0;
+	n->by_operator = by_operator;
+	retire_workers(m, n, "node rebooting");
+	ladder_reboot(m, n, why);
+	sync_hold(m, n);
+}
+
+int
+health_can_reboot(const struct master *m, const struct node *n, char *err,
+		  size_t len)
+{
+	if (m->static_world) {
+		snprintf(err, len, "static launch cannot respawn the workers "
+			 "of a power-cycled node");
+		return -1;
+	}
+	if (m->cfg.nodes[n->id].bmc == NULL) {
+		snprintf(err, len, "node %s has no \"bmc\" in the config",
+			 n->name);
+		return -1;
+	}
+	return 0;
+}
+
+/* N's failures call for more than a respawn (WHY): a power cycle if it
+ * may have one, else give up on it. */
+static void
+escalate(struct master *m, struct node *n, const char *why)
+{
+	char err[160], full[400];
+
+	if (n->episode_reboots >= m->cfg.max_reboots) {
+		snprintf(full, sizeof(full), "%s, after %d reboot%s", why,
+			 n->episode_reboots, n->episode_reboots == 1 ? "" : "s");
+		give_up(m, n, full);
+	} else if (health_can_reboot(m, n, err, sizeof(err)) == -1) {
+		snprintf(full, sizeof(full), "%s; %s", why, err);
+		give_up(m, n, full);
+	} else {
+		n->episode_reboots++;
+		start_reboot(m, n, why, 0);
+	}
+}
+
+/* Charge N with a failure (WHY); W, if not NULL, is the failed worker:
+ * respawn it, or climb the ladder (at once on a TIMEOUT, a respawn that
+ * did not come back, when N can be power-cycled). */
+static void
+strike(struct master *m, struct node *n, struct worker *w, const char *why,
+       int timeout)
+{
+	double now = ft_now();
+	char err[160];
+
+	forget(m, n, now);
+	n->strikes++;
+	n->last_strike = now;
+	if (timeout && health_can_reboot(m, n, err, sizeof(err)) == -1)
+		timeout = 0;	/* nothing more to do than respawn */
+	if (timeout || n->strikes > m->cfg.respawn_limit ||
+	    n->episode_reboots > 0) {
+		escalate(m, n, why);
+		return;
+	}
+	if (n->state == N_UP)
+		set_state(m, n, N_SUSPECT, why);
+	else
+		log_warnx("node %s: failure %d: %s", n->name, n->strikes, why);
+	if (w)
+		registry_respawn_later(m, w);
+}
+
+/* ---- failures ---- */
+
+void
+health_worker_dying(struct master *m, struct worker *w)
+{
+	struct node *n = &m->nodes[w->node];
+	const struct sched_task *t = sched_task(m->sched, w->died_on);
+	enum blame_verdict v;
+	char why[128], text[192];
+
+	w->charged_task = 0;
+	if (n->state == N_REBOOTING || n->state == N_DOWN ||
+	    n->state == N_INACTIVE)
+		return;		/* out of service: nothing to charge */
+	v = blame_death(blame, t ? w->died_on : 0, n->id, w->died_hung,
+			healthy(m, n), why, sizeof(why));
+	w->charged_task = v == BLAME_TASK;
+	if (t)
+		snprintf(text, sizeof(text), "task %u of batch %u: %s",
+			 t->index, t->batch, why);
+	else
+		snprintf(text, sizeof(text), "%s", why);
+	ev_worker_blamed(&m->events, w->id, n->name,
+			 w->charged_task ? "task" : "node", text);
+}
+
+/* Static launch: nothing is respawned; a node with no worker left is
+ * inactive. */
+static void
+static_failed(struct master *m, struct worker *w)
+{
+	struct node *n = &m->nodes[w->node];
+
+	log_warnx("worker %d: static launch cannot respawn it; its tasks go "
+		  "to the other workers", w->id);
+	if (!node_has_workers(m, n) && n->state != N_INACTIVE)
+		set_state(m, n, N_INACTIVE, "static launch: its workers "
+			  "cannot be respawned");
 }
 
 void
@@ -44,30 +296,280 @@ health_worker_failed(struct master *m, struct worker *w)
 	char why[128];
 
 	if (m->static_world) {
-		log_warnx("worker %d: static launch cannot respawn; its tasks "
-			  "go to the other workers", w->id);
+		static_failed(m, w);
 		return;
 	}
-	if (n->state != N_UP) {
+	switch (n->state) {
+	case N_REBOOTING:
+	case N_DOWN:
+		if (n->step == NS_WORKERS)
+			registry_respawn_later(m, w);
+		return;
+	case N_INACTIVE:
 		registry_retire(m, w, "node inactive");
 		return;
+	default:
+		break;
 	}
-	if (w->failures <= m->cfg.respawn_limit) {
+	if (w->charged_task) {
 		registry_respawn_later(m, w);
 		return;
 	}
-	snprintf(why, sizeof(why), "worker %d failed %d times in a row", w->id,
-		 w->failures);
-	give_up(m, n, why);
+	if (w->died_starting)
+		snprintf(why, sizeof(why), "worker %d did not start", w->id);
+	else
+		snprintf(why, sizeof(why), "worker %d failed (%d in a row)",
+			 w->id, w->failures);
+	strike(m, n, w, why, w->died_starting);
+}
+
+/* A: the node a task's earlier death is charged to after all; B: the
+ * task. */
+static void
+deferred_strike(void *ctx, uint64_t a, uint64_t b, const char *text)
+{
+	struct master *m = ctx;
+	struct node *n = &m->nodes[a];
+	char why[128];
+
+	(void)text;
+	if (n->state == N_REBOOTING || n->state == N_DOWN ||
+	    n->state == N_INACTIVE)
+		return;
+	snprintf(why, sizeof(why), "a worker died running task id %llu, "
+		 "which then succeeded elsewhere", (unsigned long long)b);
+	strike(m, n, NULL, why, 0);
+}
+
+/* A worker of N finished a task: N's failures in a row are over (its
+ * reboots are not: they are forgotten only after failure_window_s). */
+static void
+finished_task(struct master *m, struct node *n)
+{
+	n->strikes = 0;
+	if (n->state == N_SUSPECT)
+		set_state(m, n, N_UP, "a worker finished a task");
+}
+
+void
+health_task_result(struct master *m, uint64_t tid, struct worker *w, int ok)
+{
+	char why[256];
+	int back;
+
+	if (m->nodes[w->node].strikes)
+		finished_task(m, &m->nodes[w->node]);
+	if (blame_records(blame) == 0)
+		return;
+	if (!ok) {
+		blame_task_failed(blame, tid, names, why, sizeof(why));
+		return;
+	}
+	back = blame_task_ok(blame, tid, w->node);
+	if (back >= 0)
+		defer_call(&m->defer, deferred_strike, (uint64_t)back, tid,
+			   NULL);
+}
+
+const char *
+health_task_failed(struct master *m, uint64_t tid, const char *reason,
+		   char *buf, size_t n)
+{
+	char poison[256];
+
+	(void)m;
+	if (blame_records(blame) == 0 ||
+	    !blame_task_failed(blame, tid, names, poison, sizeof(poison)))
+		return reason;
+	snprintf(buf, n, "%s (%s)", poison, reason);
+	return buf;
+}
+
+/* ---- the ends of reboots and probes ---- */
+
+void
+health_ladder_ended(struct master *m, struct node *n, int ok,
+		    const char *why)
+{
+	n->by_operator = 0;
+	if (!ok) {
+		give_up(m, n, why);
+		hops.reboot_ended(hops.ctx, n, 0, why);
+		return;
+	}
+	/* On probation: a failure within the window climbs on at once. */
+	n->strikes = 0;
+	n->last_strike = ft_now();
+	n->probes = 0;
+	set_state(m, n, n->drain_wanted ? N_DRAINED : N_UP, why);
+	hops.reboot_ended(hops.ctx, n, 1, why);
+}
+
+/* ---- the operators' requests ---- */
+
+/* N drains: once nothing runs on it, it is DRAINED, or rebooted if that
+ * was asked (also once the drain has taken too long). */
+static void
+drain_progress(struct master *m, struct node *n, double now)
+{
+	char why[128];
+
+	if (n->state != N_DRAINING)
+		return;
+	if (node_inflight(m, n) == 0) {
+		if (n->reboot_wanted)
+			start_reboot(m, n, "reboot asked by an operator", 1);
+		else
+			set_state(m, n, N_DRAINED, "drained by an operator");
+	} else if (n->reboot_wanted && now > n->drain_deadline) {
+		snprintf(why, sizeof(why), "reboot asked by an operator; its "
+			 "tasks taken back after a %.0f s drain",
+			 m->cfg.drain_timeout);
+		start_reboot(m, n, why, 1);
+	}
+}
+
+int
+health_drain(struct master *m, struct node *n, char *err, size_t len)
+{
+	(void)err, (void)len;
+	n->drain_wanted = 1;
+	if (node_serves(n))
+		set_state(m, n, N_DRAINING, "drained by an operator");
+	drain_progress(m, n, ft_now());
+	return 0;
+}
+
+int
+health_undrain(struct master *m, struct node *n, char *err, size_t len)
+{
+	n->drain_wanted = 0;
+	switch (n->state) {
+	case N_DRAINING:
+		if (n->reboot_wanted) {
+			n->reboot_wanted = 0;
+			hops.reboot_ended(hops.ctx, n, 0, "reboot cancelled: "
+					  "the node was undrained");
+		}
+		/* fall through */
+	case N_DRAINED:
+		set_state(m, n, N_UP, "undrained by an operator");
+		break;
+	case N_SUSPECT:
+		n->strikes = 0;
+		n->episode_reboots = 0;
+		set_state(m, n, N_UP, "cleared by an operator");
+		break;
+	case N_INACTIVE:
+		if (m->static_world) {
+			snprintf(err, len, "static launch cannot respawn the "
+				 "workers of node %s", n->name);
+			return -1;
+		}
+		n->strikes = 0;
+		n->episode_reboots = 0;
+		n->probe_delay = 0;
+		ladder_probe(m, n, "undrained by an operator");
+		sync_hold(m, n);
+		break;
+	default:
+		break;
+	}
+	return 0;
+}
+
+int
+health_reboot(struct master *m, struct node *n, int force, char *err,
+	      size_t len)
+{
+	if (health_can_reboot(m, n, err, len) == -1)
+		return -1;
+	switch (n->state) {
+	case N_REBOOTING:
+		return 0;		/* its end answers this request too */
+	case N_DOWN:
+	case N_INACTIVE:
+		start_reboot(m, n, "reboot asked by an operator", 1);
+		return 0;
+	default:
+		break;
+	}
+	if (force || node_inflight(m, n) == 0) {
+		start_reboot(m, n, force ? "forced reboot asked by an operator"
+				      : "reboot asked by an operator", 1);
+		return 0;
+	}
+	n->reboot_wanted = 1;
+	n->drain_deadline = ft_now() + m->cfg.drain_timeout;
+	if (n->state != N_DRAINING)
+		set_state(m, n, N_DRAINING, "reboot asked by an operator: "
+			  "draining");
+	return 0;
+}
+
+/* ---- the cron ---- */
+
+int
+health_busy(const struct master *m)
+{
+	int i;
+
+	for (i = 0; i < m->cfg.nnodes; i++)
+		if (m->nodes[i].state == N_REBOOTING ||
+		    m->nodes[i].state == N_DOWN ||
+		    m->nodes[i].state == N_DRAINING)
+			return 1;
+	return 0;
+}
+
+/* Probe N, inactive, once its time has come. */
+static void
+maybe_probe(struct master *m, struct node *n, double now)
+{
+	char why[96];
+
+	if (m->static_world || now < n->probe_at)
+		return;
+	n->probes++;
+	snprintf(why, sizeof(why), "probe %d of the inactive node", n->probes);
+	ladder_probe(m, n, why);
+	sync_hold(m, n);
+}
+
+/* Nothing can run the open tasks: every node is inactive, no worker is
+ * left.  Fail them rather than let them wait for a probe. */
+static void
+fail_if_hopeless(struct master *m)
+{
+	int i;
+
+	if (sched_open(m->sched) == 0 || registry_any_left(m))
+		return;
+	for (i = 0; i < m->cfg.nnodes; i++)
+		if (m->nodes[i].state != N_INACTIVE)
+			return;
+	log_warnx("no worker is left: failing %llu open tasks",
+		  (unsigned long long)sched_open(m->sched));
+	sched_fail_open(m->sched, "no live workers");
 }
 
 void
 health_cron(struct master *m, double now)
 {
-	(void)now;
-	if (sched_open(m->sched) == 0 || m->stopping || registry_any_left(m))
+	int i;
+
+	if (m->stopping)
 		return;
-	log_warnx("no worker is left: failing %llu open tasks",
-		  (unsigned long long)sched_open(m->sched));
-	sched_fail_open(m->sched, "no live workers");
+	for (i = 0; i < m->cfg.nnodes; i++) {
+		struct node *n = &m->nodes[i];
+
+		forget(m, n, now);
+		if (n->state == N_DRAINING)
+			drain_progress(m, n, now);
+		else if (n->state == N_REBOOTING || n->state == N_DOWN)
+			ladder_cron(m, n, now);
+		else if (n->state == N_INACTIVE)
+			maybe_probe(m, n, now);
+	}
+	fail_if_hopeless(m);
 }

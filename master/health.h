@@ -1,24 +1,78 @@
 /*
- * health: node health, the re-initialisation ladder (after FTCL).
+ * health: node health, the re-initialisation ladder (after FTCL), blame
+ * between tasks and nodes, and the operators' drain, undrain and reboot.
  *
- * A failed worker is respawned on its node; one that fails again before
- * finishing a task (respawn_limit failures in a row) hands its node over:
- * without a way to power-cycle the node, the node is given up on (it
- * becomes INACTIVE), its workers are retired and their tasks go to the
- * other nodes.  When no worker is left to run anything, the open tasks
- * fail.  Node health sits above the registry: it hears of failures
- * through the registry's ops and acts through the registry's calls.
+ * Each worker death is blamed (blame.h) on the task it ran or on its
+ * node.  A task's deaths cost the task its attempts (it fails as poison
+ * after them) and leave the node alone: the worker is respawned.  A
+ * node's failures in a row (until one of its workers finishes a task)
+ * climb its ladder:
+ *   1. the first respawn_limit failures: respawn the worker (the node is
+ *      SUSPECT);
+ *   2. the next one, any within failure_window_s of a reboot, or a
+ *      respawn that does not come back (a timeout): drain the node (its
+ *      tasks go elsewhere at once), power-cycle it over its BMC, wait for
+ *      power, for its ready command and for its workers' hellos, all
+ *      within reboot_wait_s, and put it back in service (ladder.h);
+ *   3. after max_reboots reboots, or without a BMC, or in static launch
+ *      (whose workers cannot be respawned), or when the reboot fails: the
+ *      node is INACTIVE.
+ * A node's failures and reboots are also forgotten after
+ * failure_window_s without one.  An inactive node is probed again after probe_min_s,
+ * doubling up to probe_max_s: it comes back if it is powered, ready and
+ * its workers say hello.  When every node is inactive and no worker is
+ * left, the open tasks fail ("no live workers").
+ *
+ * Node health sits above the registry: it hears of failures through the
+ * registry's ops and acts through the registry's calls.
  */
 #ifndef FT_HEALTH_H
 #define FT_HEALTH_H
 
+#include <stddef.h>
+#include <stdint.h>
+
 #include "master.h"
 
-void health_init(struct master *m);
+struct health_ops {
+	void *ctx;
+	/* The reboot of node N has ended: it is back (OK), or WHY not. */
+	void (*reboot_ended)(void *ctx, struct node *n, int ok,
+			     const char *why);
+};
+
+void health_init(struct master *m, const struct health_ops *ops);
 void health_free(struct master *m);
-/* Worker W failed (it is DEAD): respawn it, or give up on its node. */
+
+/* W has just died (registry ops.dying): charge its task or its node. */
+void health_worker_dying(struct master *m, struct worker *w);
+/* W failed (it is DEAD): respawn it, or climb its node's ladder. */
 void health_worker_failed(struct master *m, struct worker *w);
-/* Periodic work: fail what is open when no worker is left. */
+/* Task TID's first result came from W, a success (OK) or not. */
+void health_task_result(struct master *m, uint64_t tid, struct worker *w,
+			int ok);
+/* Task TID failed for good for REASON: the reason to record, which is
+ * REASON or, for a task charged with deaths, why it is poison (in BUF). */
+const char *health_task_failed(struct master *m, uint64_t tid,
+			       const char *reason, char *buf, size_t n);
+
+/* The operators' requests for node N.  0, or -1 with ERR. */
+int health_drain(struct master *m, struct node *n, char *err, size_t len);
+int health_undrain(struct master *m, struct node *n, char *err, size_t len);
+/* Reboot N: drain it (unless FORCE: its tasks go elsewhere at once),
+ * power-cycle it, bring its workers back; ops.reboot_ended says how it
+ * ended.  -1 with ERR when N cannot be rebooted. */
+int health_reboot(struct master *m, struct node *n, int force, char *err,
+		  size_t len);
+/* Could N be rebooted (a BMC, dynamic launch)?  0, or -1 with ERR. */
+int health_can_reboot(const struct master *m, const struct node *n,
+		      char *err, size_t len);
+/* The node called NAME, or NULL. */
+struct node *health_node(struct master *m, const char *name);
+
+/* Is a node being drained, rebooted or probed? */
+int health_busy(const struct master *m);
+/* Periodic work: drains, reboots, probes, forgetting, no live workers. */
 void health_cron(struct master *m, double now);
 
 #endif

@@ -10,7 +10,11 @@
  *   farm.c      the wiring of the parts below and the periodic work
  *   commands.c  the control commands and the status answer
  *   control.c   the control socket and its clients
- *   health.c    node health: the re-initialisation ladder
+ *   health.c    node health: the ladder's decisions, blame, drain, reboot
+ *   ladder.c    a node's reboot or probe, step by step
+ *   blame.c     who is charged with a worker's death: its task or node
+ *   bmc.c       each node's BMC through ipmitool (one command at a time)
+ *   child.c     watched child processes (ipmitool, ready commands)
  *   registry.c  the workers: messages, pings, death, respawn, dispatch
  *   batches.c   batches: submission, results.jsonl, completion, replay
  *   journal.c   reading results.jsonl back after a restart

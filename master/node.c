@@ -8,14 +8,25 @@
 #include "util.h"
 
 #define B(s) (1u << (s))
+#define OUT_STATES (B(N_DRAINING) | B(N_DRAINED) | B(N_REBOOTING) |	\
+		    B(N_INACTIVE))
 
+/* allowed[FROM]: the states FROM may go to. */
 static const unsigned allowed[N_NSTATES] = {
-	[N_UP] = B(N_INACTIVE),
-	[N_INACTIVE] = 0,
+	[N_UP] = B(N_SUSPECT) | OUT_STATES,
+	[N_SUSPECT] = B(N_UP) | OUT_STATES,
+	[N_DRAINING] = B(N_UP) | B(N_DRAINED) | B(N_REBOOTING) |
+		       B(N_INACTIVE),
+	[N_DRAINED] = B(N_UP) | B(N_REBOOTING) | B(N_INACTIVE),
+	[N_REBOOTING] = B(N_UP) | B(N_DRAINED) | B(N_INACTIVE),
+	[N_DOWN] = B(N_UP) | B(N_DRAINED) | B(N_REBOOTING) | B(N_INACTIVE),
+	[N_INACTIVE] = B(N_DOWN) | B(N_REBOOTING),
 };
 
 static const char *const names[N_NSTATES] = {
-	[N_UP] = "up", [N_INACTIVE] = "inactive",
+	[N_UP] = "up", [N_SUSPECT] = "suspect", [N_DRAINING] = "draining",
+	[N_DRAINED] = "drained", [N_REBOOTING] = "rebooting",
+	[N_DOWN] = "down", [N_INACTIVE] = "inactive",
 };
 
 const char *
@@ -31,6 +42,12 @@ node_can(enum nstate from, enum nstate to)
 	       (allowed[from] & B(to)) != 0;
 }
 
+int
+node_serves(const struct node *n)
+{
+	return n->state == N_UP || n->state == N_SUSPECT;
+}
+
 void
 node_init(struct node *n, int id, const char *name)
 {
@@ -39,6 +56,44 @@ node_init(struct node *n, int id, const char *name)
 	n->name = name;
 	n->state = N_UP;
 	n->since = ft_now();
+}
+
+/* The event and log line of N's move from FROM to its state. */
+static void
+announce(struct node *n, enum nstate from, const char *why,
+	 struct events *ev)
+{
+	switch (n->state) {
+	case N_UP:
+		if (from == N_SUSPECT) {
+			log_info("node %s: no longer suspect (%s)", n->name, why);
+			return;
+		}
+		ev_node_back(ev, n->name, why, n->since - n->out_since);
+		break;
+	case N_SUSPECT:
+		ev_node_suspect(ev, n->name, why, n->strikes);
+		break;
+	case N_DRAINING:
+		ev_node_draining(ev, n->name, why);
+		break;
+	case N_DRAINED:
+		ev_node_drained(ev, n->name, why);
+		break;
+	case N_REBOOTING:
+		ev_node_power_cycle(ev, n->name, why, n->reboots);
+		break;
+	case N_DOWN:
+		ev_node_down(ev, n->name, why);
+		break;
+	case N_INACTIVE:
+		ev_node_inactive(ev, n->name, why);
+		break;
+	default:
+		break;
+	}
+	log_warnx("node %s: %s -> %s: %s", n->name, node_state_name(from),
+		  node_state_name(n->state), why);
 }
 
 int
@@ -57,10 +112,13 @@ node_set(struct node *n, enum nstate to, const char *reason,
 	}
 	n->state = to;
 	n->since = ft_now();
-	snprintf(n->reason, sizeof(n->reason), "%s", why);
-	if (to == N_INACTIVE) {
-		ev_node_inactive(ev, n->name, why);
-		log_warnx("node %s is inactive: %s", n->name, why);
+	if ((from == N_UP || from == N_SUSPECT) && !node_serves(n))
+		n->out_since = n->since;
+	if (to == N_REBOOTING) {
+		n->reboots++;
+		n->last_reboot = ft_wall();
 	}
+	snprintf(n->reason, sizeof(n->reason), "%s", why);
+	announce(n, from, why, ev);
 	return 0;
 }

@@ -1,12 +1,31 @@
 /*
  * node: the state of one node of the cluster, as a state machine.
  *
- *   UP --give up (its workers keep failing)--> INACTIVE
+ *            failure charged             second failure, or a timeout
+ *   UP <------------------> SUSPECT ---------------------------+
+ *    |  quiet for a window     |                               |
+ *    | drain                   | drain                         v
+ *    +------> DRAINING <-------+          reboot      REBOOTING (cycle, power
+ *    |          |  nothing runs: DRAINED  --------->   on, ready, workers)
+ *    |          +-----------------> |                    |        |
+ *    | <----- undrain --------------+                    | back   | failed
+ *    | <------------------------------------------------+        v
+ *    | <--- back --- DOWN <--- probe, undrain --- INACTIVE <------+
+ *
+ * UP and SUSPECT are in service; the other states take no new tasks.
+ * SUSPECT: a failure is charged to the node; its next ones climb the
+ * ladder.  DRAINING: its running tasks finish, nothing new starts;
+ * DRAINED once they have (an operator's drain).  REBOOTING: being
+ * power-cycled over its BMC until its workers are back.  DOWN: being
+ * brought back without a power cycle (an inactive node probed, or
+ * undrained by hand).  INACTIVE: given up on, probed again with backoff.
  *
  * node_set() is the only writer of a node's state: it refuses what the
- * table does not allow, logs the change and emits its event
- * (node_inactive).  What a node's state means for its workers is node
- * health's business (health.h).
+ * table does not allow, logs the change and emits the event of the state
+ * entered (node_suspect, node_draining, node_drained, node_power_cycle,
+ * node_down, node_inactive, node_back; SUSPECT -> UP is quiet).  Entering
+ * REBOOTING counts a reboot.  What a state means for the node's workers,
+ * and every other field, is node health's business (health.h).
  */
 #ifndef FT_NODE_H
 #define FT_NODE_H
@@ -15,8 +34,23 @@
 
 enum nstate {
 	N_UP = 1,
-	N_INACTIVE,			/* given up on */
+	N_SUSPECT,			/* a failure charged; still in service */
+	N_DRAINING,			/* no new tasks; running ones finish */
+	N_DRAINED,			/* no tasks (an operator's drain) */
+	N_REBOOTING,			/* power-cycled, coming back */
+	N_DOWN,				/* coming back without a power cycle */
+	N_INACTIVE,			/* given up on; probed with backoff */
 	N_NSTATES
+};
+
+/* Where a reboot or a probe stands (node health's). */
+enum nstep {
+	NS_NONE = 0,
+	NS_DRAIN,			/* waiting for running tasks (reboot) */
+	NS_CYCLE,			/* `chassis power cycle` */
+	NS_POWER,			/* `chassis power status` until on */
+	NS_READY,			/* the ready command until it says yes */
+	NS_WORKERS,			/* its workers respawned, not all up */
 };
 
 struct node {
@@ -24,8 +58,31 @@ struct node {
 	const char *name;
 	enum nstate state;
 	double since;			/* when it entered its state (monotonic) */
-	char reason[128];		/* why it is in its state */
+	char reason[160];		/* why it is in its state */
 	int reboots;			/* power cycles so far */
+	double last_reboot;		/* when the last began (epoch), 0: never */
+	double out_since;		/* when it left service (monotonic) */
+
+	/* Node health's (health.c): failures and the ladder. */
+	int strikes;			/* failures charged in this episode */
+	int episode_reboots;		/* ladder reboots in this episode */
+	double last_strike;		/* the episode's last event (monotonic) */
+	int drain_wanted;		/* an operator drained it: stay drained */
+	int reboot_wanted;		/* reboot once drained (1), forced (2) */
+	int by_operator;		/* the reboot under way is an operator's */
+	double drain_deadline;		/* a reboot's drain: take tasks back then */
+	enum nstep step;
+	double step_at;			/* when the step is due */
+	double deadline;		/* the reboot or probe ends by then */
+	double t_start;			/* when the cycle or probe began */
+	int power_on_sent;		/* `power on` asked after a slow cycle */
+	int cycle_failed;		/* the cycle's answer was an error */
+	int bmc_fails;			/* BMC commands failed in a row */
+	int last_power;			/* the last power status: 1, 0, -1 */
+	char last_error[160];		/* the last BMC or ready failure */
+	double probe_delay;		/* inactive: seconds to the next probe */
+	double probe_at;		/* when (monotonic) */
+	int probes;			/* probes since it was last in service */
 };
 
 void node_init(struct node *n, int id, const char *name);
@@ -35,5 +92,7 @@ int node_set(struct node *n, enum nstate to, const char *reason,
 	     struct events *ev);
 int node_can(enum nstate from, enum nstate to);
 const char *node_state_name(enum nstate s);
+/* Does the node take tasks (UP or SUSPECT)? */
+int node_serves(const struct node *n);
 
 #endif

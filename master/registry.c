@@ -72,16 +72,24 @@ deferred_failed(void *ctx, uint64_t id, uint64_t unused, const char *text)
 	ops.failed(ops.ctx, w);
 }
 
-/* Move W to TO (DEAD or INACTIVE) for REASON; a death is handed to node
- * health after the current callback. */
+/* Move W to TO (DEAD or INACTIVE) for REASON; a death is blamed at once
+ * (W->died_on and died_hung, set by the caller or 0; died_starting) and
+ * handed to node health after the current callback. */
 static void
 down(struct master *m, struct worker *w, enum wstate to, const char *reason)
 {
-	worker_set(w, to, reason, &m->events);
-	if (to == W_DEAD && !m->stopping)
+	/* A respawn that did not come back; the first start is not one. */
+	w->died_starting = w->ever_up && (w->state == W_SPAWNING ||
+					  w->state == W_STARTING);
+	if (worker_set(w, to, reason, &m->events) == 0 && to == W_DEAD &&
+	    !m->stopping) {
+		ops.dying(ops.ctx, w);
 		defer_call(&m->defer, deferred_failed,
 			   (uint64_t)w->spawn_gen << 32 | (uint32_t)w->id, 0,
 			   NULL);
+	}
+	w->died_on = 0;
+	w->died_hung = 0;
 }
 
 /* Begin W's process's life on COMM/RANK: wait for its hello. */
@@ -296,6 +304,8 @@ on_hello(struct master *m, struct worker *w, const void *p, size_t n)
 		return;
 	worker_set(w, W_IDLE, NULL, &m->events);
 	sched_worker_up(m->sched, w->id);
+	if (w->held)
+		sched_worker_pause(m->sched, w->id);
 	registry_dispatch(m, w);
 }
 
@@ -420,19 +430,33 @@ kill_worker(struct master *m, struct worker *w)
 	return killed;
 }
 
+/* Is W's process still there (and so hung rather than dead)?  Known only
+ * for processes on this machine. */
+static int
+still_there(const struct worker *w)
+{
+	return w->pid > 0 && ft_host_is_local(w->host) && ft_pid_alive(w->pid);
+}
+
 /* Take W's process out of service: kill it, close its link, move W to TO
- * for REASON, give its tasks back. */
+ * for REASON, give its tasks back (a death counts against the task it
+ * was running, a retirement against none). */
 static void
 take_down(struct master *m, struct worker *w, enum wstate to,
 	  const char *reason)
 {
+	w->died_on = to == W_DEAD ? sched_oldest(m->sched, w->id) : 0;
+	w->died_hung = to == W_DEAD && still_there(w);
 	w->killed = kill_worker(m, w);
 	/* Where killing a rank would end the job (MPICH), a hung worker is
 	 * left alone and told to stop at shutdown. */
 	w->lingering = !w->killed && m->static_world && !m->can_kill;
 	link_close(&m->links, w->id);
 	down(m, w, to, reason);
-	sched_worker_down(m->sched, w->id, reason, ft_now());
+	if (to == W_DEAD)
+		sched_worker_down(m->sched, w->id, reason, ft_now());
+	else
+		sched_worker_release(m->sched, w->id, reason, ft_now());
 	master_kick(m);
 }
 
@@ -471,8 +495,35 @@ registry_retire(struct master *m, struct worker *w, const char *reason)
 		take_down(m, w, W_INACTIVE, reason);
 		return;
 	}
+	if (w->state == W_SPAWNING)
+		w->spawn_gen++;		/* its spawn's end is dropped */
 	w->killed = 0;
 	down(m, w, W_INACTIVE, reason);
+}
+
+void
+registry_revive(struct master *m, struct worker *w)
+{
+	if (w->state != W_INACTIVE && w->state != W_DEAD)
+		return;
+	w->respawn_due = 1;
+	w->respawn_at = ft_now();
+	w->old_pid = ft_host_is_local(w->host) ? w->pid : 0;
+	master_kick(m);
+}
+
+void
+registry_hold(struct master *m, struct worker *w, int held)
+{
+	if (w->held == held)
+		return;
+	w->held = held;
+	if (held) {
+		sched_worker_pause(m->sched, w->id);
+		return;
+	}
+	sched_worker_resume(m->sched, w->id);
+	registry_dispatch(m, w);
 }
 
 /* ---- respawn ---- */
@@ -597,7 +648,8 @@ registry_cron(struct master *m, double now)
 		struct worker *w = &m->workers[i];
 
 		check_start(m, w, now);
-		if (w->state == W_DEAD && !m->stopping && respawn_ready(w, now))
+		if ((w->state == W_DEAD || w->state == W_INACTIVE) &&
+		    !m->stopping && respawn_ready(w, now))
 			respawn(m, w);
 		maybe_ping(m, w, ft_now());
 		update_state(m, w);
@@ -615,6 +667,12 @@ registry_starting(const struct master *m)
 		    m->workers[i].respawn_due)
 			return 1;
 	return 0;
+}
+
+int
+registry_spawn_busy(const struct master *m)
+{
+	return m->async_spawn && spawn_async_busy();
 }
 
 int

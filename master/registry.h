@@ -7,8 +7,11 @@
  * scheduler's tasks, and declares them dead when a link fails, a hello
  * does not come, or the scheduler finds them hung.  A dead worker is
  * killed (if the master can), its link closed and its tasks given back to
- * the scheduler; what happens next (respawn, retire) is node health's
- * decision, asked through ops.failed after the current callback.
+ * the scheduler; who is to blame is node health's to say, asked through
+ * ops.dying before the tasks go back, and what happens next (respawn,
+ * retire) its decision, asked through ops.failed after the current
+ * callback.  A worker whose node takes no tasks is held: it may start and
+ * say hello, but gets nothing to run.
  * Every change of a worker's state goes through worker_set (worker.h).
  */
 #ifndef FT_REGISTRY_H
@@ -24,6 +27,11 @@ struct registry_ops {
 	/* W's result R of task TID was the task's first: record it. */
 	void (*result)(void *ctx, struct worker *w, uint64_t tid,
 		       const struct proto_result *r);
+	/* W has just become DEAD, its tasks not yet given back: W->died_on
+	 * is the task it was running (0: none), W->died_hung whether its
+	 * process was still there.  Blame; do nothing else.  Never while
+	 * stopping. */
+	void (*dying)(void *ctx, struct worker *w);
 	/* W failed and is DEAD (or its spawn failed): decide what next.
 	 * Called from the deferred queue, never while stopping. */
 	void (*failed)(void *ctx, struct worker *w);
@@ -47,8 +55,14 @@ void registry_fail(struct master *m, struct worker *w, const char *reason);
 void registry_doom(struct master *m, struct worker *w, const char *reason);
 /* Respawn W (DEAD) once its old process is gone, after a short delay. */
 void registry_respawn_later(struct master *m, struct worker *w);
-/* Take W out of service for good (its node was given up on). */
+/* Take W out of service (its node is given up on, or rebooted): kill
+ * it, its tasks back to the queue without counting against them. */
 void registry_retire(struct master *m, struct worker *w, const char *reason);
+/* Start W (INACTIVE or DEAD) again soon: its node is coming back. */
+void registry_revive(struct master *m, struct worker *w);
+/* Hold W (HELD: its node takes no tasks; it keeps what it runs) or let
+ * it take tasks again. */
+void registry_hold(struct master *m, struct worker *w, int held);
 
 /* The scheduler's news for W: drop instance (TID, ATTEMPT); W became
  * slow on TID. */
@@ -61,6 +75,9 @@ void registry_slow(struct master *m, struct worker *w, uint64_t tid);
 void registry_cron(struct master *m, double now);
 /* Is any worker being started, or waiting for a respawn? */
 int registry_starting(const struct master *m);
+/* Is an MPI_Comm_spawn under way on a spawner thread?  (Killing the
+ * process it starts, as a power cycle does, can hang it.) */
+int registry_spawn_busy(const struct master *m);
 /* Does any worker run or wait for a respawn? */
 int registry_any_left(const struct master *m);
 

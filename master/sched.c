@@ -366,6 +366,29 @@ sched_worker_pause(struct sched *s, int worker)
 }
 
 void
+sched_worker_resume(struct sched *s, int worker)
+{
+	s->w[worker].paused = 0;
+}
+
+void
+sched_worker_release(struct sched *s, int worker, const char *reason,
+		     double now)
+{
+	struct sworker *w = &s->w[worker];
+
+	(void)now;
+	w->up = 0;
+	w->slow = 0;
+	while (w->n > 0) {
+		struct inflight in = *ring_at(w, w->n - 1);
+
+		w->n--;
+		instance_lost(s, worker, in.tid, in.attempt, reason, 0);
+	}
+}
+
+void
 sched_worker_down(struct sched *s, int worker, const char *reason, double now)
 {
 	struct sworker *w = &s->w[worker];
@@ -618,6 +641,35 @@ sched_fail_open(struct sched *s, const char *reason)
 			s->ops.failed(s->ops.ctx, tid, reason);
 	}
 	s->qlen = 0;
+}
+
+void
+sched_fail_batch(struct sched *s, uint32_t batch, const char *reason,
+		 uint64_t *queued, uint64_t *running)
+{
+	uint64_t tid;
+
+	*queued = *running = 0;
+	for (tid = 1; tid <= s->ntasks; tid++) {
+		struct sched_task *t;
+
+		if (s->chunks[(tid - 1) >> CHUNK_SHIFT] == NULL) {
+			tid += CHUNK - 1;	/* a reclaimed chunk: all ended */
+			continue;
+		}
+		t = task_of(s, tid);
+		if (t->batch != batch || t->state == TASK_DONE ||
+		    t->state == TASK_FAILED)
+			continue;
+		if (t->state == TASK_QUEUED)
+			(*queued)++;
+		else
+			(*running)++;
+		task_end(s, tid, TASK_FAILED);
+		cancel_others(s, tid);
+		if (s->ops.failed)
+			s->ops.failed(s->ops.ctx, tid, reason);
+	}
 }
 
 size_t

@@ -109,8 +109,15 @@ void sched_worker_up(struct sched *s, int worker);
  * against its task's max_attempts. */
 void sched_worker_down(struct sched *s, int worker, const char *reason,
 		       double now);
+/* WORKER is taken out of service on purpose (its node is being
+ * rebooted or given up on): its instances go back to the queue without
+ * counting against their tasks' max_attempts. */
+void sched_worker_release(struct sched *s, int worker, const char *reason,
+			  double now);
 /* WORKER takes no new tasks but keeps what it has (draining). */
 void sched_worker_pause(struct sched *s, int worker);
+/* WORKER may take tasks again after a pause. */
+void sched_worker_resume(struct sched *s, int worker);
 
 /* Fill OUT with up to MAX tasks to send to WORKER now.  Returns the count. */
 int sched_take(struct sched *s, int worker, double now,
@@ -120,6 +127,11 @@ enum sched_verdict sched_done(struct sched *s, int worker, uint64_t tid,
 			      uint32_t attempt, double seconds, double now);
 /* Fail every task that has not ended (no worker is left to run it). */
 void sched_fail_open(struct sched *s, const char *reason);
+/* Fail every task of BATCH that has not ended, for REASON: queued ones
+ * are dropped, running ones cancelled on their workers (ops.cancel).
+ * *QUEUED and *RUNNING: how many of each. */
+void sched_fail_batch(struct sched *s, uint32_t batch, const char *reason,
+		      uint64_t *queued, uint64_t *running);
 /* Deadlines and the slow-worker rule. */
 void sched_tick(struct sched *s, double now);
 

@@ -24,7 +24,7 @@ static const unsigned allowed[W_NSTATES] = {
 	[W_STOPPING] = B(W_STOPPED) | B(W_DEAD) | B(W_INACTIVE),
 	[W_STOPPED] = 0,
 	[W_DEAD] = B(W_SPAWNING) | B(W_STARTING) | B(W_INACTIVE),
-	[W_INACTIVE] = 0,
+	[W_INACTIVE] = B(W_SPAWNING) | B(W_STARTING),
 };
 
 static const char *const names[W_NSTATES] = {
@@ -132,7 +132,8 @@ worker_set(struct worker *w, enum wstate to, const char *reason,
 	}
 	if (to == W_DEAD)
 		w->failures++;
-	if (from == W_DEAD && (to == W_SPAWNING || to == W_STARTING))
+	if ((from == W_DEAD || from == W_INACTIVE) &&
+	    (to == W_SPAWNING || to == W_STARTING))
 		w->respawns++;
 	if (to == W_IDLE && from == W_STARTING)
 		w->ever_up = 1;

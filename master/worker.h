@@ -7,7 +7,7 @@
  *    +-------------------------------------------+          | stop
  *                                                            v
  *   (starting or live) --fail--> DEAD --respawn--> ...   STOPPING --bye--> STOPPED
- *   (any but STOPPED) --retire--> INACTIVE
+ *   (any but STOPPED) --retire--> INACTIVE --revive (its node is back)--> ...
  *
  * worker_set() is the only writer of a worker's state.  It refuses a
  * transition the table does not allow, logs the change, keeps the
@@ -64,6 +64,15 @@ struct worker {
 	pid_t old_pid;
 	unsigned spawn_gen;		/* which spawn is the current one */
 	const char *doomed;		/* a failure found inside a tick, for after it */
+	int held;			/* its node takes no tasks now */
+	/* Its last death, for node health's blame: the task it was running
+	 * (0: none), whether its process was still there (a hang), whether
+	 * a respawn of it did not come back (its spawn or hello failed or
+	 * timed out), and whom node health charged with it. */
+	uint64_t died_on;
+	int died_hung;
+	int died_starting;
+	int charged_task;
 };
 
 /* Fill W for slot ID on node NODE (named NODE_NAME): state NEW. */

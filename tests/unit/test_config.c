@@ -437,12 +437,106 @@ test_full(void **state)
 	ft_config_free(&cfg);
 }
 
+/* A node's "bmc" and "ready_command": defaults, paths relative to the
+ * config file, the ladder's keys. */
+static void
+test_bmc(void **state)
+{
+	struct fixture *fx = *state;
+	struct ft_config cfg;
+	const struct ft_bmc *b;
+	char *want;
+
+	accepted(state,
+		 "{\"state_dir\": \"/s\", \"nodes\": [\n"
+		 "  {\"name\": \"a\", \"bmc\": {\"host\": \"10.1.0.1\", "
+		 "\"user\": \"admin\", \"password_file\": \"../pw\"},\n"
+		 "   \"ready_command\": [\"bin/ready\", \"a\"]},\n"
+		 "  {\"name\": \"b\", \"bmc\": {\"host\": \"h\", \"port\": 9002, "
+		 "\"user\": \"u\", \"password_file\": \"/etc/pw\", "
+		 "\"interface\": \"lan\", \"cipher_suite\": 17, "
+		 "\"timeout_s\": 2, \"retries\": 3, \"min_gap_s\": 0, "
+		 "\"ipmitool\": \"/opt/ipmitool\"}},\n"
+		 "  {\"name\": \"c\"}],\n"
+		 " \"max_reboots\": 2, \"reboot_wait_s\": 20, "
+		 "\"drain_timeout_s\": 5, \"failure_window_s\": 60, "
+		 "\"probe_min_s\": 1, \"probe_max_s\": 8}\n", &cfg);
+	b = cfg.nodes[0].bmc;
+	assert_non_null(b);
+	assert_string_equal(b->host, "10.1.0.1");
+	assert_int_equal(b->port, 623);
+	assert_string_equal(b->user, "admin");
+	want = ft_asprintf("%s/pw", realpath(fx->dir, NULL));
+	assert_string_equal(b->password_file, want);
+	free(want);
+	assert_string_equal(b->interface, "lanplus");
+	assert_int_equal(b->cipher_suite, 3);
+	assert_int_equal(b->timeout, 1);
+	assert_int_equal(b->retries, 1);
+	assert_true(b->deadline == 5);		/* 2RN + R(R-1) + 3 */
+	assert_true(b->min_gap == 5);
+	assert_string_equal(b->ipmitool, "ipmitool");
+	assert_string_equal(cfg.nodes[0].ready_command[0], "bin/ready");
+	assert_string_equal(cfg.nodes[0].ready_command[1], "a");
+	assert_null(cfg.nodes[0].ready_command[2]);
+	b = cfg.nodes[1].bmc;
+	assert_int_equal(b->port, 9002);
+	assert_string_equal(b->password_file, "/etc/pw");
+	assert_string_equal(b->interface, "lan");
+	assert_int_equal(b->cipher_suite, 17);
+	assert_true(b->deadline == 2 * 3 * 2 + 3 * 2 + 3);
+	assert_true(b->min_gap == 0);
+	assert_string_equal(b->ipmitool, "/opt/ipmitool");
+	assert_null(cfg.nodes[1].ready_command);
+	assert_null(cfg.nodes[2].bmc);
+	assert_int_equal(cfg.max_reboots, 2);
+	assert_true(cfg.reboot_wait == 20 && cfg.drain_timeout == 5);
+	assert_true(cfg.failure_window == 60);
+	assert_true(cfg.probe_min == 1 && cfg.probe_max == 8);
+	ft_config_free(&cfg);
+
+	accepted(state, "{\"state_dir\": \"/s\", " NODES "}", &cfg);
+	assert_int_equal(cfg.max_reboots, 1);
+	assert_true(cfg.reboot_wait == 300 && cfg.failure_window == 600);
+	ft_config_free(&cfg);
+}
+
+/* Bad "bmc" and "ready_command" values, each named with its position. */
+static void
+test_bad_bmc(void **state)
+{
+#define BMC(x) "{\"state_dir\": \"s\", \"nodes\": [{\"name\": \"n\", " x "}]}"
+	refused(state, BMC("\"bmc\": {\"host\": \"h\", \"user\": \"u\"}"),
+		"%s:1:44: nodes[0].bmc: missing required key "
+		"\"password_file\"");
+	refused(state, BMC("\"bmc\": {\"host\": \"h\", \"user\": \"u\", "
+			   "\"password_file\": \"p\", \"password\": \"x\"}"),
+		"%s:1:100: nodes[0].bmc.password: unknown key");
+	refused(state, BMC("\"bmc\": {\"host\": \"h\", \"user\": \"u\", "
+			   "\"password_file\": \"p\", \"interface\": \"ssh\"}"),
+		"%s:1:100: nodes[0].bmc.interface: must be \"lanplus\" or "
+		"\"lan\"");
+	refused(state, BMC("\"bmc\": {\"host\": \"h\", \"user\": \"u\", "
+			   "\"password_file\": \"p\", \"port\": 0}"),
+		"%s:1:100: nodes[0].bmc.port: must be between 1 and 65535");
+	refused(state, BMC("\"bmc\": {\"host\": \"\", \"user\": \"u\", "
+			   "\"password_file\": \"p\"}"),
+		"%s:1:52: nodes[0].bmc.host: must not be empty");
+	refused(state, BMC("\"ready_command\": []"),
+		"%s:1:44: nodes[0].ready_command: must name a program");
+	refused(state, "{\"state_dir\": \"s\", " NODES ", \"probe_min_s\": 10, "
+		"\"probe_max_s\": 5}",
+		"%s:1:66: probe_max_s: must not be less than probe_min_s");
+#undef BMC
+}
+
 /* The shipped configs load (when the tests run from the source tree). */
 static void
 test_shipped_configs(void **state)
 {
 	static const char *const files[] = { "config/local.json",
-					     "config/static.json" };
+					     "config/static.json",
+					     "config/local-ipmi.json" };
 	struct ft_config cfg;
 	char err[512], *want;
 	size_t i;
@@ -458,8 +552,9 @@ test_shipped_configs(void **state)
 		assert_int_equal(cfg.nnodes, 3);
 		assert_int_equal(cfg.nworkers, 3);
 		assert_non_null(ft_config_node(&cfg, "node2"));
-		assert_int_equal(cfg.launch, i == 0 ? FT_LAUNCH_DYNAMIC :
-						      FT_LAUNCH_STATIC);
+		assert_int_equal(cfg.launch, i == 1 ? FT_LAUNCH_STATIC :
+						      FT_LAUNCH_DYNAMIC);
+		assert_true((cfg.nodes[1].bmc != NULL) == (i == 2));
 		want = ft_asprintf("%s/state/%s", top, cfg.name);
 		assert_string_equal(cfg.state_dir, want);
 		free(want);
@@ -485,6 +580,8 @@ main(void)
 		T(test_relative_state_dir),
 		T(test_defaults),
 		T(test_full),
+		T(test_bmc),
+		T(test_bad_bmc),
 		cmocka_unit_test(test_shipped_configs),
 #undef T
 	};

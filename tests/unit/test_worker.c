@@ -146,16 +146,19 @@ test_worker_refuses(void **state)
 	assert_int_equal(worker_set(&w, W_STOPPING, "stop", &f->ev), 0);
 	assert_int_equal(worker_set(&w, W_IDLE, NULL, &f->ev), -1);
 	assert_int_equal(worker_set(&w, W_STOPPED, "bye", &f->ev), 0);
-	/* STOPPED and INACTIVE are for good. */
+	/* STOPPED is for good. */
 	assert_int_equal(worker_set(&w, W_DEAD, "late", &f->ev), -1);
 	assert_int_equal(worker_set(&w, W_SPAWNING, NULL, &f->ev), -1);
 	assert_int_equal(w.state, W_STOPPED);
+	/* INACTIVE only starts again, when its node is back: a respawn. */
 	worker_init(&w, 1, 0, "n");
 	assert_int_equal(worker_set(&w, W_INACTIVE, "node gone", &f->ev), 0);
-	assert_int_equal(worker_set(&w, W_SPAWNING, NULL, &f->ev), -1);
 	assert_int_equal(worker_set(&w, W_DEAD, NULL, &f->ev), -1);
+	assert_int_equal(worker_set(&w, W_IDLE, NULL, &f->ev), -1);
 	/* The same state again is no change and no event. */
 	assert_int_equal(worker_set(&w, W_INACTIVE, "again", &f->ev), 0);
+	assert_int_equal(worker_set(&w, W_SPAWNING, NULL, &f->ev), 0);
+	assert_int_equal(w.respawns, 1);
 	a = events_read(f);
 	assert_int_equal(json_array_size(a), 2);
 	assert_string_equal(ev_name(a, 0), "worker_up");
@@ -214,7 +217,7 @@ test_worker_table(void **state)
 			assert_int_equal(w.state, rc == 0 ? to : from);
 			allowed += rc == 0;
 		}
-	assert_int_equal(allowed, 35);
+	assert_int_equal(allowed, 37);
 	assert_string_equal(worker_state_name(W_SLOW), "slow");
 	assert_string_equal(worker_state_name(W_NSTATES), "?");
 }

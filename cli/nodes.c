@@ -1,0 +1,153 @@
+/* The ftfarm commands for nodes and batches an operator acts on: nodes,
+ * drain, undrain, reboot, cancel.  Each sends one request; --json prints
+ * the answer as it came (less "ok"). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "ctl.h"
+
+#define ANSWER_TIMEOUT 30.0	/* seconds for an answer that comes at once */
+#define REBOOT_SLACK 120.0	/* beyond the config's drain and reboot bounds */
+
+/* Print ANS (taken over) as JSON: the exit status 0. */
+static int
+print_json(json_t *ans)
+{
+	json_object_del(ans, "ok");
+	json_dumpf(ans, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+	putchar('\n');
+	json_decref(ans);
+	return 0;
+}
+
+/* "node2: drained (drained by an operator)" for node row ROW. */
+static void
+print_node(json_t *row)
+{
+	const char *reason = json_string_value(json_object_get(row, "reason"));
+
+	printf("%s: %s, reboots %lld%s%s%s\n",
+	       json_string_value(json_object_get(row, "name")),
+	       json_string_value(json_object_get(row, "state")),
+	       (long long)json_integer_value(json_object_get(row, "reboots")),
+	       reason && *reason ? " (" : "", reason ? reason : "",
+	       reason && *reason ? ")" : "");
+}
+
+/* nodes -c CFG [--json] */
+int
+cli_nodes(struct cli *c)
+{
+	json_t *req = ctl_request_new(CTL_NODES);
+	json_t *ans = cli_call(c, req, ANSWER_TIMEOUT);
+
+	json_decref(req);
+	if (ans == NULL)
+		return c->status;
+	if (c->json)
+		return print_json(ans);
+	cli_print_table(ctl_node_cols, CTL_N_NCOLS,
+			json_object_get(ans, "nodes"));
+	json_decref(ans);
+	return 0;
+}
+
+/* Send CMD about the node in c->argv[0] (USAGE when there is none). */
+static int
+node_request(struct cli *c, enum ctl_cmd cmd, const char *usage)
+{
+	json_t *req, *ans;
+
+	if (c->argc != 1 || c->argv[0][0] == '\0') {
+		cli_err("usage: ftfarm %s", usage);
+		return 2;
+	}
+	req = ctl_request_new(cmd);
+	json_object_set_new(req, "node", json_string(c->argv[0]));
+	ans = cli_call(c, req, ANSWER_TIMEOUT);
+	json_decref(req);
+	if (ans == NULL)
+		return c->status;
+	if (c->json)
+		return print_json(ans);
+	print_node(json_object_get(ans, "node"));
+	json_decref(ans);
+	return 0;
+}
+
+/* drain -c CFG NODE [--json] */
+int
+cli_drain(struct cli *c)
+{
+	return node_request(c, CTL_DRAIN, "drain -c CFG NODE [--json]");
+}
+
+/* undrain -c CFG NODE [--json] */
+int
+cli_undrain(struct cli *c)
+{
+	return node_request(c, CTL_UNDRAIN, "undrain -c CFG NODE [--json]");
+}
+
+/* reboot -c CFG NODE|all [--force] [--json]: exit 0 once every node named
+ * is back in service, 1 when one's reboot failed.  No node named is a
+ * usage error: "all" must be spelled out. */
+int
+cli_reboot(struct cli *c)
+{
+	double bound = c->cfg.reboot_wait + REBOOT_SLACK;
+	json_t *req, *ans, *row;
+	size_t i;
+
+	if (c->argc != 1 || c->argv[0][0] == '\0') {
+		cli_err("usage: ftfarm reboot -c CFG NODE|all [--force] "
+			"[--json] (\"all\" reboots every node)");
+		return 2;
+	}
+	req = ctl_request_new(CTL_REBOOT);
+	json_object_set_new(req, "node", json_string(c->argv[0]));
+	if (c->force)
+		json_object_set_new(req, "force", json_true());
+	else
+		bound += c->cfg.drain_timeout;
+	ans = cli_call(c, req, bound);
+	json_decref(req);
+	if (ans == NULL)
+		return c->status;
+	if (c->json)
+		return print_json(ans);
+	json_array_foreach(json_object_get(ans, "nodes"), i, row)
+		print_node(row);
+	json_decref(ans);
+	return 0;
+}
+
+/* cancel -c CFG BATCH_ID [--json] */
+int
+cli_cancel(struct cli *c)
+{
+	json_t *req, *ans;
+	char *end;
+	long long id;
+
+	if (c->argc != 1 || (id = strtoll(c->argv[0], &end, 10)) <= 0 || *end) {
+		cli_err("usage: ftfarm cancel -c CFG BATCH_ID [--json]");
+		return 2;
+	}
+	req = ctl_request_new(CTL_CANCEL);
+	json_object_set_new(req, "batch", json_integer(id));
+	ans = cli_call(c, req, ANSWER_TIMEOUT);
+	json_decref(req);
+	if (ans == NULL)
+		return c->status;
+	if (c->json)
+		return print_json(ans);
+	printf("batch %lld cancelled: %lld queued tasks dropped, %lld running "
+	       "killed\n", id,
+	       (long long)json_integer_value(json_object_get(ans, "queued")),
+	       (long long)json_integer_value(json_object_get(ans, "running")));
+	json_decref(ans);
+	return 0;
+}

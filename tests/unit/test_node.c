@@ -1,0 +1,196 @@
+/* Unit tests of master/node.c: the node state machine of the ladder and
+ * the operators' commands, the transitions it allows and refuses, the
+ * event each state entered writes, the reboot count and the time out of
+ * service. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+#include <jansson.h>
+
+#include "events.h"
+#include "node.h"
+#include "util.h"
+
+struct fixture {
+	char dir[64];
+	char path[128];
+	struct events ev;
+};
+
+static int
+setup(void **state)
+{
+	struct fixture *f = ft_calloc(1, sizeof(*f));
+
+	snprintf(f->dir, sizeof(f->dir), "/tmp/ftfarm-node-unit-XXXXXX");
+	assert_non_null(mkdtemp(f->dir));
+	snprintf(f->path, sizeof(f->path), "%s/events.jsonl", f->dir);
+	assert_int_equal(events_open(&f->ev, f->path, 1), 0);
+	*state = f;
+	return 0;
+}
+
+static int
+teardown(void **state)
+{
+	struct fixture *f = *state;
+
+	events_close(&f->ev);
+	unlink(f->path);
+	rmdir(f->dir);
+	free(f);
+	return 0;
+}
+
+/* The events written so far, as a JSON array. */
+static json_t *
+events_read(struct fixture *f)
+{
+	json_t *a = json_array();
+	char *text, *line, *save = NULL;
+
+	assert_int_equal(events_flush(&f->ev), 0);
+	text = ft_read_file(f->path, NULL);
+	assert_non_null(text);
+	for (line = strtok_r(text, "\n", &save); line;
+	     line = strtok_r(NULL, "\n", &save))
+		json_array_append_new(a, json_loads(line, 0, NULL));
+	free(text);
+	return a;
+}
+
+static const char *
+field(json_t *a, size_t i, const char *key)
+{
+	return json_string_value(json_object_get(json_array_get(a, i), key));
+}
+
+/* The seed's ladder: suspect, power cycle, back, then given up. */
+static void
+test_ladder_path(void **state)
+{
+	struct fixture *f = *state;
+	struct node n;
+	json_t *a;
+
+	node_init(&n, 2, "node3");
+	assert_true(node_serves(&n));
+	n.strikes = 1;
+	assert_int_equal(node_set(&n, N_SUSPECT, "worker 2 failed", &f->ev),
+			 0);
+	assert_true(node_serves(&n));
+	assert_int_equal(node_set(&n, N_REBOOTING, "worker 2 failed again",
+				  &f->ev), 0);
+	assert_false(node_serves(&n));
+	assert_int_equal(n.reboots, 1);
+	assert_true(n.last_reboot > 1e9);
+	assert_int_equal(node_set(&n, N_UP, "back", &f->ev), 0);
+	assert_int_equal(node_set(&n, N_INACTIVE, "failed after its reboot",
+				  &f->ev), 0);
+	assert_string_equal(n.reason, "failed after its reboot");
+	a = events_read(f);
+	assert_int_equal(json_array_size(a), 4);
+	assert_string_equal(field(a, 0, "event"), "node_suspect");
+	assert_int_equal(json_integer_value(json_object_get(
+		json_array_get(a, 0), "failures")), 1);
+	assert_string_equal(field(a, 1, "event"), "node_power_cycle");
+	assert_int_equal(json_integer_value(json_object_get(
+		json_array_get(a, 1), "reboots")), 1);
+	assert_string_equal(field(a, 2, "event"), "node_back");
+	assert_true(json_real_value(json_object_get(json_array_get(a, 2),
+						    "seconds")) >= 0);
+	assert_string_equal(field(a, 3, "event"), "node_inactive");
+	assert_string_equal(field(a, 3, "node"), "node3");
+	json_decref(a);
+}
+
+/* Drain and undrain; an inactive node comes back only through DOWN (a
+ * probe) or a reboot, never straight to UP; SUSPECT -> UP is quiet. */
+static void
+test_drain_and_return(void **state)
+{
+	struct fixture *f = *state;
+	struct node n;
+	json_t *a;
+
+	node_init(&n, 0, "node1");
+	assert_int_equal(node_set(&n, N_DRAINING, "operator", &f->ev), 0);
+	assert_int_equal(node_set(&n, N_DRAINED, "operator", &f->ev), 0);
+	assert_int_equal(node_set(&n, N_SUSPECT, "no", &f->ev), -1);
+	assert_int_equal(node_set(&n, N_UP, "undrained", &f->ev), 0);
+	assert_int_equal(node_set(&n, N_SUSPECT, "a failure", &f->ev), 0);
+	assert_int_equal(node_set(&n, N_UP, "quiet", &f->ev), 0);
+	assert_int_equal(node_set(&n, N_INACTIVE, "gone", &f->ev), 0);
+	assert_int_equal(node_set(&n, N_UP, "back?", &f->ev), -1);
+	assert_int_equal(node_set(&n, N_DRAINED, "no", &f->ev), -1);
+	assert_int_equal(n.state, N_INACTIVE);
+	assert_int_equal(node_set(&n, N_DOWN, "probe 1", &f->ev), 0);
+	assert_int_equal(node_set(&n, N_UP, "probe passed", &f->ev), 0);
+	assert_int_equal(n.reboots, 0);
+	a = events_read(f);
+	assert_int_equal(json_array_size(a), 7);
+	assert_string_equal(field(a, 0, "event"), "node_draining");
+	assert_string_equal(field(a, 1, "event"), "node_drained");
+	assert_string_equal(field(a, 2, "event"), "node_back");
+	assert_string_equal(field(a, 2, "reason"), "undrained");
+	assert_string_equal(field(a, 3, "event"), "node_suspect");
+	assert_string_equal(field(a, 4, "event"), "node_inactive");
+	assert_string_equal(field(a, 5, "event"), "node_down");
+	assert_string_equal(field(a, 6, "event"), "node_back");
+	json_decref(a);
+}
+
+/* Every pair of states: the table and node_set agree, and a refused
+ * change leaves the node as it was. */
+static void
+test_node_table(void **state)
+{
+	struct fixture *f = *state;
+	int from, to, allowed = 0;
+
+	for (from = 1; from < N_NSTATES; from++)
+		for (to = 1; to < N_NSTATES; to++) {
+			struct node n;
+			int rc;
+
+			node_init(&n, 0, "n");
+			n.state = (enum nstate)from;
+			rc = node_set(&n, (enum nstate)to, "t", &f->ev);
+			if (from == to) {
+				assert_int_equal(rc, 0);
+				continue;
+			}
+			assert_int_equal(rc == 0, node_can((enum nstate)from,
+							   (enum nstate)to));
+			assert_int_equal(n.state, rc == 0 ? to : from);
+			assert_int_equal(n.reboots, rc == 0 && to == N_REBOOTING);
+			allowed += rc == 0;
+		}
+	assert_int_equal(allowed, 26);
+	assert_false(node_can(N_INACTIVE, N_UP));
+	assert_false(node_can(0, N_UP));
+	assert_string_equal(node_state_name(N_DRAINED), "drained");
+	assert_string_equal(node_state_name(N_NSTATES), "?");
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_ladder_path, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_drain_and_return, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_node_table, setup,
+						teardown),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
