@@ -40,7 +40,7 @@ MASTER := master/main.c master/loop.c master/farm.c master/commands.c \
 	master/control.c master/health.c master/registry.c master/batches.c \
 	master/jobs.c master/intake.c master/link.c master/spawn.c \
 	master/worker.c master/node.c master/sched.c master/events.c \
-	master/defer.c
+	master/defer.c master/stats.c
 WORKER := worker/main.c worker/agent.c worker/runner.c worker/doze.c
 CLI := cli/main.c cli/commands.c cli/start.c
 PLUGINS := exec sleep wordcount relax

@@ -105,6 +105,7 @@ json_t *ctl_request_new(enum ctl_cmd cmd);
 	X(B_DONE, "done", "DONE", 8, JT_INT)				\
 	X(B_OK, "ok", NULL, 0, JT_INT)					\
 	X(B_FAILED, "failed", "FAILED", 8, JT_INT)			\
+	X(B_REASSIGNED, "reassigned", NULL, 0, JT_INT)			\
 	X(B_STATE, "state", "STATE", -9, JT_STRING)			\
 	X(B_SECONDS, "seconds", "SECONDS", 0, JT_NUMBER)
 

@@ -53,12 +53,10 @@ node_row(const struct master *m, const struct node *nd)
 static json_t *
 counters_json(const struct master *m)
 {
-	struct counters k = m->counters;
+	struct counters k = master_counters(m);
 	json_t *o = json_object();
 
-	k.msgs_in = m->links.msgs_in;
-	k.msgs_out = m->links.msgs_out;
-#define FT_COUNTER_SET(name)						\
+#define FT_COUNTER_SET(name, metric, help)			\
 	json_object_set_new(o, #name, json_integer((json_int_t)k.name));
 	FT_COUNTERS(FT_COUNTER_SET)
 #undef FT_COUNTER_SET

@@ -12,6 +12,9 @@ int
 events_open(struct events *ev, const char *path, int task_events)
 {
 	ev->task_events = task_events;
+	ev->tap = NULL;
+	ev->tap_ctx = NULL;
+	ev->write_errors = 0;
 	ev->path = ft_strdup(path);
 	if (jsonl_open(&ev->out, path) == -1) {
 		free(ev->path);
@@ -30,6 +33,7 @@ events_flush(struct events *ev)
 		last_errno = 0;
 		return 0;
 	}
+	ev->write_errors++;
 	if (errno != last_errno)
 		log_warn("%s", ev->path ? ev->path : "events.jsonl");
 	last_errno = errno;
@@ -42,6 +46,34 @@ events_close(struct events *ev)
 	jsonl_close(&ev->out);
 	free(ev->path);
 	ev->path = NULL;
+}
+
+void
+events_set_tap(struct events *ev, events_tap_fn fn, void *ctx)
+{
+	ev->tap = fn;
+	ev->tap_ctx = ctx;
+}
+
+int
+events_type(const char *name)
+{
+	size_t i;
+
+	for (i = 0; name && i < events_nschema; i++)
+		if (strcmp(events_schema[i].name, name) == 0)
+			return (int)i;
+	return -1;
+}
+
+/* The line begun at START of the pending text was ended: show it to the
+ * tap. */
+static void
+tapped(struct events *ev, enum ev_type type, int flags, size_t start)
+{
+	if (ev->tap)
+		ev->tap(ev->tap_ctx, type, flags, ev->out.pending.data + start,
+			ev->out.pending.len - start);
 }
 
 /* ---- the emitters, generated from FT_EVENTS ---- */
@@ -65,11 +97,14 @@ events_close(struct events *ev)
 #define EV_DEFINE(name, flags)						\
 	void ev_##name(struct events *ev EV_FIELDS_##name(EV_PARAM))	\
 	{								\
+		size_t start_ = ev->out.pending.len;			\
+									\
 		if (((flags) & EVF_TASK) && !ev->task_events)		\
 			return;						\
 		jsonl_event(&ev->out, #name);				\
 		EV_FIELDS_##name(EV_PUT)				\
 		jsonl_end(&ev->out);					\
+		tapped(ev, EVT_##name, flags, start_);			\
 		if ((flags) & EVF_NOW)					\
 			events_flush(ev);				\
 	}
@@ -92,3 +127,8 @@ const struct event_schema events_schema[] = {
 };
 #undef EV_SCHEMA_ROW
 const size_t events_nschema = FT_ARRAY_LEN(events_schema);
+
+#define EV_TASK_BIT(name, flags)					\
+	| ((flags) & EVF_TASK ? 1ULL << EVT_##name : 0)
+const uint64_t events_task_types = 0 FT_EVENTS(EV_TASK_BIT);
+#undef EV_TASK_BIT

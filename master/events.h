@@ -10,12 +10,15 @@
  * only when the config's task_events is on.
  *
  * Lines are kept in memory and written by events_flush (the cron calls it;
- * so do the emitters of events that matter at once, marked NOW).
+ * so do the emitters of events that matter at once, marked NOW).  A tap
+ * (the control socket's subscriptions) sees each line as it is made,
+ * whatever becomes of the file.
  */
 #ifndef FT_EVENTS_H
 #define FT_EVENTS_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "jsonl.h"
 
@@ -70,17 +73,37 @@
 #define EVF_NOW 1		/* flushed at once */
 #define EVF_TASK 2		/* a per-task event: only with task_events */
 
+/* One number per declared event: EVT_master_up, ... */
+enum ev_type {
+#define EV_TYPE_ENUM(name, flags) EVT_##name,
+	FT_EVENTS(EV_TYPE_ENUM)
+#undef EV_TYPE_ENUM
+	EVT_COUNT
+};
+
+/* Told of every event line written: its TYPE, its FLAGS (EVF_*), and the
+ * line (LEN bytes, the newline included), valid only during the call. */
+typedef void (*events_tap_fn)(void *ctx, enum ev_type type, int flags,
+			      const char *line, size_t len);
+
 struct events {
 	struct jsonl out;
 	int task_events;		/* write EVF_TASK events */
 	char *path;
+	events_tap_fn tap;		/* or NULL */
+	void *tap_ctx;
+	uint64_t write_errors;		/* flushes that failed */
 };
 
-/* Open PATH for appending.  0, or -1 with errno. */
+/* Open PATH for appending (no tap yet).  0, or -1 with errno. */
 int events_open(struct events *ev, const char *path, int task_events);
 /* Write what is pending.  0, or -1 with errno (logged once per errno). */
 int events_flush(struct events *ev);
 void events_close(struct events *ev);
+/* Tell FN(CTX, ...) of every event line from now on (NULL: nobody). */
+void events_set_tap(struct events *ev, events_tap_fn fn, void *ctx);
+/* The type called NAME, or -1. */
+int events_type(const char *name);
 
 #define EV_CTYPE_int long long
 #define EV_CTYPE_str const char *
@@ -102,5 +125,7 @@ struct event_schema {
 };
 extern const struct event_schema events_schema[];
 extern const size_t events_nschema;
+/* Bit EVT_x set for each per-task event (EVF_TASK). */
+extern const uint64_t events_task_types;
 
 #endif

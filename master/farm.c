@@ -19,6 +19,8 @@ on_reassigned(void *ctx, uint64_t tid, uint32_t attempt, int worker,
 
 	ev_task_reassigned(&m->events, t->batch, t->index, attempt, worker,
 			   reason);
+	stats_type(&m->stats, t->kind)->reassigned++;
+	batches_reassigned(&m->batches, t->batch);
 }
 
 /* A: batch << 32 | index, B: attempts. */
@@ -39,6 +41,7 @@ on_failed(void *ctx, uint64_t tid, const char *reason)
 	struct master *m = ctx;
 	const struct sched_task *t = sched_task(m->sched, tid);
 
+	stats_type(&m->stats, t->kind)->failed++;
 	defer_call(&m->defer, deferred_fail,
 		   (uint64_t)t->batch << 32 | t->index, t->attempts, reason);
 }
@@ -77,7 +80,14 @@ on_result(void *ctx, struct worker *w, uint64_t tid,
 	  const struct proto_result *r)
 {
 	struct master *m = ctx;
+	const struct sched_task *t = sched_task(m->sched, tid);
+	struct type_stats *ts = stats_type(&m->stats, t ? t->kind : -1);
 
+	if (r->ok)
+		ts->done++;
+	else
+		ts->failed++;
+	hist_observe(&ts->run, r->seconds);
 	batches_record(&m->batches, tid, w->id, r);
 }
 
@@ -117,6 +127,7 @@ farm_init(struct master *m)
 	};
 
 	defer_init(&m->defer, m);
+	stats_init(&m->stats);
 	sched_params_default(&sp);
 	sp.max_attempts = m->cfg.max_attempts;
 	sp.slow_timeout = m->cfg.slow_timeout;
@@ -126,6 +137,7 @@ farm_init(struct master *m)
 	health_init(m);
 	batches_init(&m->batches, &m->cfg, &m->plugins, m->sched, &m->events,
 		     &bo);
+	m->batches.stats = &m->stats;
 }
 
 void
