@@ -33,16 +33,17 @@ PLUGIN_CFLAGS := -fPIC -shared
 COMMON := common/jpos.c common/jcheck.c common/config.c common/log.c \
 	common/wire.c common/plugins.c common/batch.c \
 	common/util.c common/ctl.c common/proto.c common/jsonl.c \
-	common/batchtext.c
+	common/batchtext.c common/progress.c
 # Code that calls MPI.
 COMMON_MPI := common/treq.c
 MASTER := master/main.c master/loop.c master/farm.c master/commands.c \
 	master/control.c master/health.c master/registry.c master/batches.c \
 	master/jobs.c master/intake.c master/link.c master/spawn.c \
 	master/worker.c master/node.c master/sched.c master/events.c \
-	master/defer.c master/stats.c
+	master/defer.c master/stats.c master/subs.c master/evring.c
 WORKER := worker/main.c worker/agent.c worker/runner.c worker/doze.c
-CLI := cli/main.c cli/commands.c cli/start.c
+CLI := cli/main.c cli/commands.c cli/start.c cli/watch.c cli/events.c \
+	cli/progress.c
 PLUGINS := exec sleep wordcount relax
 
 common_o = $(COMMON:%.c=$(OBJ)/%.o)

@@ -8,6 +8,8 @@
  *   ftfarm wordcount -c CFG -o OUT [--shards N] [--reducers R]
  *                    [--delimiters FILE] INPUT...
  *   ftfarm status -c CFG [--json]
+ *   ftfarm watch  -c CFG                   a live view, redrawn in place
+ *   ftfarm events -c CFG [--follow] [--since TS] [--type T]...
  *   ftfarm check  -c CFG [BATCH.json...]  validate without running anything
  *   ftfarm probe                           what the installed MPI can do
  *
@@ -30,6 +32,10 @@ struct cli {
 	long shards;			/* --shards, 0 for the default */
 	long reducers;			/* --reducers, 0 for the default */
 	const char *delimiters;		/* --delimiters */
+	int follow;			/* --follow */
+	const char *since;		/* --since */
+	char **types;			/* --type, each (NULL-terminated) */
+	int ntypes;
 	int argc;			/* operands after the options */
 	char **argv;
 	int status;			/* exit status of the last failed call */
@@ -41,6 +47,8 @@ int cli_submit(struct cli *c);
 int cli_wait(struct cli *c);
 int cli_wordcount(struct cli *c);
 int cli_status(struct cli *c);
+int cli_watch(struct cli *c);
+int cli_events(struct cli *c);
 int cli_check(struct cli *c);
 int cli_probe(struct cli *c);
 
@@ -51,6 +59,12 @@ json_t *cli_call(struct cli *c, json_t *req, double timeout);
 /* The same with LEN bytes of BODY after the request line. */
 json_t *cli_call_body(struct cli *c, json_t *req, const void *body,
 		      size_t len, double timeout);
+/* Wait for batch ID showing one progress line on stderr (a terminal)
+ * while it runs: the wait's answer if it says ok, else NULL as
+ * cli_call. */
+json_t *cli_wait_progress(struct cli *c, json_int_t id);
+/* Is MSG a push of KIND ({"push": KIND, ...})? */
+int cli_push_is(json_t *msg, const char *kind);
 /* Print "ftfarm: MSG" to stderr. */
 void cli_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 

@@ -122,7 +122,8 @@ print_summary(json_t *b)
 			error);
 }
 
-/* Wait for batch ID; 0 if every task succeeded, 1 otherwise. */
+/* Wait for batch ID (a progress line on stderr when it is a terminal);
+ * 0 if every task succeeded, 1 otherwise. */
 static int
 wait_batch(struct cli *c, json_int_t id)
 {
@@ -131,7 +132,10 @@ wait_batch(struct cli *c, json_int_t id)
 	int rc;
 
 	json_object_set_new(req, "batch", json_integer(id));
-	ans = cli_call(c, req, 0);
+	if (isatty(STDERR_FILENO))
+		ans = cli_wait_progress(c, id);
+	else
+		ans = cli_call(c, req, 0);
 	json_decref(req);
 	if (ans == NULL)
 		return 1;
@@ -349,7 +353,7 @@ cli_status(struct cli *c)
 		putchar('\n');
 	} else {
 		printf("cluster %s: %s launch, %s; up %.1f s; %lld queued, "
-		       "%lld open\n\n",
+		       "%lld open\n",
 		       json_string_value(json_object_get(ans, k[CTL_S_CLUSTER])),
 		       json_string_value(json_object_get(ans, k[CTL_S_LAUNCH])),
 		       json_string_value(json_object_get(ans, k[CTL_S_MPI])),
@@ -358,6 +362,7 @@ cli_status(struct cli *c)
 							k[CTL_S_QUEUED])),
 		       (long long)json_integer_value(json_object_get(ans,
 							k[CTL_S_OPEN])));
+		putchar('\n');
 		print_table(ctl_worker_cols, CTL_W_NCOLS,
 			    json_object_get(ans, k[CTL_S_WORKERS]));
 		putchar('\n');

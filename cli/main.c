@@ -21,6 +21,9 @@ static const struct {
 	{ "wordcount", cli_wordcount, 1, "wordcount -c CFG -o OUT [--shards N] "
 	  "[--reducers R] [--delimiters FILE] INPUT..." },
 	{ "status", cli_status, 1, "status -c CFG [--json]" },
+	{ "watch", cli_watch, 1, "watch -c CFG" },
+	{ "events", cli_events, 1, "events -c CFG [--follow] [--since TS] "
+	  "[--type TYPE]..." },
 	{ "check", cli_check, 1, "check -c CFG [BATCH.json...]" },
 	{ "probe", cli_probe, 0, "probe" },
 };
@@ -49,6 +52,22 @@ usage(void)
 	return 2;
 }
 
+/* --type A,B: each name of LIST added to c->types. */
+static void
+add_types(struct cli *c, char *list)
+{
+	char *save = NULL, *t;
+
+	for (t = strtok_r(list, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+		c->types = realloc(c->types, (size_t)(c->ntypes + 2) *
+				   sizeof(*c->types));
+		if (c->types == NULL)
+			abort();
+		c->types[c->ntypes++] = t;
+		c->types[c->ntypes] = NULL;
+	}
+}
+
 static int
 parse(struct cli *c, int argc, char **argv)
 {
@@ -62,6 +81,9 @@ parse(struct cli *c, int argc, char **argv)
 		{ "shards", required_argument, NULL, 's' },
 		{ "reducers", required_argument, NULL, 'r' },
 		{ "delimiters", required_argument, NULL, 'd' },
+		{ "follow", no_argument, NULL, 'F' },
+		{ "since", required_argument, NULL, 'S' },
+		{ "type", required_argument, NULL, 'T' },
 		{ NULL, 0, NULL, 0 },
 	};
 	char *end;
@@ -85,6 +107,9 @@ parse(struct cli *c, int argc, char **argv)
 		case 'j': c->json = 1; break;
 		case 'w': c->wait = 1; break;
 		case 'f': c->foreground = 1; break;
+		case 'F': c->follow = 1; break;
+		case 'S': c->since = optarg; break;
+		case 'T': add_types(c, optarg); break;
 		default: return -1;
 		}
 	}
@@ -127,5 +152,6 @@ main(int argc, char **argv)
 	}
 	rc = commands[i].fn(&c);
 	ft_config_free(&c.cfg);
+	free(c.types);
 	return rc;
 }

@@ -7,6 +7,8 @@
  *   wait {"batch": ID}      answer once the batch has finished
  *   stop                    stop the workers, then the master
  *   log_level {"level": L}  debug, info or warn
+ *   subscribe {...}         stay connected for pushed events and status
+ *                           (subs.h)
  *
  * A bad request gets an error answer; it never disturbs the master.
  */
@@ -18,6 +20,9 @@
 /* Open the control socket of M's state dir.  0, or -1 with ERR. */
 int commands_open(struct master *m, char *err, size_t n);
 void commands_close(struct master *m);
+/* The status answer's keys (but "ok"): a new object.  Of the finished
+ * batches in memory only the last MAX_FINISHED (all if negative). */
+json_t *commands_status(struct master *m, int max_finished);
 /* Batch B has finished: answer whoever waits for it. */
 void commands_batch_done(struct master *m, struct batch *b);
 

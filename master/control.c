@@ -66,6 +66,21 @@ control_send(struct client *c, const json_t *answer)
 }
 
 void
+control_push(struct client *c, const char *text, size_t len)
+{
+	if (c->closing)
+		return;
+	ft_buf_add(&c->out, text, len);
+	ev_io_start(c->ctl->loop, &c->wio);
+}
+
+size_t
+control_pending(const struct client *c)
+{
+	return c->out.len;
+}
+
+void
 control_error(struct client *c, const char *msg)
 {
 	json_t *ans = json_pack("{s:b, s:s}", "ok", 0, "error", msg);
@@ -96,6 +111,12 @@ control_foreach(struct control *ctl, void (*fn)(struct client *c, void *arg),
 		next = c->next;
 		fn(c, arg);
 	}
+}
+
+int
+control_nclients(const struct control *ctl)
+{
+	return ctl ? ctl->nclients : 0;
 }
 
 void *
@@ -271,6 +292,8 @@ client_close(struct client *c)
 	struct control *ctl = c->ctl;
 	struct client **p;
 
+	if (ctl->ops.closed)
+		ctl->ops.closed(ctl->ops.ctx, c);
 	for (p = &ctl->clients; *p; p = &(*p)->next)
 		if (*p == c) {
 			*p = c->next;

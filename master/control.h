@@ -22,6 +22,8 @@ struct control_ops {
 	/* Client C sent one request line (LEN bytes, no newline). */
 	void (*request)(void *ctx, struct client *c, const char *line,
 			size_t len);
+	/* Client C is being closed (may be NULL: nobody is told). */
+	void (*closed)(void *ctx, struct client *c);
 };
 
 /* Listen at PATH (a stale socket there is replaced).  The control, or
@@ -57,6 +59,11 @@ void control_resume(struct client *c);
 
 /* Queue ANSWER (one line) for C. */
 void control_send(struct client *c, const json_t *answer);
+/* Queue TEXT (LEN bytes: whole lines, newlines included) for C as it is:
+ * a push to a subscriber, not an answer. */
+void control_push(struct client *c, const char *text, size_t len);
+/* Bytes queued for C and not yet written. */
+size_t control_pending(const struct client *c);
 /* Queue {"ok": false, "error": MSG} for C. */
 void control_error(struct client *c, const char *msg);
 /* The batch C waits for (0 for none); set it. */
@@ -65,5 +72,7 @@ void control_set_waiting(struct client *c, long batch);
 /* Call FN(C, ARG) for every client. */
 void control_foreach(struct control *ctl, void (*fn)(struct client *c,
 						      void *arg), void *arg);
+/* Clients connected now. */
+int control_nclients(const struct control *ctl);
 
 #endif

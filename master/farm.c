@@ -5,6 +5,7 @@
 #include "health.h"
 #include "log.h"
 #include "registry.h"
+#include "subs.h"
 
 #define STOP_WAIT 5.0		/* seconds workers get to say bye */
 
@@ -179,6 +180,7 @@ farm_cron(struct master *m, double now)
 	registry_dispatch_all(m);
 	defer_run(&m->defer);
 	sched_reclaim(m->sched);	/* nobody needs the ended tasks now */
+	subs_tick(m->subs, now);
 	return m->stopping ? cron_stop(m, now) : 0;
 }
 
