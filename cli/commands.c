@@ -362,6 +362,10 @@ cli_status(struct cli *c)
 							k[CTL_S_QUEUED])),
 		       (long long)json_integer_value(json_object_get(ans,
 							k[CTL_S_OPEN])));
+		if (json_is_string(json_object_get(ans, k[CTL_S_HTTP])))
+			printf("status page and metrics: %s\n",
+			       json_string_value(json_object_get(ans,
+							k[CTL_S_HTTP])));
 		putchar('\n');
 		print_table(ctl_worker_cols, CTL_W_NCOLS,
 			    json_object_get(ans, k[CTL_S_WORKERS]));

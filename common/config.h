@@ -42,6 +42,11 @@ struct ft_config {
 	char **mpirun_args;		/* "mpirun_args": extra launcher arguments */
 	int nmpirun_args;
 	char *log_level;		/* "log_level": "debug"|"info"|"warn", default "info" */
+	/* "http": {"listen": "HOST:PORT"}: the master's HTTP listener
+	 * (metrics, status page); off without "http". */
+	int http;			/* "http" is there */
+	char *http_host;		/* default 127.0.0.1 */
+	int http_port;			/* default 9750; 0: any free port */
 };
 
 /* Load and validate PATH into CFG.  Returns 0, or -1 with one line in ERR

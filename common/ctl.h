@@ -111,7 +111,8 @@ json_t *ctl_request_new(enum ctl_cmd cmd);
 /*
  * The status answer: {"ok", "cluster", "launch", "mpi", "uptime",
  * "queued", "open", "workers": [...], "nodes": [...], "batches": [...],
- * "counters": {...}}.  Each table's rows have the columns below:
+ * "counters": {...}, "http"} ("http": the status page's URL, only when
+ * the master listens for HTTP).  Each table's rows have the columns below:
  * X(ENUM, key, title, width, type); a title of NULL is not printed, a
  * negative width is left-aligned.
  */
@@ -154,7 +155,8 @@ json_t *ctl_request_new(enum ctl_cmd cmd);
 	X(S_WORKERS, "workers", JT_ARRAY)				\
 	X(S_NODES, "nodes", JT_ARRAY)					\
 	X(S_BATCHES, "batches", JT_ARRAY)				\
-	X(S_COUNTERS, "counters", JT_OBJECT)
+	X(S_COUNTERS, "counters", JT_OBJECT)				\
+	X(S_HTTP, "http", JT_STRING)
 
 #define CTL_COL_ENUM(E, key, title, width, type) CTL_##E,
 #define CTL_KEY_ENUM(E, key, type) CTL_##E,

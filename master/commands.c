@@ -8,6 +8,7 @@
 #include "batch.h"
 #include "control.h"
 #include "ctl.h"
+#include "http.h"
 #include "intake.h"
 #include "log.h"
 #include "subs.h"
@@ -111,6 +112,9 @@ commands_status(struct master *m, int max_finished)
 	json_object_set_new(o, k[CTL_S_NODES], ns);
 	json_object_set_new(o, k[CTL_S_BATCHES], batch_rows(m, max_finished));
 	json_object_set_new(o, k[CTL_S_COUNTERS], counters_json(m));
+	if (http_url(m->http))
+		json_object_set_new(o, k[CTL_S_HTTP],
+				    json_string(http_url(m->http)));
 	return o;
 }
 

@@ -18,6 +18,7 @@
 
 #include "commands.h"
 #include "farm.h"
+#include "http.h"
 #include "log.h"
 #include "loop.h"
 #include "master.h"
@@ -93,6 +94,7 @@ static void
 shutdown_master(struct master *m)
 {
 	m->lost_ranks = registry_lost_ranks(m);
+	http_close(m);
 	commands_close(m);
 	farm_flush(m);
 	farm_free(m);
@@ -123,7 +125,8 @@ run(struct master *m, int dynamic)
 		snprintf(err, sizeof(err), "cannot make the event loop");
 		goto fail;
 	}
-	if (commands_open(m, err, sizeof(err)) == -1)
+	if (commands_open(m, err, sizeof(err)) == -1 ||
+	    http_open(m, err, sizeof(err)) == -1)
 		goto fail;
 	ev_master_up(&m->events, getpid(), m->mpi_version,
 		     m->static_world ? "static" : "dynamic");
@@ -136,6 +139,7 @@ run(struct master *m, int dynamic)
 fail:
 	fprintf(stderr, "ftfarm-master: %s\n", err);
 	log_warnx("%s", err);
+	http_close(m);
 	commands_close(m);
 	return 2;
 }
