@@ -310,7 +310,7 @@ listen_at(struct http *h, const char *host, int port, char *err, size_t n)
 	if (fd == -1 ||
 	    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) ||
 	    bind(fd, ai->ai_addr, ai->ai_addrlen) == -1 ||
-	    listen(fd, 64) == -1 ||
+	    listen(fd, 256) == -1 ||
 	    getsockname(fd, (struct sockaddr *)&sa, &salen) == -1) {
 		snprintf(err, n, "http.listen: %s:%d: %s", host, port,
 			 strerror(errno));
@@ -339,7 +339,10 @@ listen_at(struct http *h, const char *host, int port, char *err, size_t n)
 }
 
 /* Start libmicrohttpd on FD with every signal blocked in its thread (the
- * loop handles them).  The daemon, or NULL. */
+ * loop handles them).  The daemon, or NULL.  poll(), not epoll: with
+ * libmicrohttpd 0.9.75's edge-triggered epoll, a client that sent half a
+ * request and closed stayed in CLOSE-WAIT until the connection timeout,
+ * and a stream of them filled the connection cap. */
 static struct MHD_Daemon *
 start_daemon(struct http *h, int fd)
 {
@@ -348,7 +351,7 @@ start_daemon(struct http *h, int fd)
 
 	sigfillset(&all);
 	pthread_sigmask(SIG_BLOCK, &all, &old);
-	d = MHD_start_daemon(MHD_USE_EPOLL_INTERNAL_THREAD, 0, NULL, NULL,
+	d = MHD_start_daemon(MHD_USE_POLL_INTERNAL_THREAD, 0, NULL, NULL,
 			     on_request, h,
 			     MHD_OPTION_LISTEN_SOCKET, fd,
 			     MHD_OPTION_CONNECTION_LIMIT,
