@@ -49,6 +49,7 @@ struct view {
 	int ntr;
 	int tty;
 	int rows, cols;
+	double status_at;		/* when it came (monotonic) */
 	int dirty;			/* the screen needs a redraw */
 	double drawn;			/* when it was last drawn */
 };
@@ -258,6 +259,7 @@ got_status(struct view *v, json_t *st)
 	}
 	json_decref(v->status);
 	v->status = json_incref(st);
+	v->status_at = now;
 	v->dirty = 1;
 }
 
@@ -306,8 +308,9 @@ header(struct ft_buf *scr, const struct view *v)
 	for (k = 0; k < n; k++)
 		snprintf(states + strlen(states), sizeof(states) - strlen(states),
 			 "%s%d %s", k ? ", " : "", counts[k], names[k]);
-	ft_fmt_secs(json_number_value(json_object_get(st, "uptime")), up,
-		    sizeof(up));
+	/* Statuses come when something changed: the clock runs on here. */
+	ft_fmt_secs(json_number_value(json_object_get(st, "uptime")) +
+		    ft_now() - v->status_at, up, sizeof(up));
 	clock_of(ft_wall(), now, sizeof(now));
 	snprintf(buf, sizeof(buf), "ftfarm watch  cluster %s, %s launch, up "
 		 "%s  %s", json_string_value(json_object_get(st, "cluster")),

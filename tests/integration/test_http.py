@@ -5,6 +5,7 @@ without disturbing heartbeats or the control socket."""
 import json
 import os
 import random
+import re
 import shutil
 import socket
 import subprocess
@@ -15,7 +16,8 @@ from urllib.parse import urlparse
 
 import pytest
 
-from conftest import batch_id_of, check_exactly_once, exec_task, wait_until
+from conftest import (ROOT, batch_id_of, check_exactly_once, exec_task,
+                      wait_until)
 import webdriver
 
 pytestmark = pytest.mark.timeout(150)
@@ -63,6 +65,7 @@ def test_http_off_by_default(cluster):
 
 
 def test_metrics_match_status(make_cluster, tmp_path):
+    from prometheus_client.parser import text_string_to_metric_families
     c, url = start_http_cluster(make_cluster, heartbeat_ms=1000)
     rc, out, _ = c.submit({"name": "mix", "tasks":
                            [{"type": "sleep", "seconds": 0}] * 500 +
@@ -102,6 +105,14 @@ def test_metrics_match_status(make_cluster, tmp_path):
     assert all(k[0].startswith("ftfarm_") for k in ms)
     assert all(name not in ("task", "task_id", "pid")
                for k in ms for name, _ in k[1])
+    # The README's table names every family, and only those.
+    readme = (ROOT / "README.md").read_text()
+    section = readme.split("### Metrics and the status page")[1]
+    section = section.split("\n### ")[0]
+    documented = set(re.findall(r"`(ftfarm_[a-z_]+)`", section))
+    families = {f.name + ("_total" if f.type == "counter" else "")
+                for f in text_string_to_metric_families(text)}
+    assert families == documented, (families ^ documented)
     if shutil.which("promtool"):
         r = subprocess.run(["promtool", "check", "metrics"], input=text,
                            capture_output=True, text=True, timeout=30)
