@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """No-op throughput with the HTTP listener on and scraped, against off.
 
-    /usr/bin/python3 scripts/bench/http_listener.py [--tasks 200000] [--reps 7]
+    /usr/bin/python3 scripts/bench/http_listener.py [--tasks 1000000] [--reps 7]
                                            [--workers 2] [--period 0.1]
 
 Two clusters side by side, alike but for "http" (1 node x --workers
@@ -45,9 +45,16 @@ class Scraper(threading.Thread):
         self.url, self.period = url, period
         self.halt = threading.Event()
         self.lat, self.age, self.errors = [], [], 0
+        self.status_sizes = []      # of /status.json, once a second
+
+    def status_json(self):
+        url = self.url.rsplit("/", 1)[0] + "/status.json"
+        with urllib.request.urlopen(url, timeout=10) as r:
+            self.status_sizes.append(len(r.read()))
 
     def run(self):
         nxt = time.monotonic()
+        n = 0
         while not self.halt.is_set():
             t0 = time.monotonic()
             try:
@@ -57,6 +64,9 @@ class Scraper(threading.Thread):
                 for line in body.splitlines():
                     if line.startswith("ftfarm_snapshot_age_seconds "):
                         self.age.append(float(line.split()[1]))
+                n += 1
+                if n % 10 == 0:
+                    self.status_json()
             except OSError:
                 self.errors += 1
             nxt += self.period
@@ -93,7 +103,7 @@ def run_batch(c, path, ntasks, scrape_url, period, problems):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--tasks", type=int, default=200000)
+    ap.add_argument("--tasks", type=int, default=1000000)
     ap.add_argument("--reps", type=int, default=7)
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--period", type=float, default=0.1)
@@ -186,6 +196,10 @@ def report(a, info, binid, load0, load1, times, scrapes, problems):
         "GET /metrics", len(lat), errs, B.fmt(1000 * pct(lat, 0.5), 1),
         B.fmt(1000 * pct(lat, 0.99), 1), B.fmt(1000 * max(lat or [0]), 1),
         B.fmt(1000 * pct(age, 0.5), 1), B.fmt(1000 * max(age or [0]), 1)]]))
+    sizes = [x for s in scrapes for x in s.status_sizes]
+    if sizes:
+        print(f"\n/status.json (what the status page polls) during a batch "
+              f"of {a.tasks:,} tasks: {min(sizes):,}-{max(sizes):,} bytes.")
     goal = B.median(rm)
     print(f"\nGoal on/off >= 0.97 (master timing): {goal:.3f}, "
           f"{'met' if goal >= 0.97 else 'NOT met'}.\n")
