@@ -226,14 +226,22 @@ host_ok(const struct http *h, struct MHD_Connection *conn)
 {
 	const char *host = MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
 						       "Host");
+	struct in_addr a;
+	char name[64];
 	size_t n;
 
 	if (!h->loopback || host == NULL)
 		return 1;
-	n = strcspn(host, host[0] == '[' ? "]" : ":");
-	return (n == 9 && strncmp(host, "localhost", 9) == 0) ||
-	       strncmp(host, "127.", 4) == 0 ||
-	       strncmp(host, "[::1]", 5) == 0;
+	if (strncmp(host, "[::1]", 5) == 0)
+		return host[5] == '\0' || host[5] == ':';
+	n = strcspn(host, ":");
+	if (n >= sizeof(name))
+		return 0;
+	memcpy(name, host, n);
+	name[n] = '\0';
+	return strcmp(name, "localhost") == 0 ||
+	       (inet_pton(AF_INET, name, &a) == 1 &&
+		(ntohl(a.s_addr) >> 24) == 127);
 }
 
 /* Serve snapshot part PATH ("/metrics" or "/status.json"). */

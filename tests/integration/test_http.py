@@ -138,8 +138,9 @@ def test_http_refusals(make_cluster, tmp_path):
     assert http_get(url + "nope")[0] == 404
     assert http_get(url + "metrics", method="POST")[0] == 405
     # DNS rebinding: a loopback listener answers loopback names only.
-    assert http_get(url + "metrics", headers={"Host": "evil.example"})[0] \
-        == 421
+    for host in ("evil.example", "127.0.0.1.evil.example:80",
+                 "localhost.evil.example"):
+        assert http_get(url + "metrics", headers={"Host": host})[0] == 421
     assert http_get(url + "metrics",
                     headers={"Host": "localhost:1"})[0] == 200
     # The port taken: the second master says so and does not start.
