@@ -12,6 +12,7 @@
  *   ftfarm events -c CFG [--follow] [--since TS] [--type T]...
  *   ftfarm check  -c CFG [BATCH.json...]  validate without running anything
  *   ftfarm probe                           what the installed MPI can do
+ *   ftfarm rotate -c CFG                   rotate master.log, events.jsonl
  *
  * Exit status: 0 success, 1 failure, 2 bad usage or bad input.
  */
@@ -51,6 +52,7 @@ int cli_watch(struct cli *c);
 int cli_events(struct cli *c);
 int cli_check(struct cli *c);
 int cli_probe(struct cli *c);
+int cli_rotate(struct cli *c);
 
 /* Send REQ to the master (timeout in seconds, <= 0 forever).  The answer
  * if it says ok; otherwise prints the error and returns NULL with

@@ -29,6 +29,13 @@ cli_call_body(struct cli *c, json_t *req, const void *body, size_t len,
 		cli_err("%s", err);
 		return NULL;
 	}
+	if (json_integer_value(json_object_get(ans, "v")) != FT_CTL_VERSION) {
+		cli_err("incompatible ftfarm and ftfarm-master versions: the "
+			"master answered in another control protocol than %d",
+			FT_CTL_VERSION);
+		json_decref(ans);
+		return NULL;
+	}
 	if (!json_is_true(json_object_get(ans, "ok"))) {
 		const char *e = json_string_value(json_object_get(ans, "error"));
 
@@ -401,4 +408,20 @@ cli_check(struct cli *c)
 		printf("%s: configuration OK (%d nodes, %d workers)\n",
 		       c->config, c->cfg.nnodes, c->cfg.nworkers);
 	return rc;
+}
+
+/* rotate -c CFG: master.log and events.jsonl go to .1, the master goes on
+ * in new files (what SIGHUP to the master does too). */
+int
+cli_rotate(struct cli *c)
+{
+	json_t *req = ctl_request_new(CTL_ROTATE);
+	json_t *ans = cli_call(c, req, 30);
+
+	json_decref(req);
+	if (ans == NULL)
+		return c->status;
+	json_decref(ans);
+	printf("logs of cluster %s rotated\n", c->cfg.name);
+	return 0;
 }

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "batch.h"
 #include "cli.h"
 
 /* Which commands need the config loaded. */
@@ -25,6 +26,7 @@ static const struct {
 	{ "events", cli_events, 1, "events -c CFG [--follow] [--since TS] "
 	  "[--type TYPE]..." },
 	{ "check", cli_check, 1, "check -c CFG [BATCH.json...]" },
+	{ "rotate", cli_rotate, 1, "rotate -c CFG" },
 	{ "probe", cli_probe, 0, "probe" },
 };
 
@@ -149,6 +151,7 @@ main(int argc, char **argv)
 			fprintf(stderr, "%s\n", err);
 			return 2;
 		}
+		ft_batch_protect(c.cfg.state_dir);
 	}
 	rc = commands[i].fn(&c);
 	ft_config_free(&c.cfg);

@@ -18,6 +18,7 @@
 #include "cli.h"
 #include "ctl.h"
 #include "proto.h"
+#include "statedir.h"
 #include "util.h"
 
 #define STOP_WAIT 30.0		/* seconds the launcher gets to finish */
@@ -134,18 +135,6 @@ launcher(struct argv *a, const struct ft_config *cfg, const char *config)
 	free(worker);
 }
 
-static pid_t
-read_pid(const char *state_dir, const char *name)
-{
-	char *path = ft_asprintf("%s/%s", state_dir, name);
-	char *text = ft_read_file(path, NULL);
-	pid_t pid = text ? (pid_t)atoi(text) : 0;
-
-	free(path);
-	free(text);
-	return pid;
-}
-
 /* Is the master of C's state dir answering? */
 static int
 master_answers(struct cli *c)
@@ -163,7 +152,7 @@ master_answers(struct cli *c)
 static void
 exec_launcher(struct argv *a, const char *log)
 {
-	int fd = open(log, O_WRONLY | O_CREAT | O_APPEND, 0644);
+	int fd = open(log, O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW, 0600);
 	int null = open("/dev/null", O_RDONLY);
 
 	setsid();
@@ -254,18 +243,23 @@ int
 cli_start(struct cli *c)
 {
 	struct argv a = { 0 };
-	char *log, *pidfile, *text;
+	char *log;
 	size_t offset = 0;
 	pid_t pid;
 	int rc;
 
-	if (ft_mkdirs(c->cfg.state_dir) == -1) {
-		cli_err("%s: %s", c->cfg.state_dir, strerror(errno));
+	char err[512];
+	pid_t holder;
+
+	if (sd_prepare(c->cfg.state_dir, err, sizeof(err)) == -1) {
+		cli_err("%s", err);
 		return 1;
 	}
-	if (master_answers(c)) {
-		cli_err("cluster %s is already running (state dir %s)",
-			c->cfg.name, c->cfg.state_dir);
+	holder = sd_locked_by(c->cfg.state_dir);
+	if (holder != 0 || master_answers(c)) {
+		cli_err("cluster %s is already running (state dir %s, master "
+			"pid %ld)", c->cfg.name, c->cfg.state_dir,
+			(long)holder);
 		return 1;
 	}
 	launcher(&a, &c->cfg, c->config);
@@ -280,44 +274,44 @@ cli_start(struct cli *c)
 	if (pid == 0)
 		exec_launcher(&a, log);
 	argv_free(&a);
-	pidfile = ft_asprintf("%s/mpirun.pid", c->cfg.state_dir);
-	text = ft_asprintf("%d\n", (int)pid);
-	ft_write_file_atomic(pidfile, text, strlen(text));
+	if (pid > 0)
+		sd_write_pid(c->cfg.state_dir, "mpirun.pid", pid);
 	rc = pid < 0 ? 1 : wait_ready(c, pid, log, offset);
-	free(text);
-	free(pidfile);
 	free(log);
 	return rc;
 }
 
-/* Worker processes the master reported, so stop can check they are gone. */
+/* The workers the master reported (their rows), so stop can check they
+ * are gone. */
 static json_t *
-worker_pids(struct cli *c)
+worker_rows(struct cli *c)
 {
 	json_t *req = ctl_request_new(CTL_STATUS);
 	char err[256];
 	json_t *ans = ctl_request(c->cfg.state_dir, req, 5, err, sizeof(err));
-	json_t *pids = json_array(), *w;
-	size_t i;
+	json_t *rows = json_incref(json_object_get(ans, "workers"));
 
 	json_decref(req);
-	json_array_foreach(json_object_get(ans, "workers"), i, w)
-		json_array_append(pids, json_object_get(w, "pid"));
 	json_decref(ans);
-	return pids;
+	return rows ? rows : json_array();
 }
 
-/* Is PID a live ftfarm-worker? */
+/* Is PID, started at START, a live worker of the cluster of STATE_DIR? */
 static int
-is_worker(pid_t pid)
+is_worker(pid_t pid, unsigned long long start, const char *state_dir)
 {
 	char *path = ft_asprintf("/proc/%d/cmdline", (int)pid);
-	char *text = ft_read_file(path, NULL);
-	int yes = text && strstr(text, "ftfarm-worker") && ft_pid_alive(pid);
+	size_t len = 0, i;
+	char *text = ft_read_file(path, &len);
+	int ours = 0;
 
+	for (i = 0; text && i + 1 < len; i += strlen(text + i) + 1)
+		if (strcmp(text + i, "--state-dir") == 0)
+			ours = strcmp(text + i + strlen(text + i) + 1,
+				      state_dir) == 0;
 	free(path);
 	free(text);
-	return yes;
+	return ours && ft_proc_is(pid, start);
 }
 
 static int
@@ -350,16 +344,50 @@ wait_launcher(pid_t launcher, pid_t master)
 	return !ft_pid_alive(launcher);
 }
 
-/* stop -c CFG */
+/* Kill the workers of ROWS (status rows) still alive, and what their
+ * tasks started, if the master could not.  Returns how many. */
+static int
+kill_workers(json_t *rows, const char *state_dir)
+{
+	const struct ctl_col *col = ctl_worker_cols;
+	char entry[64], entry2[64];
+	int strays = 0;
+	json_t *w;
+	size_t i;
+
+	json_array_foreach(rows, i, w) {
+		pid_t pid = (pid_t)json_integer_value(json_object_get(w,
+						col[CTL_W_PID].key));
+		unsigned long long start = (unsigned long long)
+			json_integer_value(json_object_get(w,
+						col[CTL_W_START].key));
+
+		if (pid <= 0 || start == 0)
+			continue;
+		if (is_worker(pid, start, state_dir) &&
+		    kill(pid, SIGKILL) == 0)
+			strays++;
+		snprintf(entry, sizeof(entry), "%s=%d", FT_WORKER_ENV,
+			 (int)pid);
+		snprintf(entry2, sizeof(entry2), "%s=%llu",
+			 FT_WORKER_START_ENV, start);
+		strays += ft_kill_by_env(entry, entry2);
+	}
+	return strays;
+}
+
+/* stop -c CFG: ask the master to stop, wait for the launcher, and kill
+ * what is left of the cluster, each process checked to be the one the
+ * pid files and the master named (pid and start time), never a stranger
+ * that reused a pid. */
 int
 cli_stop(struct cli *c)
 {
-	pid_t launcher_pid = read_pid(c->cfg.state_dir, "mpirun.pid");
-	pid_t master_pid = read_pid(c->cfg.state_dir, "master.pid");
-	json_t *pids = worker_pids(c), *p, *req;
+	pid_t launcher_pid = sd_read_pid(c->cfg.state_dir, "mpirun.pid");
+	pid_t master_pid = sd_read_pid(c->cfg.state_dir, "master.pid");
+	json_t *rows = worker_rows(c), *req;
 	char err[256], *path;
 	int strays = 0;
-	size_t i;
 
 	req = ctl_request_new(CTL_STOP);
 	json_decref(ctl_request(c->cfg.state_dir, req, 5, err, sizeof(err)));
@@ -377,21 +405,8 @@ cli_stop(struct cli *c)
 	 * finished, a task's process) belongs to this cluster. */
 	if (launcher_pid > 0)
 		strays += ft_kill_session(launcher_pid);
-	json_array_foreach(pids, i, p) {
-		pid_t pid = (pid_t)json_integer_value(p);
-
-		char entry[64];
-
-		if (pid > 0 && is_worker(pid)) {
-			kill(pid, SIGKILL);
-			strays++;
-		}
-		/* And whatever its tasks started, if the master could not. */
-		snprintf(entry, sizeof(entry), "%s=%d", FT_WORKER_ENV, (int)pid);
-		if (pid > 0)
-			strays += ft_kill_by_env(entry);
-	}
-	json_decref(pids);
+	strays += kill_workers(rows, c->cfg.state_dir);
+	json_decref(rows);
 	if (strays)
 		cli_err("killed %d processes left behind", strays);
 	path = ft_asprintf("%s/mpirun.pid", c->cfg.state_dir);

@@ -1,9 +1,12 @@
 /* batch: what a submitted batch may contain. */
 #include "batch.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 #include "proto.h"
+#include "statedir.h"
+#include "util.h"
 
 static const struct jfield batch_fields[] = {
 	{ "name", JT_STRING, 0 },
@@ -37,6 +40,36 @@ ft_batch_check_task(const json_t *task, const char *path, const struct ft_plugin
 	return p->validate(task, path, err);
 }
 
+static char *protected_dir;
+
+void
+ft_batch_protect(const char *dir)
+{
+	free(protected_dir);
+	protected_dir = dir ? ft_strdup(dir) : NULL;
+}
+
+/* None of the paths the job P writes (its outputs) may lie in the
+ * protected directory: a job must not write over the master's files. */
+static int
+check_outputs(const json_t *job, const struct ft_plugin *p, struct jerr *err)
+{
+	const char *const *k;
+	char at[64];
+
+	for (k = p->job->outputs; protected_dir && k && *k; k++) {
+		const char *path = jget_str(job, *k, NULL);
+
+		if (path == NULL || path[0] != '/' ||
+		    !sd_contains(protected_dir, path))
+			continue;
+		jpath_key(at, sizeof(at), "job", *k);
+		return jerr_set(err, at, "%s is inside the cluster's state dir "
+				"%s", path, protected_dir);
+	}
+	return 0;
+}
+
 /* Check a job object: a "type" whose plugin plans jobs, then the
  * plugin's own rules. */
 static int
@@ -54,7 +87,9 @@ check_job(const json_t *job, const struct ft_plugins *pl, struct jerr *err)
 	if (p == NULL || p->job == NULL)
 		return jerr_set(err, "job.type", "unknown job type \"%s\"",
 				json_string_value(type));
-	return p->job->validate(job, "job", err);
+	if (p->job->validate(job, "job", err) == -1)
+		return -1;
+	return check_outputs(job, p, err);
 }
 
 int

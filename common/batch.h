@@ -17,6 +17,10 @@
 
 #define FT_BATCH_MAX_TASKS 10000000
 
+/* The directory no job may write into (the cluster's state dir), for the
+ * checks below; set once, before they run.  NULL: none. */
+void ft_batch_protect(const char *dir);
+
 /* Check BATCH against the task types in PL.  0, or -1 with ERR. */
 int ft_batch_check(const json_t *batch, const struct ft_plugins *pl,
 		   struct jerr *err);

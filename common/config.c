@@ -11,6 +11,8 @@
 #include <errno.h>
 #include <jansson.h>
 #include <limits.h>
+#include <math.h>
+#include <pwd.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -36,11 +38,33 @@ static const struct jfield top_fields[] = {
 	{ "mpirun_args", JT_STRING_ARRAY, 0 },
 	{ "log_level", JT_STRING, 0 },
 	{ "http", JT_OBJECT, 0 },
+	{ "log_max_bytes", JT_INT, 0 },
+	{ "log_keep", JT_INT, 0 },
+	{ "control", JT_OBJECT, 0 },
+	{ "fsync", JT_STRING, 0 },
+	{ "fsync_interval_ms", JT_INT, 0 },
+	{ "lease_ms", JT_INT, 0 },
+	{ "restart_backoff_ms", JT_INT, 0 },
+	{ "restart_backoff_max_ms", JT_INT, 0 },
+	{ "master_silence_ms", JT_INT, 0 },
 	{ NULL, JT_ANY, 0 },
 };
 
 static const struct jfield http_fields[] = {
 	{ "listen", JT_STRING, 0 },
+	{ NULL, JT_ANY, 0 },
+};
+
+static const struct jfield control_fields[] = {
+	{ "socket_mode", JT_STRING, 0 },
+	{ "socket_group", JT_STRING, 0 },
+	{ "submitters", JT_ARRAY, 0 },
+	{ "max_request_bytes", JT_INT, 0 },
+	{ "max_batch_bytes", JT_INT, 0 },
+	{ "max_output_bytes", JT_INT, 0 },
+	{ "max_clients", JT_INT, 0 },
+	{ "max_clients_per_uid", JT_INT, 0 },
+	{ "idle_timeout_s", JT_NUMBER, 0 },
 	{ NULL, JT_ANY, 0 },
 };
 
@@ -61,6 +85,13 @@ static const struct {
 	{ "max_attempts", 1, 100 },
 	{ "respawn_limit", 0, 1000 },
 	{ "output_cap", 0, 131072 },
+	{ "log_max_bytes", 4096, 1LL << 40 },
+	{ "log_keep", 0, 100 },
+	{ "fsync_interval_ms", 1, 60000 },
+	{ "lease_ms", 100, 3600000 },
+	{ "restart_backoff_ms", 10, 3600000 },
+	{ "restart_backoff_max_ms", 10, 3600000 },
+	{ "master_silence_ms", 100, 86400000 },
 };
 
 /* Number keys that must lie in (0, hi]. */
@@ -75,6 +106,7 @@ static const struct {
 
 static const char *const launch_names[] = { "dynamic", "static", NULL };
 static const char *const log_levels[] = { "debug", "info", "warn", NULL };
+static const char *const fsync_names[] = { "none", "batch", "always", NULL };
 
 /* Index in CHOICES of the string member KEY of OBJ, DEF when absent, or -1
  * with ERR set to "must be ..." (MUST names the choices). */
@@ -148,14 +180,146 @@ parse_limits(const json_t *root, struct ft_config *cfg, struct jerr *err)
 	cfg->respawn_limit = (int)jget_int(root, "respawn_limit", 1);
 	cfg->output_cap = (size_t)jget_int(root, "output_cap", 65536);
 	cfg->task_events = jget_bool(root, "task_events", 1);
+	cfg->log_max_bytes = (size_t)jget_int(root, "log_max_bytes", 64 << 20);
+	cfg->log_keep = (int)jget_int(root, "log_keep", 3);
+	cfg->fsync_interval = (double)jget_int(root, "fsync_interval_ms",
+					       100) / 1000;
+	cfg->lease = (double)jget_int(root, "lease_ms", 5000) / 1000;
+	cfg->restart_backoff =
+		(double)jget_int(root, "restart_backoff_ms", 500) / 1000;
+	cfg->restart_backoff_max =
+		(double)jget_int(root, "restart_backoff_max_ms", 30000) / 1000;
+	if (cfg->restart_backoff_max < cfg->restart_backoff)
+		return jerr_set(err, "restart_backoff_max_ms", "must not be less "
+				"than restart_backoff_ms");
+	/* Workers leave a master silent this long: long enough for a
+	 * restarted master to replay its journal, short enough that a dead
+	 * job does not hold its nodes for long. */
+	cfg->master_silence = (double)jget_int(root, "master_silence_ms",
+			(long long)fmax(30000, 10 * hb)) / 1000;
+	if (cfg->master_silence < 2 * cfg->heartbeat)
+		return jerr_set(err, "master_silence_ms", "must be at least two "
+				"heartbeats (%lld ms)", 2 * hb);
 	return 0;
+}
+
+/* One of "submitters": a user name or a uid, into *UID.  0 or -1. */
+static int
+parse_user(const json_t *v, const char *path, unsigned *uid,
+	   struct jerr *err)
+{
+	struct passwd *pw;
+
+	if (json_is_integer(v)) {
+		if (json_integer_value(v) < 0 ||
+		    json_integer_value(v) > 0x7fffffff)
+			return jerr_set(err, path, "not a uid");
+		*uid = (unsigned)json_integer_value(v);
+		return 0;
+	}
+	if (!json_is_string(v))
+		return jerr_set(err, path, "expected a user name or a uid, got "
+				"%s", jcheck_type_name(v));
+	pw = getpwnam(json_string_value(v));
+	if (pw == NULL)
+		return jerr_set(err, path, "no such user \"%s\"",
+				json_string_value(v));
+	*uid = (unsigned)pw->pw_uid;
+	return 0;
+}
+
+/* "socket_mode": an octal string such as "0660".  0 or -1. */
+static int
+parse_mode(const json_t *c, struct ft_control_cfg *cc, struct jerr *err)
+{
+	const char *s = jget_str(c, "socket_mode", NULL);
+	char *end;
+	unsigned long v;
+
+	cc->socket_mode = 0666;
+	if (s == NULL)
+		return 0;
+	v = strtoul(s, &end, 8);
+	if (*s == '\0' || *end != '\0' || v > 0777)
+		return jerr_set(err, "control.socket_mode", "must be an octal "
+				"mode such as \"0660\"");
+	cc->socket_mode = (unsigned)v;
+	return 0;
+}
+
+static const struct {
+	const char *key;
+	long long lo, hi;
+} control_limits[] = {
+	{ "max_request_bytes", 1024, 1 << 30 },
+	{ "max_batch_bytes", 1024, 4LL << 30 },
+	{ "max_output_bytes", 65536, 1LL << 34 },
+	{ "max_clients", 4, 65536 },
+	{ "max_clients_per_uid", 1, 65536 },
+};
+
+/* The members of "control" C (checked) into CC.  0 or -1. */
+static int
+control_values(const json_t *c, struct ft_control_cfg *cc, struct jerr *err)
+{
+	const json_t *sub, *v;
+	char path[sizeof(err->path)];
+	size_t i;
+
+	for (i = 0; i < FT_ARRAY_LEN(control_limits); i++)
+		if (jcheck_int_range(c, "control", control_limits[i].key,
+				     control_limits[i].lo, control_limits[i].hi,
+				     err) == -1)
+			return -1;
+	if (jcheck_num_positive(c, "control", "idle_timeout_s", 1e7,
+				err) == -1 || parse_mode(c, cc, err) == -1)
+		return -1;
+	cc->max_request = (size_t)jget_int(c, "max_request_bytes", 1 << 20);
+	cc->max_batch = (size_t)jget_int(c, "max_batch_bytes", 1LL << 30);
+	cc->max_output = (size_t)jget_int(c, "max_output_bytes", 16 << 20);
+	cc->max_clients = (int)jget_int(c, "max_clients", 256);
+	cc->max_clients_per_uid = (int)jget_int(c, "max_clients_per_uid", 64);
+	cc->idle_timeout = jget_num(c, "idle_timeout_s", 60);
+	if (jget_str(c, "socket_group", NULL))
+		cc->socket_group = ft_strdup(jget_str(c, "socket_group", NULL));
+	sub = json_object_get(c, "submitters");
+	cc->submitters = ft_calloc(json_array_size(sub) + 1, sizeof(unsigned));
+	json_array_foreach(sub, i, v) {
+		jpath_index(path, sizeof(path), "control.submitters", i);
+		if (parse_user(v, path, &cc->submitters[i], err) == -1)
+			return -1;
+		cc->nsubmitters++;
+	}
+	return 0;
+}
+
+/* "control": the socket's access and limits. */
+static int
+parse_control(const json_t *root, struct ft_config *cfg, struct jerr *err)
+{
+	const json_t *c = json_object_get(root, "control");
+	json_t *none = NULL;
+	int rc;
+
+	if (c == NULL)
+		c = none = json_object();
+	else if (jcheck_object(c, "control", control_fields, err) == -1)
+		return -1;
+	rc = control_values(c, &cfg->control, err);
+	json_decref(none);
+	return rc;
 }
 
 static int
 parse_choices(const json_t *root, struct ft_config *cfg, struct jerr *err)
 {
-	int launch, level;
+	int launch, level, sync;
 
+	sync = str_choice(root, "fsync", fsync_names, FT_FSYNC_BATCH,
+			  "\"none\", \"batch\" or \"always\"", err);
+	if (sync == -1)
+		return -1;
+	cfg->fsync = (enum ft_fsync)sync;
 	launch = str_choice(root, "launch", launch_names, 0,
 			    "\"dynamic\" or \"static\"", err);
 	if (launch == -1)
@@ -366,6 +530,7 @@ config_parse(const json_t *root, struct ft_config *cfg, struct jerr *err)
 	    parse_choices(root, cfg, err) == -1 ||
 	    parse_nodes(root, cfg, err) == -1 ||
 	    parse_limits(root, cfg, err) == -1 ||
+	    parse_control(root, cfg, err) == -1 ||
 	    parse_http(root, cfg, err) == -1)
 		return -1;
 	parse_mpirun_args(root, cfg);
@@ -419,6 +584,8 @@ ft_config_free(struct ft_config *cfg)
 	free(cfg->state_dir);
 	free(cfg->log_level);
 	free(cfg->http_host);
+	free(cfg->control.socket_group);
+	free(cfg->control.submitters);
 	memset(cfg, 0, sizeof(*cfg));
 }
 

@@ -22,6 +22,27 @@ struct ft_node {
 	int workers;			/* worker processes on the node, >= 1 */
 };
 
+/* "control": the control socket's access and limits. */
+struct ft_control_cfg {
+	unsigned socket_mode;		/* "socket_mode", octal string, default 0666 */
+	char *socket_group;		/* "socket_group": a group name, or NULL */
+	unsigned *submitters;		/* "submitters": uids that may submit */
+	int nsubmitters;
+	size_t max_request;		/* "max_request_bytes", default 1 MiB */
+	size_t max_batch;		/* "max_batch_bytes", default 1 GiB */
+	size_t max_output;		/* "max_output_bytes" queued per client */
+	int max_clients;		/* "max_clients", default 256 */
+	int max_clients_per_uid;	/* "max_clients_per_uid", default 64 */
+	double idle_timeout;		/* "idle_timeout_s", default 60 */
+};
+
+/* When result lines and other records reach the disk (store.h). */
+enum ft_fsync {
+	FT_FSYNC_NONE = 0,		/* written: the kernel's page cache */
+	FT_FSYNC_BATCH,			/* synced at most fsync_interval apart */
+	FT_FSYNC_ALWAYS,		/* synced before anyone is told */
+};
+
 struct ft_config {
 	char *path;			/* the file as given */
 	char *name;			/* "name", default: the file's base name */
@@ -42,6 +63,17 @@ struct ft_config {
 	char **mpirun_args;		/* "mpirun_args": extra launcher arguments */
 	int nmpirun_args;
 	char *log_level;		/* "log_level": "debug"|"info"|"warn", default "info" */
+	size_t log_max_bytes;		/* "log_max_bytes": rotate logs past it */
+	int log_keep;			/* "log_keep": rotated files kept, default 3 */
+	struct ft_control_cfg control;	/* "control" */
+	enum ft_fsync fsync;		/* "fsync": "none"|"batch"|"always", default "batch" */
+	double fsync_interval;		/* "fsync_interval_ms" / 1000, default 0.1 */
+	double lease;			/* "lease_ms" / 1000, default 5 */
+	double restart_backoff;		/* "restart_backoff_ms" / 1000, default 0.5 */
+	double restart_backoff_max;	/* "restart_backoff_max_ms" / 1000, default 30 */
+	double master_silence;		/* "master_silence_ms" / 1000: workers leave a
+					 * master silent this long, default
+					 * max(30 s, 10 heartbeats) */
 	/* "http": {"listen": "HOST:PORT"}: the master's HTTP listener
 	 * (metrics, status page); off without "http". */
 	int http;			/* "http" is there */

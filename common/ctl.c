@@ -26,6 +26,9 @@ static const struct jfield ctl_submit_fields[] = {
 	{ "batch", JT_OBJECT, 0 },	/* inline, or: */
 	{ "bytes", JT_INT, 0 },		/* a body of so many bytes */
 	{ "file", JT_STRING, 0 },	/* its name, for messages */
+	{ "token", JT_STRING, 0 },	/* the client's name for this submission:
+					 * sent again after a lost answer, it
+					 * gets the same batch id */
 	{ NULL, 0, 0 },
 };
 
@@ -96,6 +99,32 @@ ctl_check_request(const json_t *req, char *err, size_t n)
 			    jerr.path[0] ? ": " : "", jerr.msg);
 		return NULL;
 	}
+	return c;
+}
+
+const struct ctl_command *
+ctl_parse_request(const char *line, size_t len, json_t **req, char *err,
+		  size_t n)
+{
+	const struct ctl_command *c;
+	json_error_t jerr;
+	json_t *v;
+
+	*req = json_loadb(line, len, JSON_REJECT_DUPLICATES, &jerr);
+	if (*req == NULL || !json_is_object(*req)) {
+		ft_snprintf(err, n, "malformed request: not a JSON object");
+		return NULL;
+	}
+	v = json_object_get(*req, "v");
+	if (!json_is_integer(v) || json_integer_value(v) != FT_CTL_VERSION) {
+		ft_snprintf(err, n, "incompatible ftfarm and ftfarm-master "
+			    "versions: the request speaks control protocol "
+			    "%lld, this master %d", json_is_integer(v) ?
+			    (long long)json_integer_value(v) : 0LL,
+			    FT_CTL_VERSION);
+		return NULL;
+	}
+	c = ctl_check_request(*req, err, n);
 	return c;
 }
 

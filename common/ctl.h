@@ -39,6 +39,7 @@ enum ctl_role { CTL_ROLE_READ = 1, CTL_ROLE_SUBMIT, CTL_ROLE_ADMIN };
 	X(WAIT, "wait", CTL_ROLE_READ, ctl_wait_fields)			\
 	X(STOP, "stop", CTL_ROLE_ADMIN, ctl_no_fields)			\
 	X(LOG_LEVEL, "log_level", CTL_ROLE_ADMIN, ctl_log_level_fields)	\
+	X(ROTATE, "rotate", CTL_ROLE_ADMIN, ctl_no_fields)		\
 	X(SUBSCRIBE, "subscribe", CTL_ROLE_READ, ctl_subscribe_fields)
 
 enum ctl_cmd {
@@ -63,6 +64,12 @@ const struct ctl_command *ctl_command(enum ctl_cmd cmd);
  * mistyped key.  The command, or NULL with ERR ("unknown command",
  * "batch: expected an integer, got a string"). */
 const struct ctl_command *ctl_check_request(const json_t *req, char *err,
+					    size_t n);
+/* Parse one request LINE (LEN bytes): a JSON object of this protocol's
+ * version and a known command with its fields.  The command, with *REQ
+ * the request (the caller's to free, also on failure), or NULL with ERR. */
+const struct ctl_command *ctl_parse_request(const char *line, size_t len,
+					    json_t **req, char *err,
 					    size_t n);
 /* A new request {"cmd": NAME} for CMD ("v" is added when it is sent). */
 json_t *ctl_request_new(enum ctl_cmd cmd);
@@ -124,7 +131,8 @@ json_t *ctl_request_new(enum ctl_cmd cmd);
 	X(W_STATE, "state", "STATE", -9, JT_STRING)			\
 	X(W_RESPAWNS, "respawns", "RESPAWNS", -8, JT_INT)		\
 	X(W_DONE, "tasks_done", "DONE", 0, JT_INT)			\
-	X(W_INFLIGHT, "inflight", NULL, 0, JT_INT)
+	X(W_INFLIGHT, "inflight", NULL, 0, JT_INT)			\
+	X(W_START, "start", NULL, 0, JT_INT)
 
 #define CTL_NODE_COLS(X)						\
 	X(N_NAME, "name", "NODE", -10, JT_STRING)			\

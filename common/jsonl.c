@@ -11,7 +11,8 @@ int
 jsonl_open(struct jsonl *j, const char *path)
 {
 	memset(j, 0, sizeof(*j));
-	j->fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+	j->fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW |
+		     O_CLOEXEC, 0644);
 	return j->fd == -1 ? -1 : 0;
 }
 

@@ -2,30 +2,76 @@
 #include "log.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
+
+#include "util.h"
 #include <time.h>
 
 static FILE *log_out;
+static char *log_path;
 static enum log_level log_level = LOG_INFO;
 static const char *log_prog = "ftfarm";
+
+/* Open PATH for appending, never through a symbolic link. */
+static FILE *
+open_log(const char *path)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW |
+		      O_CLOEXEC, 0600);
+	FILE *f = fd < 0 ? NULL : fdopen(fd, "a");
+
+	if (f == NULL && fd >= 0)
+		close(fd);
+	if (f)
+		setvbuf(f, NULL, _IOLBF, 0);
+	return f;
+}
 
 int
 log_init(const char *path, const char *prog)
 {
 	if (prog)
 		log_prog = prog;
+	free(log_path);
+	log_path = NULL;
 	if (path == NULL) {
 		log_out = stderr;
 		return 0;
 	}
-	log_out = fopen(path, "ae");
+	log_out = open_log(path);
 	if (log_out == NULL) {
 		log_out = stderr;
 		return -1;
 	}
-	setvbuf(log_out, NULL, _IOLBF, 0);
+	log_path = strdup(path);
+	return 0;
+}
+
+long
+log_size(void)
+{
+	return log_out && log_out != stderr ? ftell(log_out) : 0;
+}
+
+int
+log_rotate(int keep)
+{
+	FILE *f;
+
+	if (log_path == NULL)
+		return 0;
+	fflush(log_out);
+	if (ft_rotate(log_path, keep) == -1)
+		return -1;
+	f = open_log(log_path);
+	if (f == NULL)
+		return -1;
+	fclose(log_out);
+	log_out = f;
 	return 0;
 }
 

@@ -26,5 +26,10 @@ void log_warnx(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void fatal(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
 void fatalx(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
 void log_flush(void);
+/* Bytes in the log file now (0 on stderr). */
+long log_size(void);
+/* Rotate the log file (ft_rotate, KEEP old ones) and go on in a new one.
+ * 0, or -1 with errno (the log goes on where it was). */
+int log_rotate(int keep);
 
 #endif

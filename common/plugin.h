@@ -114,6 +114,10 @@ struct ft_job_ops {
 	/* Remove what the job leaves behind; OK: it is complete. */
 	void (*cleanup)(void *state, int ok);
 	void (*free)(void *state);
+	/* The job object's keys that name paths the job writes (NULL-
+	 * terminated; NULL for none): they are refused inside the cluster's
+	 * state dir. */
+	const char *const *outputs;
 };
 
 typedef const struct ft_plugin *(*ft_plugin_fn)(void);

@@ -24,6 +24,7 @@ proto_put_hello(struct ft_buf *b, const struct proto_hello *m)
 	wire_put_u32(b, m->version);
 	wire_put_u32(b, m->slot);
 	wire_put_u32(b, m->pid);
+	wire_put_u64(b, m->start);
 	wire_put_bytes(b, m->host, m->host_len);
 	wire_put_bytes(b, m->plugins, m->plugins_len);
 }
@@ -37,6 +38,7 @@ proto_get_hello(const void *p, size_t n, struct proto_hello *m)
 	m->version = wire_get_u32(&r);
 	m->slot = wire_get_u32(&r);
 	m->pid = wire_get_u32(&r);
+	m->start = wire_get_u64(&r);
 	m->host = wire_get_bytes(&r, &m->host_len);
 	m->plugins = wire_get_bytes(&r, &m->plugins_len);
 	return wire_end(&r);

@@ -25,9 +25,11 @@
 
 #include "util.h"
 
-#define FT_PROTO_VERSION 2
-/* Set in a worker's environment to its pid, so inherited by its tasks. */
+#define FT_PROTO_VERSION 3
+/* Set in a worker's environment to its pid and its start time, so
+ * inherited by its tasks: the pair names the worker for good. */
 #define FT_WORKER_ENV "FTFARM_WORKER_PID"
+#define FT_WORKER_START_ENV "FTFARM_WORKER_START"
 /* STOP's flags: leave without MPI_Finalize (a static world lost ranks and
  * Open MPI's finalize would wait for them). */
 #define FT_STOP_NO_FINALIZE 1u
@@ -55,6 +57,7 @@ struct proto_hello {
 	uint32_t version;
 	uint32_t slot;
 	uint32_t pid;
+	uint64_t start;			/* its start time (ft_proc_start) */
 	const char *host;		/* points into the message */
 	size_t host_len;
 	const char *plugins;		/* comma-separated task types */

@@ -248,6 +248,26 @@ ft_rmtree(const char *path)
 }
 
 int
+ft_rotate(const char *path, int keep)
+{
+	char *from, *to;
+	int k, rc = 0;
+
+	for (k = keep; k >= 1; k--) {
+		from = k == 1 ? ft_strdup(path) : ft_asprintf("%s.%d", path,
+							       k - 1);
+		to = ft_asprintf("%s.%d", path, k);
+		if (rename(from, to) == -1 && errno != ENOENT)
+			rc = -1;
+		free(from);
+		free(to);
+	}
+	if (keep == 0 && unlink(path) == -1 && errno != ENOENT)
+		rc = -1;
+	return rc;
+}
+
+int
 ft_write_all(int fd, const void *buf, size_t n)
 {
 	const char *p = buf;
@@ -303,8 +323,12 @@ int
 ft_write_file_atomic(const char *path, const char *data, size_t len)
 {
 	char *tmp = ft_asprintf("%s.tmp.%d", path, (int)getpid());
-	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-	int rc = -1;
+	int fd, rc = -1;
+
+	/* A new file of our own: never through a link someone left. */
+	unlink(tmp);
+	fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+		  0644);
 
 	if (fd == -1)
 		goto out;
@@ -368,8 +392,37 @@ env_has(const char *env, size_t len, const char *entry)
 	return 0;
 }
 
+unsigned long long
+ft_proc_start(pid_t pid)
+{
+	char path[64], *text, *p;
+	unsigned long long start = 0;
+	int field;
+
+	if (pid <= 0)
+		return 0;
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	if ((text = ft_read_file(path, NULL)) == NULL)
+		return 0;
+	/* After the command's closing parenthesis: field 3 is the state,
+	 * field 22 the start time. */
+	p = strrchr(text, ')');
+	for (field = 2; p && field < 22; field++)
+		p = strchr(p + 1, ' ');
+	if (p)
+		start = strtoull(p + 1, NULL, 10);
+	free(text);
+	return start;
+}
+
 int
-ft_kill_by_env(const char *entry)
+ft_proc_is(pid_t pid, unsigned long long start)
+{
+	return start != 0 && ft_proc_start(pid) == start && ft_pid_alive(pid);
+}
+
+int
+ft_kill_by_env(const char *entry, const char *entry2)
 {
 	DIR *d = opendir("/proc");
 	struct dirent *e;
@@ -386,7 +439,9 @@ ft_kill_by_env(const char *entry)
 			continue;
 		snprintf(path, sizeof(path), "/proc/%d/environ", (int)pid);
 		env = ft_read_file(path, &len);
-		if (env && env_has(env, len, entry) && kill(pid, SIGKILL) == 0)
+		if (env && env_has(env, len, entry) &&
+		    (entry2 == NULL || env_has(env, len, entry2)) &&
+		    kill(pid, SIGKILL) == 0)
 			count++;
 		free(env);
 	}

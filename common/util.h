@@ -48,6 +48,11 @@ int ft_dir_writable(const char *dir, char *why, size_t n);
  * removed is gone). */
 int ft_rmtree(const char *path);
 
+/* Rotate PATH: PATH.K-1 -> PATH.K down to PATH -> PATH.1, keeping KEEP
+ * old files (PATH.KEEP is replaced; KEEP 0 removes PATH).  0, or -1 with
+ * errno when a rename failed. */
+int ft_rotate(const char *path, int keep);
+
 /* Write all N bytes of BUF to FD (restarting on EINTR).  0 or -1. */
 int ft_write_all(int fd, const void *buf, size_t n);
 /* Read a whole file into a new NUL-terminated buffer.  NULL with errno. */
@@ -57,9 +62,16 @@ int ft_write_file_atomic(const char *path, const char *data, size_t len);
 
 /* Is PID a live process (not a zombie)? */
 int ft_pid_alive(pid_t pid);
+/* The start time of PID (clock ticks since boot, /proc/PID/stat), or 0
+ * when there is no such process.  A pid and its start time name one
+ * process for good: pids are reused, the pair is not. */
+unsigned long long ft_proc_start(pid_t pid);
+/* Is PID the process started at START (and alive)? */
+int ft_proc_is(pid_t pid, unsigned long long start);
 /* SIGKILL every process of this machine whose environment, as it was
- * started, holds ENTRY ("NAME=value").  Returns how many were signalled. */
-int ft_kill_by_env(const char *entry);
+ * started, holds ENTRY ("NAME=value") and, when not NULL, ENTRY2 too.
+ * Returns how many were signalled. */
+int ft_kill_by_env(const char *entry, const char *entry2);
 
 /* SIGKILL every process of session SID (but this one).  Returns how many
  * were signalled. */

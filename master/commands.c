@@ -4,10 +4,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <unistd.h>
 
 #include "batch.h"
 #include "control.h"
 #include "ctl.h"
+#include "farm.h"
 #include "http.h"
 #include "intake.h"
 #include "log.h"
@@ -35,6 +38,7 @@ worker_row(const struct master *m, const struct worker *w)
 	ctl_row_int(o, &c[CTL_W_RESPAWNS], w->respawns);
 	ctl_row_int(o, &c[CTL_W_DONE], (long long)w->tasks_done);
 	ctl_row_int(o, &c[CTL_W_INFLIGHT], sched_inflight(m->sched, w->id));
+	ctl_row_int(o, &c[CTL_W_START], (long long)w->start);
 	return o;
 }
 
@@ -164,14 +168,13 @@ submitted(struct master *m, void *arg, long id, const char *err, int status)
 
 /* A batch file's bytes came: read them off the loop. */
 static void
-on_body(void *ctx, struct client *c, char *data, size_t len)
+on_body(void *ctx, struct client *c, const char *file, char *data,
+	size_t len)
 {
-	char *file = ctx;
-	struct master *m = control_owner(c);
+	struct master *m = ctx;
 
 	intake_submit(m, file, data, len, submitted,
 		      (void *)(uintptr_t)control_client_id(c));
-	free(file);
 }
 
 /* submit {"batch": {...}} | {"bytes": N, "file": NAME} and N bytes: queue
@@ -197,13 +200,14 @@ cmd_submit(struct master *m, struct client *c, json_t *req, json_t **ans,
 	if (bytes) {
 		json_int_t len = json_integer_value(bytes);
 
-		if (len < 1 || len > FT_CTL_MAX_BODY) {
-			snprintf(err, n, "submit: bytes: must be between 1 and "
-				 "%d", FT_CTL_MAX_BODY);
+		if (len < 1 || (size_t)len > m->cfg.control.max_batch) {
+			snprintf(err, n, "submit: the batch is %lld bytes; this "
+				 "master takes 1 to %zu (control.max_batch_bytes)",
+				 (long long)len, m->cfg.control.max_batch);
 			return -1;
 		}
-		control_read_body(c, (size_t)len, on_body,
-				  ft_strdup(file ? file : "batch"));
+		control_read_body(c, (size_t)len, file ? file : "batch",
+				  on_body, m);
 		return 1;
 	}
 	text = json_dumps(batch, JSON_COMPACT);
@@ -271,6 +275,17 @@ cmd_log_level(struct master *m, struct client *c, json_t *req, json_t **ans,
 	return 0;
 }
 
+/* rotate: master.log and events.jsonl to .1, and on in new files. */
+static int
+cmd_rotate(struct master *m, struct client *c, json_t *req, json_t **ans,
+	   char *err, size_t n)
+{
+	(void)c, (void)req, (void)err, (void)n;
+	farm_rotate(m, 0);
+	*ans = json_pack("{s:b}", "ok", 1);
+	return 0;
+}
+
 /* Indexed by enum ctl_cmd (common/ctl.h). */
 static const cmd_fn handlers[CTL_NCMDS] = {
 	[CTL_STATUS] = cmd_status,
@@ -278,8 +293,43 @@ static const cmd_fn handlers[CTL_NCMDS] = {
 	[CTL_WAIT] = cmd_wait,
 	[CTL_STOP] = cmd_stop,
 	[CTL_LOG_LEVEL] = cmd_log_level,
+	[CTL_ROTATE] = cmd_rotate,
 	[CTL_SUBSCRIBE] = cmd_subscribe,
 };
+
+/* May UID send commands of ROLE?  Reading is for everyone; submitting
+ * runs code as the master's user, so it is for root, that user and the
+ * config's submitters; the rest is for root and that user. */
+static int
+allowed(const struct master *m, uid_t uid, enum ctl_role role)
+{
+	int i;
+
+	if (role == CTL_ROLE_READ || uid == 0 || uid == getuid())
+		return 1;
+	if (role != CTL_ROLE_SUBMIT)
+		return 0;
+	for (i = 0; i < m->cfg.control.nsubmitters; i++)
+		if (m->cfg.control.submitters[i] == (unsigned)uid)
+			return 1;
+	return 0;
+}
+
+/* Refuse CMD to C's user: one line for the client, an event. */
+static void
+refused(struct master *m, struct client *c, const struct ctl_command *cmd)
+{
+	char msg[256];
+	uid_t uid = control_peer_uid(c);
+
+	snprintf(msg, sizeof(msg), "permission denied: %s is for %s; you are "
+		 "uid %u", cmd->name, cmd->role == CTL_ROLE_SUBMIT ?
+		 "root, the master's user and the config's control.submitters"
+		 : "root and the master's user", (unsigned)uid);
+	ev_request_refused(&m->events, uid, cmd->name);
+	log_info("control: %s refused to uid %u", cmd->name, (unsigned)uid);
+	control_error(c, msg);
+}
 
 /* Answer one request line. */
 static void
@@ -287,24 +337,17 @@ on_request(void *ctx, struct client *c, const char *line, size_t len)
 {
 	struct master *m = ctx;
 	const struct ctl_command *cmd;
-	json_error_t jerr;
-	json_t *req = json_loadb(line, len, JSON_REJECT_DUPLICATES, &jerr);
-	json_t *ans = NULL, *v;
+	json_t *req = NULL, *ans = NULL;
 	char err[512] = "";
 	int rc;
 
-	if (req == NULL || !json_is_object(req)) {
-		control_error(c, "malformed request: not a JSON object");
-		goto out;
-	}
-	v = json_object_get(req, "v");
-	if (!json_is_integer(v) || json_integer_value(v) != FT_CTL_VERSION) {
-		control_error(c, "incompatible ftfarm and ftfarm-master versions");
-		goto out;
-	}
-	cmd = ctl_check_request(req, err, sizeof(err));
+	cmd = ctl_parse_request(line, len, &req, err, sizeof(err));
 	if (cmd == NULL) {
 		control_error(c, err);
+		goto out;
+	}
+	if (!allowed(m, control_peer_uid(c), cmd->role)) {
+		refused(m, c, cmd);
 		goto out;
 	}
 	rc = handlers[cmd->cmd](m, c, req, &ans, err, sizeof(err));
@@ -328,22 +371,60 @@ on_closed(void *ctx, struct client *c)
 	subs_client_gone(m->subs, c);
 }
 
+/* Clients allowed at once: the config's, within the descriptors left
+ * once the workers' connections, the files and a margin are counted (the
+ * soft limit raised to the hard one first). */
+static int
+client_cap(const struct master *m)
+{
+	struct rlimit rl;
+	long room;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		setrlimit(RLIMIT_NOFILE, &rl);
+		getrlimit(RLIMIT_NOFILE, &rl);
+	}
+	room = (long)rl.rlim_cur - 4L * m->nworkers - 128;
+	if (room < 4)
+		room = 4;
+	if (m->cfg.control.max_clients <= room)
+		return m->cfg.control.max_clients;
+	log_warnx("control: %d clients at most (descriptors: %ld), not %d",
+		  (int)room, (long)rl.rlim_cur, m->cfg.control.max_clients);
+	return (int)room;
+}
+
 int
 commands_open(struct master *m, char *err, size_t n)
 {
 	struct control_ops ops = {
 		.ctx = m, .request = on_request, .closed = on_closed,
 	};
+	const struct ft_control_cfg *cc = &m->cfg.control;
+	struct control_limits lim = {
+		.max_line = cc->max_request, .max_output = cc->max_output,
+		.max_clients = client_cap(m),
+		.max_per_uid = cc->max_clients_per_uid,
+		.idle_timeout = cc->idle_timeout, .mode = cc->socket_mode,
+		.group = cc->socket_group,
+	};
 	int rc;
 	char *path = ctl_socket_path(m->cfg.state_dir);
 
 	m->subs = subs_new(m);
-	m->control = control_open(m->loop, path, &ops, err, n);
+	m->control = control_open(m->loop, path, &ops, &lim, err, n);
 	free(path);
 	if (m->control == NULL)
 		return -1;
 	rc = intake_init(m, err, n);
 	return rc;
+}
+
+void
+commands_tick(struct master *m, double now)
+{
+	control_tick(m->control, now);
 }
 
 void

@@ -7,6 +7,7 @@
  *   wait {"batch": ID}      answer once the batch has finished
  *   stop                    stop the workers, then the master
  *   log_level {"level": L}  debug, info or warn
+ *   rotate                  rotate master.log and events.jsonl
  *   subscribe {...}         stay connected for pushed events and status
  *                           (subs.h)
  *
@@ -20,6 +21,8 @@
 /* Open the control socket of M's state dir.  0, or -1 with ERR. */
 int commands_open(struct master *m, char *err, size_t n);
 void commands_close(struct master *m);
+/* Periodic work (every second or so): idle clients go. */
+void commands_tick(struct master *m, double now);
 /* The status answer's keys (but "ok"): a new object.  Of the finished
  * batches in memory only the last MAX_FINISHED (all if negative). */
 json_t *commands_status(struct master *m, int max_finished);

@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "log.h"
 #include "util.h"
@@ -74,6 +75,24 @@ tapped(struct events *ev, enum ev_type type, int flags, size_t start)
 	if (ev->tap)
 		ev->tap(ev->tap_ctx, type, flags, ev->out.pending.data + start,
 			ev->out.pending.len - start);
+}
+
+long
+events_size(struct events *ev)
+{
+	return ev->out.fd >= 0 ? (long)lseek(ev->out.fd, 0, SEEK_END) : 0;
+}
+
+int
+events_rotate(struct events *ev, int keep)
+{
+	events_flush(ev);
+	jsonl_close(&ev->out);
+	if (ft_rotate(ev->path, keep) == -1) {
+		jsonl_open(&ev->out, ev->path);
+		return -1;
+	}
+	return jsonl_open(&ev->out, ev->path);
 }
 
 /* ---- the emitters, generated from FT_EVENTS ---- */

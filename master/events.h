@@ -39,7 +39,8 @@
 	E(task_done, EVF_TASK)						\
 	E(task_reassigned, 0)						\
 	E(task_failed, 0)						\
-	E(batch_done, EVF_NOW)
+	E(batch_done, EVF_NOW)						\
+	E(request_refused, EVF_NOW)
 
 #define EV_FIELDS_master_up(F) F(int, pid) F(str, mpi) F(str, launch)
 #define EV_FIELDS_master_stopped(F)
@@ -69,6 +70,7 @@
 #define EV_FIELDS_batch_done(F)						\
 	F(int, batch) F(int, total) F(int, ok) F(int, failed)		\
 	F(num, seconds) F(ostr, error)
+#define EV_FIELDS_request_refused(F) F(int, uid) F(str, request)
 
 #define EVF_NOW 1		/* flushed at once */
 #define EVF_TASK 2		/* a per-task event: only with task_events */
@@ -100,6 +102,11 @@ int events_open(struct events *ev, const char *path, int task_events);
 /* Write what is pending.  0, or -1 with errno (logged once per errno). */
 int events_flush(struct events *ev);
 void events_close(struct events *ev);
+/* Bytes in events.jsonl now. */
+long events_size(struct events *ev);
+/* Rotate events.jsonl (ft_rotate, KEEP old files) and go on in a new
+ * one.  0, or -1 with errno. */
+int events_rotate(struct events *ev, int keep);
 /* Tell FN(CTX, ...) of every event line from now on (NULL: nobody). */
 void events_set_tap(struct events *ev, events_tap_fn fn, void *ctx);
 /* The type called NAME, or -1. */

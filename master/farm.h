@@ -20,6 +20,9 @@ void farm_free(struct master *m);
 int farm_cron(struct master *m, double now);
 /* Is there work under way: tasks not yet ended, workers starting? */
 int farm_busy(struct master *m);
+/* Rotate master.log and events.jsonl (SIGHUP, `ftfarm rotate`), or only
+ * those past the config's log_max_bytes when ONLY_BIG. */
+void farm_rotate(struct master *m, int only_big);
 /* Write pending event and result lines. */
 void farm_flush(struct master *m);
 

@@ -4,6 +4,7 @@
 #include <math.h>
 #include <signal.h>
 
+#include "commands.h"
 #include "farm.h"
 #include "log.h"
 
@@ -24,9 +25,9 @@
 
 static ev_idle hot_w;
 static ev_timer cold_w, cron_w;
-static ev_signal term_w, int_w;
+static ev_signal term_w, int_w, hup_w;
 static ev_prepare defer_w;
-static double last_activity, backoff, last_flush, last_poll;
+static double last_activity, backoff, last_flush, last_poll, last_second;
 static double cron_due;		/* when the cron should run next */
 static int hot;
 
@@ -161,6 +162,11 @@ on_cron(struct ev_loop *loop, ev_timer *w, int revents)
 		farm_flush(m);
 		last_flush = now;
 	}
+	if (now - last_second >= 1.0) {
+		farm_rotate(m, 1);	/* the logs past their size */
+		commands_tick(m, now);	/* idle clients */
+		last_second = now;
+	}
 	w->repeat = cron_period(m, now);
 	ev_timer_again(loop, w);
 	cron_due = ft_now() + w->repeat;
@@ -184,6 +190,10 @@ on_signal(struct ev_loop *loop, ev_signal *w, int revents)
 	struct master *m = w->data;
 
 	(void)loop, (void)revents;
+	if (w->signum == SIGHUP) {
+		farm_rotate(m, 0);
+		return;
+	}
 	if (!m->stopping) {
 		log_info("signal %d: stopping", w->signum);
 		m->stopping = 1;
@@ -202,12 +212,14 @@ loop_init(struct master *m)
 	ev_timer_init(&cron_w, on_cron, CRON_PERIOD, CRON_PERIOD);
 	ev_signal_init(&term_w, on_signal, SIGTERM);
 	ev_signal_init(&int_w, on_signal, SIGINT);
+	ev_signal_init(&hup_w, on_signal, SIGHUP);
 	ev_prepare_init(&defer_w, on_prepare);
 	hot_w.data = cold_w.data = cron_w.data = m;
-	term_w.data = int_w.data = defer_w.data = m;
+	term_w.data = int_w.data = hup_w.data = defer_w.data = m;
 	ev_timer_start(m->loop, &cron_w);
 	ev_signal_start(m->loop, &term_w);
 	ev_signal_start(m->loop, &int_w);
+	ev_signal_start(m->loop, &hup_w);
 	ev_prepare_start(m->loop, &defer_w);
 	m->kick = kick;
 	go_hot(m);

@@ -14,8 +14,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include "batch.h"
 #include "commands.h"
 #include "farm.h"
 #include "http.h"
@@ -24,6 +26,7 @@
 #include "master.h"
 #include "registry.h"
 #include "spawn.h"
+#include "statedir.h"
 
 static void
 usage(void)
@@ -52,10 +55,13 @@ setup(struct master *m, const char *config, char *err, size_t n)
 
 	if (ft_config_load(config, &m->cfg, err, n) == -1)
 		return -1;
-	if (ft_mkdirs(m->cfg.state_dir) == -1) {
-		snprintf(err, n, "%s: %s", m->cfg.state_dir, strerror(errno));
+	/* What the master writes is its own: 0600 files, 0700 directories
+	 * (the state dir itself 0711, the control socket its own mode). */
+	umask(077);
+	if (sd_prepare(m->cfg.state_dir, err, n) == -1 ||
+	    (m->lock_fd = sd_lock(m->cfg.state_dir, err, n)) == -1)
 		return -1;
-	}
+	ft_batch_protect(m->cfg.state_dir);
 	path = ft_asprintf("%s/master.log", m->cfg.state_dir);
 	log_init(path, "ftfarm-master");
 	free(path);
@@ -82,12 +88,8 @@ setup(struct master *m, const char *config, char *err, size_t n)
 static void
 write_pid(struct master *m)
 {
-	char *path = ft_asprintf("%s/master.pid", m->cfg.state_dir);
-	char *text = ft_asprintf("%d\n", (int)getpid());
-
-	ft_write_file_atomic(path, text, strlen(text));
-	free(path);
-	free(text);
+	if (sd_write_pid(m->cfg.state_dir, "master.pid", getpid()) == -1)
+		log_warn("%s/master.pid", m->cfg.state_dir);
 }
 
 static void

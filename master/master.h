@@ -68,6 +68,7 @@ struct master {
 	struct ft_config cfg;
 	struct ft_plugins plugins;
 	char *worker_exe;
+	int lock_fd;			/* the state dir's lock, held for life */
 	char mpi_version[160];
 	int static_world;		/* launch == static */
 	int can_kill;			/* may SIGKILL hung workers (not MPICH static) */

@@ -90,6 +90,7 @@ attach(struct master *m, struct worker *w, MPI_Comm comm, int rank)
 {
 	snprintf(w->host, sizeof(w->host), "%s", m->cfg.nodes[w->node].host);
 	w->pid = 0;
+	w->start = 0;
 	w->bye = 0;
 	w->killed = 0;
 	worker_set(w, W_STARTING, NULL, &m->events);
@@ -274,7 +275,7 @@ on_hello(struct master *m, struct worker *w, const void *p, size_t n)
 	struct proto_hello h;
 	struct proto_welcome wel = {
 		.output_cap = (uint32_t)m->cfg.output_cap,
-		.master_timeout = fmax(30, 10 * m->cfg.heartbeat),
+		.master_timeout = m->cfg.master_silence,
 		.idle_nap = idle_nap(m->cfg.heartbeat_timeout),
 	};
 	struct ft_buf msg = { 0 };
@@ -287,6 +288,7 @@ on_hello(struct master *m, struct worker *w, const void *p, size_t n)
 		return;
 	}
 	w->pid = (pid_t)h.pid;
+	w->start = h.start;
 	snprintf(w->host, sizeof(w->host), "%.*s", (int)h.host_len, h.host);
 	proto_put_welcome(&msg, &wel);
 	if (send_msg(m, w, FT_MSG_WELCOME, &msg) == -1)
@@ -394,20 +396,23 @@ on_link_failed(void *ctx, int id, const char *reason)
 
 /* ---- death ---- */
 
-/* SIGKILL W's process if it runs here and the MPI survives that.
- * Returns 1 if a signal was sent. */
+/* SIGKILL W's process if it runs here and the MPI survives that; only
+ * the very process W was (pid and start time), never one that reused its
+ * pid.  Returns 1 if a signal was sent. */
 static int
 kill_worker(struct master *m, struct worker *w)
 {
-	char entry[64];
+	char entry[64], entry2[64];
 	int killed, strays;
 
 	if (!m->can_kill || w->pid <= 0 || !ft_host_is_local(w->host))
 		return 0;
-	killed = kill(w->pid, SIGKILL) == 0;
+	killed = ft_proc_is(w->pid, w->start) && kill(w->pid, SIGKILL) == 0;
 	/* Its tasks' processes would run on beside their next attempt. */
 	snprintf(entry, sizeof(entry), "%s=%d", FT_WORKER_ENV, (int)w->pid);
-	strays = ft_kill_by_env(entry);
+	snprintf(entry2, sizeof(entry2), "%s=%llu", FT_WORKER_START_ENV,
+		 w->start);
+	strays = ft_kill_by_env(entry, entry2);
 	if (strays)
 		log_info("worker %d: killed %d processes its tasks left", w->id,
 			 strays);
@@ -650,7 +655,8 @@ send_stop(struct master *m, struct worker *w)
 
 	/* A stopped (SIGSTOP) worker that was not killed can still leave
 	 * cleanly once it runs again. */
-	if (w->pid > 0 && ft_host_is_local(w->host))
+	if (w->pid > 0 && ft_host_is_local(w->host) &&
+	    ft_proc_is(w->pid, w->start))
 		kill(w->pid, SIGCONT);
 	proto_put_stop(&msg, registry_lost_ranks(m) ? FT_STOP_NO_FINALIZE : 0);
 	send_msg(m, w, FT_MSG_STOP, &msg);

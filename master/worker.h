@@ -47,6 +47,8 @@ struct worker {
 	enum wstate state;
 	double since;			/* when it entered its state (monotonic) */
 	pid_t pid;			/* its process, 0 while unknown */
+	unsigned long long start;	/* the process's start time (with pid:
+					 * which process, for good) */
 	char host[64];			/* where it runs (the hello's, else the node's) */
 	int respawns;			/* times started after the first */
 	int failures;			/* failures since it last finished a task */

@@ -22,6 +22,38 @@ unit: $(UNIT_BIN)
 integration: all
 	timeout 900 /usr/bin/python3 -m pytest -q tests/integration $(PYTEST_ARGS)
 
+# libFuzzer harnesses (clang) over the control request parser and the batch
+# reader: `make fuzz` runs each for FUZZ_SECONDS (a short run is part of
+# `make test`); `make fuzz FUZZ_SECONDS=3600` is the long run.
+FUZZ_CC ?= clang
+FUZZ_SECONDS ?= 20
+FUZZ_FLAGS := -g -O1 -fsanitize=fuzzer,address,undefined \
+	-fno-sanitize-recover=undefined
+FUZZ_SRC := common/ctl.c common/jcheck.c common/jpos.c common/util.c \
+	common/batch.c common/batchtext.c common/plugins.c common/statedir.c \
+	common/proto.c common/wire.c
+FUZZ_BIN := $(OBJ)/fuzz/fuzz_request $(OBJ)/fuzz/fuzz_batch
+
+$(OBJ)/fuzz/fuzz_%: tests/fuzz/fuzz_%.c $(FUZZ_SRC) $(wildcard common/*.h) \
+		$(plugin_so)
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) $(CPPFLAGS) $(FUZZ_FLAGS) \
+		-DFT_TEST_BINDIR='"$(abspath $(BINDIR))"' -o $@ $< $(FUZZ_SRC) \
+		-ljansson -lm -ldl -lpthread
+
+fuzz: $(FUZZ_BIN)
+	@set -e; for f in request batch; do \
+		mkdir -p $(OBJ)/fuzz/corpus-$$f; \
+		cp -n tests/fuzz/corpus/$$f/* $(OBJ)/fuzz/corpus-$$f/ || true; \
+		echo "== fuzz_$$f ($(FUZZ_SECONDS) s)"; \
+		if timeout $$(( $(FUZZ_SECONDS) + 60 )) $(OBJ)/fuzz/fuzz_$$f \
+			-max_total_time=$(FUZZ_SECONDS) -max_len=65536 \
+			-print_final_stats=1 -artifact_prefix=$(OBJ)/fuzz/ \
+			$(OBJ)/fuzz/corpus-$$f > $(OBJ)/fuzz/$$f.log 2>&1; \
+		then grep -E "^#[0-9]+ +DONE|exec_per_sec" $(OBJ)/fuzz/$$f.log; \
+		else tail -40 $(OBJ)/fuzz/$$f.log; exit 1; fi; \
+	done
+
 # The MPICH build (static launch only) is tested beside the Open MPI one.
 MPICH_BINDIR := build/mpich/bin
 
@@ -29,6 +61,7 @@ test: deps
 	$(MAKE) all
 	$(MAKE) MPI=mpich BINDIR=$(MPICH_BINDIR) all
 	$(MAKE) unit
+	$(MAKE) fuzz
 	$(MAKE) integration
 
 deps:

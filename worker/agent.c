@@ -16,16 +16,19 @@
 #define NAP_MIN 0.00005
 /* MPI has no descriptor to sleep on: the agent naps between polls (see
  * doze.h), longer the longer nothing has happened.  Results wake it at
- * once, and so does a message when the MPI's sockets can be trusted to
- * say one came; then naps may be long.  Otherwise a message waits for the
- * end of a nap: right after activity (the next phase of a job, the next
- * short task) naps are short; once the worker has been idle a while they
- * grow to the welcome's idle_nap, within the ping timeout. */
+ * once, and so does a message that comes with a hint on the MPI's
+ * sockets.  A message may come without one (read into the library's
+ * buffers by an earlier poll, or over shared memory), so no nap is longer
+ * than the welcome's idle_nap, within the ping timeout: right after
+ * activity (the next phase of a job, the next short task) naps are short;
+ * once the worker has been idle a while they grow to idle_nap.  (Naps as
+ * long as the master's silence bound, when hints had always come, lost
+ * pings on a loaded machine; an idle worker wakes a few times a second
+ * either way.) */
 #define NAP_SOON 0.001		/* cap for QUIET_SOON seconds after activity */
 #define QUIET_SOON 0.05
 #define NAP_MAX 0.01		/* cap while busy or active lately */
 #define QUIET_IDLE 1.0		/* idle past this: naps up to idle_nap */
-#define NAP_TRUSTED 2.0		/* cap when a message ends a nap anyway */
 #define BYE_TIMEOUT 5.0
 
 /* A send in flight: its buffer lives until MPI is done with it. */
@@ -114,6 +117,7 @@ send_hello(struct agent *a, const struct ft_plugins *pl)
 		.version = FT_PROTO_VERSION,
 		.slot = (uint32_t)a->slot,
 		.pid = (uint32_t)getpid(),
+		.start = ft_proc_start(getpid()),
 		.host = host,
 		.plugins = names,
 	};
@@ -298,8 +302,6 @@ nap_cap(struct agent *a, double now)
 {
 	double quiet = now - a->last_activity;
 
-	if (doze_trusted(&a->doze))
-		return fmin(NAP_TRUSTED, a->master_timeout / 4);
 	if (quiet < QUIET_SOON)
 		return NAP_SOON;
 	if (quiet < QUIET_IDLE || runner_busy(a->runner))

@@ -7,9 +7,8 @@
  * master arrives on one).  A wake-up on a socket is only a hint: the agent
  * then polls MPI.  Whether the hints can be trusted is learnt: when a
  * message turns up after a sleep that no socket ended, messages arrive
- * some other way (shared memory, another MPI) and the agent keeps its
- * sleeps short; when messages keep coming with a socket's wake-up, idle
- * sleeps may be long, for a message will end them anyway.
+ * some other way (shared memory, another MPI) and the socket list is
+ * scanned again sooner.  The agent bounds every sleep itself (agent.c).
  */
 #ifndef FT_DOZE_H
 #define FT_DOZE_H
@@ -34,7 +33,7 @@ int doze(struct doze *d, int runner_fd, double timeout);
 /* What the agent found after the sleep: GOT_MESSAGE, a message from the
  * master; the trust follows. */
 void doze_learn(struct doze *d, int got_message);
-/* May an idle agent sleep long (its sleeps end when a message comes)? */
+/* Have the last messages all come with a socket's hint? */
 int doze_trusted(const struct doze *d);
 
 #endif

@@ -42,6 +42,8 @@ main(int argc, char **argv)
 	 * killed, the master finds and kills what its tasks left running. */
 	snprintf(err, sizeof(err), "%d", (int)getpid());
 	setenv(FT_WORKER_ENV, err, 1);
+	snprintf(err, sizeof(err), "%llu", ft_proc_start(getpid()));
+	setenv(FT_WORKER_START_ENV, err, 1);
 	MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided);
 	MPI_Comm_get_parent(&parent);
 	if (parent != MPI_COMM_NULL) {

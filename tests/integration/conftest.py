@@ -18,6 +18,7 @@ import os
 import shutil
 import signal
 import subprocess
+import tempfile
 import time
 import uuid
 from pathlib import Path
@@ -241,8 +242,9 @@ class Cluster:
 
     def _read_pid(self, name):
         try:
-            return int((self.state_dir / name).read_text().strip())
-        except (OSError, ValueError):
+            # "PID START": the pid and its process's start time.
+            return int((self.state_dir / name).read_text().split()[0])
+        except (OSError, ValueError, IndexError):
             return None
 
     def _record_pids(self):
@@ -378,13 +380,13 @@ def make_cluster(tmp_path, bins):
     or fail."""
     made = []
 
-    def make(name=None, mpi="openmpi", **kw):
+    def make(name=None, mpi="openmpi", base=None, **kw):
         if bins[mpi] is None:
             src = MPICH_BIN if mpi == "mpich" else BIN
             pytest.skip(f"no complete {mpi} build in {src} (build it with "
                         f"`make MPI={mpi} BINDIR={src.relative_to(ROOT)}`)")
         kw.setdefault("bindir", bins[mpi])
-        c = Cluster(tmp_path, name=name or f"c{len(made)}", **kw)
+        c = Cluster(base or tmp_path, name=name or f"c{len(made)}", **kw)
         made.append(c)
         return c
 
@@ -455,3 +457,13 @@ def assert_no_leftovers(c, timeout=5):
         return
     left = c.leftovers()
     assert not left, f"processes of the cluster left after stop: {left}"
+
+
+@pytest.fixture
+def open_dir():
+    """A directory other users may traverse (pytest's own are 0700), for
+    tests that run clients as another user; removed at the end."""
+    d = Path(tempfile.mkdtemp(prefix="ftfarm-open-"))
+    d.chmod(0o755)
+    yield d
+    shutil.rmtree(d, ignore_errors=True)

@@ -1,8 +1,8 @@
 """Watching a cluster from the control socket's subscriptions: `ftfarm
 watch` on a terminal (under tmux) and piped, `ftfarm events` (with
---follow through a worker's death and a moved events.jsonl), the progress
-line of waits on a terminal (a pty) and its absence when piped, and a
-subscriber that never reads."""
+--follow through a worker's death and a rotation of events.jsonl), the
+progress line of waits on a terminal (a pty) and its absence when piped,
+and a subscriber that never reads."""
 import json
 import os
 import pty
@@ -161,9 +161,10 @@ def test_events_follow_sees_a_worker_die(cluster):
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                          text=True, env=c.env)
     try:
-        # Rotated away: followers do not read the file.
-        os.rename(c.state_dir / "events.jsonl",
-                  c.state_dir / "events.jsonl.1")
+        # Rotated: followers do not read the file.
+        r = c.cli("rotate", "-c", c.config, timeout=30)
+        assert r.returncode == 0, r.stderr
+        assert (c.state_dir / "events.jsonl.1").exists()
         victim = c.status()["workers"][1]
         os.kill(victim["pid"], signal.SIGKILL)
         got = read_json_lines(p, lambda evs: any(

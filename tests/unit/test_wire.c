@@ -195,6 +195,7 @@ put_hello(struct ft_buf *b)
 		.version = FT_PROTO_VERSION,
 		.slot = 17,
 		.pid = 4000000000u,
+		.start = 123456789012ULL,
 		.host = host,
 		.host_len = strlen(host),
 		.plugins = plugins,
@@ -213,13 +214,15 @@ test_hello_round_trip(void **st)
 
 	(void)st;
 	put_hello(&b);
-	assert_int_equal(b.len, 12 + 4 + strlen(host) + 4 + strlen(plugins));
+	assert_int_equal(b.len, 12 + 8 + 4 + strlen(host) + 4 +
+			 strlen(plugins));
 	m = exact(b.data, b.len);
 	memset(&h, 0, sizeof(h));
 	assert_int_equal(proto_get_hello(m, b.len, &h), 0);
 	assert_int_equal(h.version, FT_PROTO_VERSION);
 	assert_int_equal(h.slot, 17);
 	assert_int_equal(h.pid, 4000000000u);
+	assert_true(h.start == 123456789012ULL);
 	assert_bytes(h.host, h.host_len, host, strlen(host));
 	assert_bytes(h.plugins, h.plugins_len, plugins, strlen(plugins));
 	/* Strings point into the message. */
@@ -237,7 +240,7 @@ test_hello_empty_strings(void **st)
 
 	(void)st;
 	proto_put_hello(&b, &h);
-	assert_int_equal(b.len, 20);
+	assert_int_equal(b.len, 28);
 	assert_int_equal(proto_get_hello(b.data, b.len, &g), 0);
 	assert_int_equal(g.version, 3);
 	assert_int_equal(g.host_len, 0);
@@ -366,14 +369,14 @@ test_hello_bad_lengths(void **st)
 	put_hello(&b);
 	m = exact(b.data, b.len);
 	/* Host length one too many: it eats into the plugins field. */
-	m[12] = (unsigned char)(hl + 1);
+	m[20] = (unsigned char)(hl + 1);
 	assert_int_equal(get_hello(m, b.len), -1);
 	/* Host length huge. */
-	memset(m + 12, 0xff, 4);
+	memset(m + 20, 0xff, 4);
 	assert_int_equal(get_hello(m, b.len), -1);
 	/* Host length one short: the rest no longer parses exactly. */
-	m[12] = (unsigned char)(hl - 1);
-	memset(m + 13, 0, 3);
+	m[20] = (unsigned char)(hl - 1);
+	memset(m + 21, 0, 3);
 	assert_int_equal(get_hello(m, b.len), -1);
 	free(m);
 	ft_buf_free(&b);

@@ -6,7 +6,8 @@
  *
  * The command is looked up in PATH as execvp does (the PATH of its own
  * environment, so "env" may change it).  It runs in a process group of its
- * own, with the worker's environment plus "env", default signal
+ * own, with the worker's environment less the MPI's variables (OMPI_*,
+ * PMIX_*, ... see mpi_prefixes) plus "env", default signal
  * dispositions, an empty signal mask and no descriptors but 0, 1 and 2.
  * Standard input is "stdin" or /dev/null.  Each output is kept up to the
  * task's output_cap bytes; the rest is read and dropped so that the command
@@ -23,8 +24,8 @@
  * safe on a worker's runner thread while other threads run.
  */
 #include <errno.h>
-#include <limits.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <math.h>
 #include <poll.h>
 #include <signal.h>		/* also pthread_sigmask */
@@ -239,10 +240,28 @@ env_overrides(const json_t *env, const char *entry)
 	return json_object_getn(env, entry, n) != NULL;
 }
 
-/* The worker's environment with ENV's members added or replacing its own,
- * or NULL when ENV is absent.  Entries from *FIRST on are new strings.
- * Reads environ: the worker must not change its environment while tasks
- * run. */
+/* The MPI library's and its launcher's variables: tasks do not see them
+ * (a task that runs an MPI program of its own must not take the worker's
+ * place in the worker's job). */
+static const char *const mpi_prefixes[] = {
+	"OMPI_", "PMIX_", "ORTE_", "OPAL_", "PRTE_", "HYDRA_", "HYDI_",
+	"PMI_", "MPIR_", "MPICH_", "MPIEXEC_", "I_MPI_", "MV2_",
+};
+
+static int
+is_mpi_var(const char *entry)
+{
+	size_t i;
+
+	for (i = 0; i < FT_ARRAY_LEN(mpi_prefixes); i++)
+		if (strncmp(entry, mpi_prefixes[i], strlen(mpi_prefixes[i])) == 0)
+			return 1;
+	return 0;
+}
+
+/* The worker's environment less the MPI's variables, with ENV's members
+ * added or replacing.  Entries from *FIRST on are new strings.  Reads
+ * environ: the worker must not change its environment while tasks run. */
 static char **
 env_build(const json_t *env, size_t *first)
 {
@@ -251,13 +270,12 @@ env_build(const json_t *env, size_t *first)
 	char **envp;
 	size_t n = 0, k = 0, i;
 
-	if (!env)
-		return NULL;
 	while (environ && environ[n])
 		n++;
 	envp = ft_calloc(n + json_object_size(env) + 1, sizeof(*envp));
 	for (i = 0; i < n; i++)
-		if (!env_overrides(env, environ[i]))
+		if (!is_mpi_var(environ[i]) &&
+		    !(env && env_overrides(env, environ[i])))
 			envp[k++] = environ[i];
 	*first = k;
 	json_object_foreach((json_t *)env, key, v)

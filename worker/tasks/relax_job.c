@@ -428,6 +428,9 @@ job_free(void *state)
 	free(j);
 }
 
+static const char *const relax_outputs[] = { "output", "dir", "matrix",
+					     NULL };
+
 const struct ft_job_ops relax_job_ops = {
 	.validate = relax_check_job,
 	.init = job_init,
@@ -437,4 +440,5 @@ const struct ft_job_ops relax_job_ops = {
 	.summary = job_summary,
 	.cleanup = job_cleanup,
 	.free = job_free,
+	.outputs = relax_outputs,
 };

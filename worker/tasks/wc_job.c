@@ -470,6 +470,8 @@ job_summary(void *state)
 			 "reducers", (json_int_t)j->reducers);
 }
 
+static const char *const wc_outputs[] = { "output", NULL };
+
 const struct ft_job_ops wc_job_ops = {
 	.validate = job_validate,
 	.init = job_init,
@@ -479,4 +481,5 @@ const struct ft_job_ops wc_job_ops = {
 	.summary = job_summary,
 	.cleanup = job_cleanup,
 	.free = job_free,
+	.outputs = wc_outputs,
 };
