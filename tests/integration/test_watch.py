@@ -283,3 +283,17 @@ def test_subscriber_that_never_reads_is_bounded(cluster):
     assert len(got) < 4 * 1024 * 1024
     lines = got.split(b"\n")
     assert json.loads(lines[0])["ok"] is True
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root to run as others")
+def test_any_local_user_may_watch(make_cluster, open_dir):
+    """subscribe is a READ command: another user's `events` and plain
+    `watch` are served (the config and socket are readable to them)."""
+    from test_daemon import as_user
+    c = make_cluster(base=open_dir, nodes=1, heartbeat_ms=1000)
+    c.config.chmod(0o644)
+    c.start()
+    r = as_user(c, "daemon", "events", "-c", c.config, "--type", "worker_up")
+    assert r.returncode == 0, r.stderr
+    assert [json.loads(x)["event"] for x in r.stdout.splitlines()] == \
+        ["worker_up"]
