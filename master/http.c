@@ -48,6 +48,8 @@ struct http {
 	struct snap *snap;		/* the latest, or NULL */
 	int asked;			/* a snapshot was asked for */
 	atomic_ullong requests;		/* answered */
+	uint64_t builds;		/* snapshots built (the loop's) */
+	double build_seconds;		/* the loop's time in them */
 };
 
 const char *
@@ -95,19 +97,38 @@ build_status(struct http *h, struct ft_buf *out)
 	json_decref(st);
 }
 
+/* The listener's own figures: its requests, and what the snapshots cost
+ * the loop (up to the previous one). */
+static void
+own_metrics(struct http *h, struct ft_buf *b)
+{
+	expo_family(b, "ftfarm_http_requests_total", "counter",
+		    "HTTP requests answered");
+	expo_sample(b, "ftfarm_http_requests_total", NULL, 0,
+		    (double)atomic_load(&h->requests));
+	expo_family(b, "ftfarm_snapshots_built_total", "counter",
+		    "Snapshots of the figures the loop built for HTTP");
+	expo_sample(b, "ftfarm_snapshots_built_total", NULL, 0,
+		    (double)h->builds);
+	expo_family(b, "ftfarm_snapshot_build_seconds_total", "counter",
+		    "Seconds the loop spent building them");
+	expo_sample(b, "ftfarm_snapshot_build_seconds_total", NULL, 0,
+		    h->build_seconds);
+}
+
 static void
 snap_build(struct http *h)
 {
 	struct snap *s = ft_calloc(1, sizeof(*s)), *old;
+	double t0 = ft_now();
 
 	s->refs = 1;
 	metrics_write(h->m, &s->metrics);
-	expo_family(&s->metrics, "ftfarm_http_requests_total", "counter",
-		    "HTTP requests answered");
-	expo_sample(&s->metrics, "ftfarm_http_requests_total", NULL, 0,
-		    (double)atomic_load(&h->requests));
+	own_metrics(h, &s->metrics);
 	build_status(h, &s->status);
 	s->built = ft_now();
+	h->builds++;
+	h->build_seconds += s->built - t0;
 	pthread_mutex_lock(&h->lock);
 	old = h->snap;
 	h->snap = s;

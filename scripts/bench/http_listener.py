@@ -46,6 +46,7 @@ class Scraper(threading.Thread):
         self.halt = threading.Event()
         self.lat, self.age, self.errors = [], [], 0
         self.status_sizes = []      # of /status.json, once a second
+        self.builds = []            # (snapshots built, their seconds)
 
     def status_json(self):
         url = self.url.rsplit("/", 1)[0] + "/status.json"
@@ -61,9 +62,16 @@ class Scraper(threading.Thread):
                 with urllib.request.urlopen(self.url, timeout=10) as r:
                     body = r.read().decode()
                 self.lat.append(time.monotonic() - t0)
+                built = {}
                 for line in body.splitlines():
                     if line.startswith("ftfarm_snapshot_age_seconds "):
                         self.age.append(float(line.split()[1]))
+                    elif line.startswith("ftfarm_snapshot"):
+                        k, v = line.split()
+                        built[k] = float(v)
+                self.builds.append(
+                    (built.get("ftfarm_snapshots_built_total", 0),
+                     built.get("ftfarm_snapshot_build_seconds_total", 0)))
                 n += 1
                 if n % 10 == 0:
                     self.status_json()
@@ -196,6 +204,19 @@ def report(a, info, binid, load0, load1, times, scrapes, problems):
         "GET /metrics", len(lat), errs, B.fmt(1000 * pct(lat, 0.5), 1),
         B.fmt(1000 * pct(lat, 0.99), 1), B.fmt(1000 * max(lat or [0]), 1),
         B.fmt(1000 * pct(age, 0.5), 1), B.fmt(1000 * max(age or [0]), 1)]]))
+    # What the snapshots cost the loop during each batch: the figures of
+    # its last scrape less those of its first.
+    cost = [(s.builds[-1][0] - s.builds[0][0],
+             s.builds[-1][1] - s.builds[0][1]) for s in scrapes
+            if len(s.builds) >= 2]
+    if cost:
+        n = sum(c[0] for c in cost)
+        secs = sum(c[1] for c in cost)
+        on_s = sum(t[0] for t in times["on"])
+        print(f"\nSnapshots built by the loop during the scraped batches: "
+              f"{n:,.0f}, {1000 * secs:.1f} ms in all, "
+              f"{1000 * secs / max(n, 1):.3f} ms each: "
+              f"{100 * secs / on_s:.3f} % of those batches' master time.")
     sizes = [x for s in scrapes for x in s.status_sizes]
     if sizes:
         print(f"\n/status.json (what the status page polls) during a batch "

@@ -60,10 +60,6 @@ def m(ms, metric, **labels):
     return ms[(metric, frozenset(labels.items()))]
 
 
-def test_http_off_by_default(cluster):
-    assert "http" not in cluster.status()
-
-
 def test_metrics_match_status(make_cluster, tmp_path):
     from prometheus_client.parser import text_string_to_metric_families
     c, url = start_http_cluster(make_cluster, heartbeat_ms=1000)

@@ -183,6 +183,7 @@ def test_events_follow_sees_a_worker_die(cluster):
 
 def test_events_past_and_filtered(cluster):
     c = cluster
+    assert "http" not in c.status()     # no HTTP listener by default
     rc, out, _ = c.submit(sleeps(20, 0, name="past"))
     assert rc == 0
     bid = batch_id_of(out)
