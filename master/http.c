@@ -317,6 +317,29 @@ on_request(void *cls, struct MHD_Connection *conn, const char *url,
 
 /* ---- the listener ---- */
 
+/* H's URL and whether it is on the loopback, from its bound address SA. */
+static void
+set_url(struct http *h, const struct sockaddr_storage *sa)
+{
+	char addr[INET6_ADDRSTRLEN];
+
+	if (sa->ss_family == AF_INET6) {
+		const struct sockaddr_in6 *s6 = (const void *)sa;
+
+		inet_ntop(AF_INET6, &s6->sin6_addr, addr, sizeof(addr));
+		h->loopback = IN6_IS_ADDR_LOOPBACK(&s6->sin6_addr);
+		snprintf(h->url, sizeof(h->url), "http://[%s]:%d/", addr,
+			 ntohs(s6->sin6_port));
+	} else {
+		const struct sockaddr_in *s4 = (const void *)sa;
+
+		inet_ntop(AF_INET, &s4->sin_addr, addr, sizeof(addr));
+		h->loopback = (ntohl(s4->sin_addr.s_addr) >> 24) == 127;
+		snprintf(h->url, sizeof(h->url), "http://%s:%d/", addr,
+			 ntohs(s4->sin_port));
+	}
+}
+
 /* A listening socket at HOST:PORT, its URL in H.  The fd, or -1 with
  * ERR. */
 static int
@@ -327,7 +350,7 @@ listen_at(struct http *h, const char *host, int port, char *err, size_t n)
 	struct addrinfo *ai = NULL;
 	struct sockaddr_storage sa;
 	socklen_t salen = sizeof(sa);
-	char ports[16], addr[INET6_ADDRSTRLEN];
+	char ports[16];
 	int fd = -1, one = 1, rc;
 
 	snprintf(ports, sizeof(ports), "%d", port);
@@ -345,25 +368,11 @@ listen_at(struct http *h, const char *host, int port, char *err, size_t n)
 			 strerror(errno));
 		if (fd != -1)
 			close(fd);
-		freeaddrinfo(ai);
-		return -1;
+		fd = -1;
+	} else {
+		set_url(h, &sa);
 	}
 	freeaddrinfo(ai);
-	if (sa.ss_family == AF_INET6) {
-		struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)&sa;
-
-		inet_ntop(AF_INET6, &s6->sin6_addr, addr, sizeof(addr));
-		h->loopback = IN6_IS_ADDR_LOOPBACK(&s6->sin6_addr);
-		snprintf(h->url, sizeof(h->url), "http://[%s]:%d/", addr,
-			 ntohs(s6->sin6_port));
-	} else {
-		struct sockaddr_in *s4 = (struct sockaddr_in *)&sa;
-
-		inet_ntop(AF_INET, &s4->sin_addr, addr, sizeof(addr));
-		h->loopback = (ntohl(s4->sin_addr.s_addr) >> 24) == 127;
-		snprintf(h->url, sizeof(h->url), "http://%s:%d/", addr,
-			 ntohs(s4->sin_port));
-	}
 	return fd;
 }
 
