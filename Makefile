@@ -27,13 +27,16 @@ WARN := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes
 CPPFLAGS := -std=c11 -D_GNU_SOURCE -iquote common -iquote master -iquote worker -iquote cli \
 	-DFT_MPI_FLAVOR='"$(MPI)"' -DFT_MPIEXEC='"$(MPIEXEC)"'
 LDLIBS := -ljansson -lm
+# libmicrohttpd: the master's HTTP listener (master/http.c).
+HTTP_LIBS := -lmicrohttpd
 PLUGIN_CFLAGS := -fPIC -shared
 
 # Code without MPI: shared by the CLI, master, worker and plugins.
 COMMON := common/jpos.c common/jcheck.c common/config.c common/log.c \
 	common/wire.c common/plugins.c common/batch.c \
 	common/util.c common/ctl.c common/proto.c common/jsonl.c \
-	common/batchtext.c common/statedir.c common/crc32c.c common/lease.c
+	common/batchtext.c common/statedir.c common/crc32c.c common/lease.c \
+	common/progress.c
 # Code that calls MPI.
 COMMON_MPI := common/treq.c
 MASTER := master/main.c master/loop.c master/farm.c master/commands.c \
@@ -41,10 +44,12 @@ MASTER := master/main.c master/loop.c master/farm.c master/commands.c \
 	master/jobs.c master/intake.c master/link.c master/spawn.c \
 	master/worker.c master/node.c master/sched.c master/events.c \
 	master/defer.c master/store.c master/journal.c master/fence.c \
-	master/blame.c master/ladder.c master/bmc.c master/child.c
+	master/blame.c master/ladder.c master/bmc.c master/child.c \
+	master/stats.c master/subs.c master/evring.c \
+	master/http.c master/metrics.c master/expo.c master/page.c
 WORKER := worker/main.c worker/agent.c worker/runner.c worker/doze.c
 CLI := cli/main.c cli/commands.c cli/start.c cli/launch.c cli/supervise.c \
-	cli/nodes.c
+	cli/nodes.c cli/watch.c cli/events.c cli/progress.c
 PLUGINS := exec sleep wordcount relax
 
 common_o = $(COMMON:%.c=$(OBJ)/%.o)
@@ -67,7 +72,10 @@ $(OBJ)/%.o: %.c
 
 $(BINDIR)/ftfarm-master: $(master_o) $(common_mpi_o) $(common_o)
 	@mkdir -p $(dir $@)
-	$(MPICC) $(CFLAGS) -o $@ $^ $(EV_LIBS) $(LDLIBS) -ldl -lpthread
+	$(MPICC) $(CFLAGS) -o $@ $^ $(EV_LIBS) $(HTTP_LIBS) $(LDLIBS) -ldl -lpthread
+
+# The status page is assembled into the master (.incbin in page.c).
+$(OBJ)/master/page.o: master/page.html
 
 $(BINDIR)/ftfarm-worker: $(worker_o) $(common_mpi_o) $(common_o)
 	@mkdir -p $(dir $@)

@@ -18,6 +18,8 @@
  *   ftfarm reboot -c CFG NODE|all [--force] [--json]
  *                                          drain, power-cycle, workers back
  *   ftfarm cancel -c CFG BATCH_ID [--json]
+ *   ftfarm watch  -c CFG                   a live view, redrawn in place
+ *   ftfarm events -c CFG [--follow] [--since TS] [--type T]...
  *   ftfarm check  -c CFG [BATCH.json...]  validate without running anything
  *   ftfarm probe                           what the installed MPI can do
  *   ftfarm rotate -c CFG                   rotate master.log, events.jsonl
@@ -44,6 +46,10 @@ struct cli {
 	long shards;			/* --shards, 0 for the default */
 	long reducers;			/* --reducers, 0 for the default */
 	const char *delimiters;		/* --delimiters */
+	int follow;			/* --follow */
+	const char *since;		/* --since */
+	char **types;			/* --type, each (NULL-terminated) */
+	int ntypes;
 	int argc;			/* operands after the options */
 	char **argv;
 	int status;			/* exit status of the last failed call */
@@ -60,6 +66,8 @@ int cli_drain(struct cli *c);
 int cli_undrain(struct cli *c);
 int cli_reboot(struct cli *c);
 int cli_cancel(struct cli *c);
+int cli_watch(struct cli *c);
+int cli_events(struct cli *c);
 int cli_check(struct cli *c);
 int cli_probe(struct cli *c);
 int cli_rotate(struct cli *c);
@@ -74,6 +82,12 @@ json_t *cli_call_body(struct cli *c, json_t *req, const void *body,
 /* ROWS as a table of the titled columns of COLS (N of them). */
 struct ctl_col;
 void cli_print_table(const struct ctl_col *cols, int n, json_t *rows);
+/* Wait for batch ID showing one progress line on stderr (a terminal)
+ * while it runs: the wait's answer if it says ok, else NULL, said, or
+ * unsaid with *BROKEN set when the connection failed or broke. */
+json_t *cli_wait_progress(struct cli *c, json_int_t id, int *broken);
+/* Is MSG a push of KIND ({"push": KIND, ...})? */
+int cli_push_is(json_t *msg, const char *kind);
 /* Print "ftfarm: MSG" to stderr. */
 void cli_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 

@@ -355,13 +355,20 @@ wait_call(struct cli *c, json_int_t id)
 	return end == CALL_OK ? ans : NULL;
 }
 
-/* Wait for batch ID; 0 if every task succeeded, 1 otherwise. */
+/* Wait for batch ID (a progress line on stderr when it is a terminal);
+ * 0 if every task succeeded, 1 otherwise. */
 static int
 wait_batch(struct cli *c, json_int_t id)
 {
-	json_t *ans = wait_call(c, id), *b;
-	int rc;
+	json_t *ans = NULL, *b;
+	int rc, broken = 1;
 
+	/* On a terminal, a progress line; once the connection breaks (a
+	 * restart), the plain wait that reconnects. */
+	if (isatty(STDERR_FILENO))
+		ans = cli_wait_progress(c, id, &broken);
+	if (ans == NULL && broken)
+		ans = wait_call(c, id);
 	if (ans == NULL)
 		return 1;
 	b = json_object_get(ans, "batch");
@@ -613,7 +620,7 @@ cli_status(struct cli *c)
 		putchar('\n');
 	} else {
 		printf("cluster %s: %s launch, %s; up %.1f s; %lld queued, "
-		       "%lld open\n\n",
+		       "%lld open\n",
 		       json_string_value(json_object_get(ans, k[CTL_S_CLUSTER])),
 		       json_string_value(json_object_get(ans, k[CTL_S_LAUNCH])),
 		       json_string_value(json_object_get(ans, k[CTL_S_MPI])),
@@ -622,7 +629,12 @@ cli_status(struct cli *c)
 							k[CTL_S_QUEUED])),
 		       (long long)json_integer_value(json_object_get(ans,
 							k[CTL_S_OPEN])));
+		if (json_is_string(json_object_get(ans, k[CTL_S_HTTP])))
+			printf("status page and metrics: %s\n",
+			       json_string_value(json_object_get(ans,
+							k[CTL_S_HTTP])));
 		print_store(json_object_get(ans, k[CTL_S_STORE]));
+		putchar('\n');
 		cli_print_table(ctl_worker_cols, CTL_W_NCOLS,
 			    json_object_get(ans, k[CTL_S_WORKERS]));
 		putchar('\n');

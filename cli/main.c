@@ -28,6 +28,9 @@ static const struct {
 	{ "undrain", cli_undrain, 1, "undrain -c CFG NODE [--json]" },
 	{ "reboot", cli_reboot, 1, "reboot -c CFG NODE|all [--force] [--json]" },
 	{ "cancel", cli_cancel, 1, "cancel -c CFG BATCH_ID [--json]" },
+	{ "watch", cli_watch, 1, "watch -c CFG" },
+	{ "events", cli_events, 1, "events -c CFG [--follow] [--since TS] "
+	  "[--type TYPE]..." },
 	{ "check", cli_check, 1, "check -c CFG [BATCH.json...]" },
 	{ "rotate", cli_rotate, 1, "rotate -c CFG" },
 	{ "probe", cli_probe, 0, "probe" },
@@ -57,6 +60,32 @@ usage(void)
 	return 2;
 }
 
+/* --type A,B: each name of LIST added to c->types. */
+static void
+add_types(struct cli *c, char *list)
+{
+	char *save = NULL, *t;
+
+	for (t = strtok_r(list, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+		c->types = realloc(c->types, (size_t)(c->ntypes + 2) *
+				   sizeof(*c->types));
+		if (c->types == NULL)
+			abort();
+		c->types[c->ntypes++] = t;
+		c->types[c->ntypes] = NULL;
+	}
+}
+
+/* Long options without a letter. */
+enum {
+	OPT_STANDBY = 256,
+	OPT_RECONNECT,
+	OPT_FORCE,
+	OPT_FOLLOW,
+	OPT_SINCE,
+	OPT_TYPE,
+};
+
 static int
 parse(struct cli *c, int argc, char **argv)
 {
@@ -65,14 +94,17 @@ parse(struct cli *c, int argc, char **argv)
 		{ "json", no_argument, NULL, 'j' },
 		{ "wait", no_argument, NULL, 'w' },
 		{ "foreground", no_argument, NULL, 'f' },
-		{ "standby", no_argument, NULL, 'S' },
-		{ "reconnect-timeout", required_argument, NULL, 'R' },
-		{ "force", no_argument, NULL, 'F' },
+		{ "standby", no_argument, NULL, OPT_STANDBY },
+		{ "reconnect-timeout", required_argument, NULL, OPT_RECONNECT },
+		{ "force", no_argument, NULL, OPT_FORCE },
 		{ "help", no_argument, NULL, 'h' },
 		{ "output", required_argument, NULL, 'o' },
 		{ "shards", required_argument, NULL, 's' },
 		{ "reducers", required_argument, NULL, 'r' },
 		{ "delimiters", required_argument, NULL, 'd' },
+		{ "follow", no_argument, NULL, OPT_FOLLOW },
+		{ "since", required_argument, NULL, OPT_SINCE },
+		{ "type", required_argument, NULL, OPT_TYPE },
 		{ NULL, 0, NULL, 0 },
 	};
 	char *end;
@@ -96,8 +128,8 @@ parse(struct cli *c, int argc, char **argv)
 		case 'j': c->json = 1; break;
 		case 'w': c->wait = 1; break;
 		case 'f': c->foreground = 1; break;
-		case 'S': c->standby = 1; break;
-		case 'R':
+		case OPT_STANDBY: c->standby = 1; break;
+		case OPT_RECONNECT:
 			c->reconnect = strtod(optarg, &end);
 			if (*end || end == optarg || !(c->reconnect >= 0)) {
 				cli_err("--reconnect-timeout takes seconds "
@@ -105,7 +137,10 @@ parse(struct cli *c, int argc, char **argv)
 				return -1;
 			}
 			break;
-		case 'F': c->force = 1; break;
+		case OPT_FORCE: c->force = 1; break;
+		case OPT_FOLLOW: c->follow = 1; break;
+		case OPT_SINCE: c->since = optarg; break;
+		case OPT_TYPE: add_types(c, optarg); break;
 		default: return -1;
 		}
 	}
@@ -149,5 +184,6 @@ main(int argc, char **argv)
 	}
 	rc = commands[i].fn(&c);
 	ft_config_free(&c.cfg);
+	free(c.types);
 	return rc;
 }

@@ -290,6 +290,8 @@ check_part(void *arg)
 			break;
 		}
 		sp->timeout = ft_task_timeout(t, 0);
+		sp->kind = ft_plugins_index(p->pl, json_string_value(
+						    json_object_get(t, "type")));
 		json_decref(t);
 	}
 	return NULL;

@@ -19,11 +19,13 @@
 
 #include "plugins.h"
 
-/* One task's bytes in the text, and its "timeout" (0: none given). */
+/* One task's bytes in the text, its "timeout" (0: none given) and its
+ * type (the index of its plugin). */
 struct bt_span {
 	uint32_t off;
 	uint32_t len;
 	double timeout;
+	int kind;
 };
 
 struct batch_text {

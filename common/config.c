@@ -43,6 +43,7 @@ static const struct jfield top_fields[] = {
 	{ "task_events", JT_BOOL, 0 },
 	{ "mpirun_args", JT_STRING_ARRAY, 0 },
 	{ "log_level", JT_STRING, 0 },
+	{ "http", JT_OBJECT, 0 },
 	{ "log_max_bytes", JT_INT, 0 },
 	{ "log_keep", JT_INT, 0 },
 	{ "control", JT_OBJECT, 0 },
@@ -52,6 +53,11 @@ static const struct jfield top_fields[] = {
 	{ "restart_backoff_ms", JT_INT, 0 },
 	{ "restart_backoff_max_ms", JT_INT, 0 },
 	{ "master_silence_ms", JT_INT, 0 },
+	{ NULL, JT_ANY, 0 },
+};
+
+static const struct jfield http_fields[] = {
+	{ "listen", JT_STRING, 0 },
 	{ NULL, JT_ANY, 0 },
 };
 
@@ -615,6 +621,41 @@ parse_state_dir(const json_t *root, struct ft_config *cfg, struct jerr *err)
 	return 0;
 }
 
+/* "HOST:PORT", "[V6]:PORT", ":PORT" or "PORT" into CFG (the host
+ * defaults to the loopback).  0, or -1 with ERR. */
+static int
+parse_listen(const char *s, struct ft_config *cfg, struct jerr *err)
+{
+	const char *colon = strrchr(s, ':'), *port = colon ? colon + 1 : s;
+	size_t hlen = colon ? (size_t)(colon - s) : 0;
+	char *end;
+	long v = strtol(port, &end, 10);
+
+	if (*port == '\0' || *end != '\0' || v < 0 || v > 65535)
+		return jerr_set(err, "http.listen", "must be HOST:PORT with a "
+				"port from 0 to 65535");
+	if (hlen >= 2 && s[0] == '[' && s[hlen - 1] == ']')
+		s++, hlen -= 2;		/* [::1]:9750 */
+	cfg->http_host = hlen ? ft_asprintf("%.*s", (int)hlen, s)
+			      : ft_strdup("127.0.0.1");
+	cfg->http_port = (int)v;
+	return 0;
+}
+
+/* "http": {"listen": ...}, off when absent. */
+static int
+parse_http(const json_t *root, struct ft_config *cfg, struct jerr *err)
+{
+	const json_t *h = json_object_get(root, "http");
+
+	if (h == NULL)
+		return 0;
+	if (jcheck_object(h, "http", http_fields, err) == -1)
+		return -1;
+	cfg->http = 1;
+	return parse_listen(jget_str(h, "listen", "127.0.0.1:9750"), cfg, err);
+}
+
 /* Validate ROOT (the decoded file) into CFG (whose path is set).  0, or -1
  * with ERR set; CFG may then hold partial allocations. */
 static int
@@ -627,7 +668,8 @@ config_parse(const json_t *root, struct ft_config *cfg, struct jerr *err)
 	    parse_choices(root, cfg, err) == -1 ||
 	    parse_nodes(root, cfg, err) == -1 ||
 	    parse_limits(root, cfg, err) == -1 ||
-	    parse_control(root, cfg, err) == -1)
+	    parse_control(root, cfg, err) == -1 ||
+	    parse_http(root, cfg, err) == -1)
 		return -1;
 	parse_mpirun_args(root, cfg);
 	return 0;
@@ -699,6 +741,7 @@ ft_config_free(struct ft_config *cfg)
 	free(cfg->state_dir);
 	free(cfg->dir);
 	free(cfg->log_level);
+	free(cfg->http_host);
 	free(cfg->control.socket_group);
 	free(cfg->control.submitters);
 	memset(cfg, 0, sizeof(*cfg));

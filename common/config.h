@@ -102,6 +102,11 @@ struct ft_config {
 	double master_silence;		/* "master_silence_ms" / 1000: workers leave a
 					 * master silent this long, default
 					 * max(30 s, 10 heartbeats) */
+	/* "http": {"listen": "HOST:PORT"}: the master's HTTP listener
+	 * (metrics, status page); off without "http". */
+	int http;			/* "http" is there */
+	char *http_host;		/* default 127.0.0.1 */
+	int http_port;			/* default 9750; 0: any free port */
 };
 
 /* Load and validate PATH into CFG.  Returns 0, or -1 with one line in ERR

@@ -2,6 +2,7 @@
 #include "ctl.h"
 
 #include <errno.h>
+#include <math.h>
 #include <poll.h>
 #include <stdlib.h>
 #include <string.h>
@@ -57,6 +58,19 @@ static const struct jfield ctl_reboot_fields[] = {
 	{ "cmd", JT_STRING, 1 },
 	{ "node", JT_STRING, 1 },	/* a node's name, or "all" */
 	{ "force", JT_BOOL, 0 },	/* skip the drain */
+	{ NULL, 0, 0 },
+};
+
+static const struct jfield ctl_subscribe_fields[] = {
+	{ "v", JT_INT, 1 },
+	{ "cmd", JT_STRING, 1 },
+	{ "events", JT_BOOL, 0 },		/* every event */
+	{ "task_events", JT_BOOL, 0 },		/* false: but per-task ones */
+	{ "types", JT_STRING_ARRAY, 0 },	/* or those of these types */
+	{ "since", JT_NUMBER, 0 },		/* past ones since (epoch s) */
+	{ "tail", JT_INT, 0 },			/* or the last so many */
+	{ "status", JT_BOOL, 0 },		/* status pushes */
+	{ "batch", JT_INT, 0 },			/* this batch's row */
 	{ NULL, 0, 0 },
 };
 
@@ -308,4 +322,105 @@ ctl_request_body(const char *state_dir, json_t *req, const void *body,
 	ans = ctl_call_body(fd, req, body, len, timeout, err, n);
 	close(fd);
 	return ans;
+}
+
+/* ---- streams: answers and pushes on one connection ---- */
+
+int
+ctl_stream_open(struct ctl_stream *s, const char *state_dir, char *err,
+		size_t n)
+{
+	memset(s, 0, sizeof(*s));
+	s->fd = ctl_connect(state_dir, err, n);
+	return s->fd == -1 ? -1 : 0;
+}
+
+void
+ctl_stream_close(struct ctl_stream *s)
+{
+	if (s->fd >= 0)
+		close(s->fd);
+	s->fd = -1;
+	ft_buf_free(&s->in);
+	s->off = 0;
+}
+
+int
+ctl_stream_send(struct ctl_stream *s, json_t *req, char *err, size_t n)
+{
+	char *text;
+	int rc;
+
+	json_object_set_new(req, "v", json_integer(FT_CTL_VERSION));
+	text = json_dumps(req, JSON_COMPACT);
+	if (text == NULL) {
+		ft_snprintf(err, n, "cannot encode the request");
+		return -1;
+	}
+	rc = ft_write_all(s->fd, text, strlen(text));
+	if (rc == 0)
+		rc = ft_write_all(s->fd, "\n", 1);
+	if (rc == -1)
+		ft_snprintf(err, n, "cannot send to the master: %s",
+			    strerror(errno));
+	free(text);
+	return rc;
+}
+
+/* The next whole line of S's input as an object: 1, 0 when there is no
+ * whole line yet, -1 with ERR when the line is no JSON object. */
+static int
+stream_line(struct ctl_stream *s, json_t **msg, char *err, size_t n)
+{
+	char *start = s->in.data + s->off;
+	char *nl = memchr(start, '\n', s->in.len - s->off);
+
+	if (nl == NULL) {
+		/* Keep only the unfinished line. */
+		memmove(s->in.data, start, s->in.len - s->off);
+		s->in.len -= s->off;
+		s->off = 0;
+		return 0;
+	}
+	s->off += (size_t)(nl - start) + 1;
+	s->line = start;
+	s->line_len = (size_t)(nl - start);
+	*msg = json_loadb(start, (size_t)(nl - start), 0, NULL);
+	if (*msg == NULL || !json_is_object(*msg)) {
+		json_decref(*msg);
+		*msg = NULL;
+		ft_snprintf(err, n, "the master sent a malformed line");
+		return -1;
+	}
+	return 1;
+}
+
+int
+ctl_stream_next(struct ctl_stream *s, double timeout, json_t **msg,
+		char *err, size_t n)
+{
+	struct pollfd pfd = { .fd = s->fd, .events = POLLIN };
+	double end = ft_now() + timeout;
+	ssize_t r;
+	int rc;
+
+	for (;;) {
+		if (s->in.len > 0 && (rc = stream_line(s, msg, err, n)) != 0)
+			return rc;
+		rc = poll(&pfd, 1, timeout < 0 ? -1 :
+			  (int)fmax(0, ceil((end - ft_now()) * 1000)));
+		if (rc == 0 || (rc == -1 && errno == EINTR))
+			return 0;
+		if (rc == -1)
+			return ft_snprintf(err, n, "poll: %s", strerror(errno)), -1;
+		ft_buf_reserve(&s->in, 65536);
+		r = read(s->fd, s->in.data + s->in.len, s->in.cap - s->in.len - 1);
+		if (r == -1 && (errno == EINTR || errno == EAGAIN))
+			return 0;
+		if (r <= 0) {
+			ft_snprintf(err, n, "the master closed the connection");
+			return -1;
+		}
+		s->in.len += (size_t)r;
+	}
 }

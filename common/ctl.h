@@ -19,6 +19,7 @@
 #include <stddef.h>
 
 #include "jcheck.h"
+#include "util.h"
 
 #define FT_CTL_VERSION 1
 /* Longest request line the master reads (batches of many tasks). */
@@ -43,7 +44,8 @@ enum ctl_role { CTL_ROLE_READ = 1, CTL_ROLE_SUBMIT, CTL_ROLE_ADMIN };
 	X(DRAIN, "drain", CTL_ROLE_ADMIN, ctl_node_fields)		\
 	X(UNDRAIN, "undrain", CTL_ROLE_ADMIN, ctl_node_fields)		\
 	X(REBOOT, "reboot", CTL_ROLE_ADMIN, ctl_reboot_fields)		\
-	X(CANCEL, "cancel", CTL_ROLE_SUBMIT, ctl_wait_fields)
+	X(CANCEL, "cancel", CTL_ROLE_SUBMIT, ctl_wait_fields)		\
+	X(SUBSCRIBE, "subscribe", CTL_ROLE_READ, ctl_subscribe_fields)
 
 enum ctl_cmd {
 	CTL_INVALID = 0,
@@ -86,9 +88,43 @@ json_t *ctl_request_new(enum ctl_cmd cmd);
  */
 
 /*
+ * subscribe {"events": B, "task_events": B, "types": [NAME...], "since":
+ * TS, "tail": N, "status": B, "batch": ID}: the connection stays open and
+ * the master pushes lines to it, each an object whose first key is
+ * "push":
+ *
+ *   {"push": "event", "ts": ..., "event": NAME, ...}
+ *       an event, as its line in events.jsonl ("push" added), when
+ *       "events" is true (per-task events too, unless "task_events" is
+ *       false) or "types" names its type;
+ *   {"push": "synced"}   the past events asked for have all been sent;
+ *   {"push": "status", "cluster": ..., ...}
+ *       the status answer's keys (batches: those running and the latest
+ *       finished ones), when "status" is true: at once, then whenever
+ *       something changed, at most every quarter second;
+ *   {"push": "batch", "batch": ROW}
+ *       batch ID's row, at once and whenever its counts moved;
+ *   {"push": "dropped", "events": N}
+ *       N events were skipped: the client read too slowly for them;
+ *   {"push": "alive", "ts": T}   after 10 s without another push.
+ *
+ * First comes the answer, {"ok": true, "oldest": TS} (TS: the oldest
+ * event the master still holds, absent when none).  Past events are sent
+ * first: those since TS ("since", epoch seconds) or the last N ("tail"),
+ * from the master's memory of recent events (a few MiB; older ones are in
+ * events.jsonl only), then "synced", then events as they happen.  What
+ * waits for a client that does not read is bounded: events are skipped
+ * (and counted in "dropped"), statuses coalesced.  Other requests may
+ * share the connection (a wait after a batch subscription): an answer has
+ * "ok", a push has "push".  A new subscribe replaces the connection's
+ * subscription.
+ */
+
+/*
  * The status answer: {"ok", "cluster", "launch", "mpi", "uptime",
  * "queued", "open", "workers": [...], "nodes": [...], "batches": [...],
- * "counters": {...}}.  Each table's rows have the columns below:
+ * "counters": {...}, "http"} ("http": the status page's URL, only when
+ * the master listens for HTTP).  Each table's rows have the columns below:
  * X(ENUM, key, title, width, type); a title of NULL is not printed, a
  * negative width is left-aligned.
  */
@@ -128,6 +164,7 @@ json_t *ctl_request_new(enum ctl_cmd cmd);
 	X(B_DONE, "done", "DONE", 8, JT_INT)				\
 	X(B_OK, "ok", NULL, 0, JT_INT)					\
 	X(B_FAILED, "failed", "FAILED", 8, JT_INT)			\
+	X(B_REASSIGNED, "reassigned", NULL, 0, JT_INT)			\
 	X(B_STATE, "state", "STATE", -9, JT_STRING)			\
 	X(B_SECONDS, "seconds", "SECONDS", 0, JT_NUMBER)
 
@@ -143,7 +180,8 @@ json_t *ctl_request_new(enum ctl_cmd cmd);
 	X(S_BATCHES, "batches", JT_ARRAY)				\
 	X(S_COUNTERS, "counters", JT_OBJECT)				\
 	X(S_STORE, "store", JT_OBJECT)					\
-	X(S_EPOCH, "epoch", JT_INT)
+	X(S_EPOCH, "epoch", JT_INT)					\
+	X(S_HTTP, "http", JT_STRING)
 
 #define CTL_COL_ENUM(E, key, title, width, type) CTL_##E,
 #define CTL_KEY_ENUM(E, key, type) CTL_##E,
@@ -190,5 +228,27 @@ json_t *ctl_request(const char *state_dir, json_t *req, double timeout,
 json_t *ctl_request_body(const char *state_dir, json_t *req,
 			 const void *body, size_t len, double timeout,
 			 char *err, size_t n);
+
+/* A connection that carries pushes (subscribe) as well as answers: lines
+ * are read one at a time, what follows a line kept for the next. */
+struct ctl_stream {
+	int fd;
+	struct ft_buf in;
+	size_t off;			/* where the next line starts in in */
+	const char *line;		/* the last line read, as it came */
+	size_t line_len;		/* (no newline; valid until the next) */
+};
+
+/* Connect to the master of STATE_DIR.  0, or -1 with ERR. */
+int ctl_stream_open(struct ctl_stream *s, const char *state_dir, char *err,
+		    size_t n);
+void ctl_stream_close(struct ctl_stream *s);
+/* Send REQ ("v" is set in it).  0, or -1 with ERR. */
+int ctl_stream_send(struct ctl_stream *s, json_t *req, char *err, size_t n);
+/* The next line as a JSON object (a new reference): 1 with *MSG; 0 when
+ * TIMEOUT seconds (< 0: no limit) passed first or a signal came; -1 with
+ * ERR when the master closed the connection or sent something else. */
+int ctl_stream_next(struct ctl_stream *s, double timeout, json_t **msg,
+		    char *err, size_t n);
 
 #endif

@@ -94,12 +94,20 @@ ft_plugins_load(struct ft_plugins *p, const char *dir, char *err, size_t n)
 const struct ft_plugin *
 ft_plugins_find(const struct ft_plugins *p, const char *name)
 {
+	int i = ft_plugins_index(p, name);
+
+	return i < 0 ? NULL : p->v[i];
+}
+
+int
+ft_plugins_index(const struct ft_plugins *p, const char *name)
+{
 	int i;
 
-	for (i = 0; i < p->n; i++)
+	for (i = 0; name && i < p->n; i++)
 		if (strcmp(p->v[i]->name, name) == 0)
-			return p->v[i];
-	return NULL;
+			return i;
+	return -1;
 }
 
 char *

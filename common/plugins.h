@@ -22,6 +22,8 @@ char *ft_plugins_default_dir(void);
 int ft_plugins_load(struct ft_plugins *p, const char *dir, char *err, size_t n);
 const struct ft_plugin *ft_plugins_find(const struct ft_plugins *p,
 					const char *name);
+/* The index in p->v of the type called NAME, or -1 (NAME may be NULL). */
+int ft_plugins_index(const struct ft_plugins *p, const char *name);
 /* "exec,sleep" (a new string). */
 char *ft_plugins_names(const struct ft_plugins *p);
 void ft_plugins_free(struct ft_plugins *p);

@@ -37,6 +37,7 @@ struct batch {
 	struct ft_buf kinds;		/* 'o'/'f' per line not yet done */
 	size_t kinds_off;		/* kinds consumed at the front */
 	uint64_t counted;		/* lines of out counted as done */
+	uint32_t reassigned;		/* instances lost and queued again */
 	double t0, seconds;		/* monotonic start, duration */
 	char *results;			/* results.jsonl's path */
 	struct jsonl out;		/* results.jsonl, until finished */
@@ -108,6 +109,18 @@ batch_finished(const struct batch *b)
 	return b->state == B_FINISHED;
 }
 
+uint32_t
+batch_total(const struct batch *b)
+{
+	return b->total;
+}
+
+uint32_t
+batch_ended(const struct batch *b)
+{
+	return b->ok + b->failed;
+}
+
 int
 batch_listed(const struct batch *b)
 {
@@ -151,6 +164,7 @@ batch_json(const struct batch *b)
 	ctl_row_int(o, &c[CTL_B_DONE], b->d_ok + b->d_failed);
 	ctl_row_int(o, &c[CTL_B_OK], b->d_ok);
 	ctl_row_int(o, &c[CTL_B_FAILED], b->d_failed);
+	ctl_row_int(o, &c[CTL_B_REASSIGNED], b->reassigned);
 	ctl_row_str(o, &c[CTL_B_STATE], b->state == B_FINISHED &&
 		   b->cancelled ? "cancelled" : state_name(b->state));
 	if (b->ok + b->failed > b->d_ok + b->d_failed)
@@ -275,6 +289,18 @@ batches_release(struct batches *bs, long id)
 
 /* ---- queueing ---- */
 
+/* Task TID is of type KIND (a plugin's index, -1 unknown): label it and
+ * count it. */
+static void
+kind_of(struct batches *bs, uint64_t tid, int kind)
+{
+	if (kind < 0 || kind >= STATS_MAX_TYPES)
+		kind = STATS_OTHER;
+	sched_set_kind(bs->sched, tid, (uint8_t)kind);
+	if (bs->stats)
+		stats_type(bs->stats, kind)->submitted++;
+}
+
 /* Queue the tasks of BT, whose specs are spans of its text, but those
  * DONE has (NULL: none). */
 static void
@@ -285,12 +311,15 @@ queue_text(struct batches *bs, struct batch *b, struct batch_text *bt,
 
 	for (i = 0; i < bt->ntasks; i++) {
 		const struct bt_span *sp = &bt->spans[i];
+		uint64_t tid;
 
 		if (done && journal_done(done, b->total + i))
 			continue;
-		sched_add(bs->sched, (uint32_t)b->id, b->total + i,
-			  bt->text + sp->off, sp->len,
-			  sp->timeout > 0 ? sp->timeout : bs->cfg->task_timeout);
+		tid = sched_add(bs->sched, (uint32_t)b->id, b->total + i,
+				bt->text + sp->off, sp->len,
+				sp->timeout > 0 ? sp->timeout :
+				bs->cfg->task_timeout);
+		kind_of(bs, tid, sp->kind);
 	}
 	b->total += bt->ntasks;
 }
@@ -329,9 +358,12 @@ queue_phase(struct batches *bs, struct batch *b, json_t *tasks,
 
 		if (done && journal_done(done, index))
 			continue;
-		sched_add(bs->sched, (uint32_t)b->id, index, buf.data + off[i],
-			  (uint32_t)(off[i + 1] - off[i]),
-			  ft_task_timeout(t, bs->cfg->task_timeout));
+		kind_of(bs, sched_add(bs->sched, (uint32_t)b->id, index,
+				      buf.data + off[i],
+				      (uint32_t)(off[i + 1] - off[i]),
+				      ft_task_timeout(t, bs->cfg->task_timeout)),
+			ft_plugins_index(bs->pl, json_string_value(
+						 json_object_get(t, "type"))));
 	}
 	b->total += (uint32_t)count;
 	b->phases = ft_realloc(b->phases,
@@ -385,6 +417,8 @@ batches_accept(struct batches *bs, long id, struct batch_text *bt,
 		bt->text = NULL;
 		batch_text_free(bt);
 	}
+	if (bs->stats)
+		bs->stats->batches_submitted++;
 	ev_batch_submitted(bs->ev, b->id, b->name, b->total,
 			   b->plugin ? b->plugin->name : NULL);
 	log_info("batch %ld (%s): %u tasks", b->id, b->name, b->total);
@@ -524,6 +558,8 @@ finish(struct batches *bs, struct batch *b)
 	log_info("batch %ld (%s) finished: %u ok, %u failed in %.3f s", b->id,
 		 b->name, b->ok, b->failed, b->seconds);
 	bs->nfinished++;
+	if (bs->stats)
+		bs->stats->batches_finished++;
 	bs->ops.finished(bs->ops.ctx, b);
 	evict(bs);
 	/* What the batch's tasks took goes back to the system, also from the
@@ -727,6 +763,15 @@ batches_cancel(struct batches *bs, long id, uint64_t *queued,
 		 "running killed", id, b->name, (unsigned long long)*queued,
 		 (unsigned long long)*running);
 	return 0;
+}
+
+void
+batches_reassigned(struct batches *bs, uint32_t batch)
+{
+	struct batch *b = batches_find(bs, batch);
+
+	if (b && b->state == B_RUNNING)
+		b->reassigned++;
 }
 
 int

@@ -30,6 +30,7 @@
 #include "plugins.h"
 #include "proto.h"
 #include "sched.h"
+#include "stats.h"
 
 struct batch;
 struct job;
@@ -56,6 +57,7 @@ struct batches {
 	int n, cap;
 	long next;			/* the next id to hand out, 0: not known */
 	int nfinished;			/* finished batches in memory */
+	struct stats *stats;		/* counts by task type, or NULL */
 };
 
 void batches_init(struct batches *bs, const struct ft_config *cfg,
@@ -91,6 +93,8 @@ void batches_fail(struct batches *bs, uint32_t batch, uint32_t index,
  * batch, or it has finished). */
 int batches_cancel(struct batches *bs, long id, uint64_t *queued,
 		   uint64_t *running, char *err, size_t n);
+/* An instance of task INDEX of batch BATCH was lost and queued again. */
+void batches_reassigned(struct batches *bs, uint32_t batch);
 /* The batch with id ID still in memory, or NULL. */
 struct batch *batches_find(const struct batches *bs, long id);
 /* The status row of batch ID, from memory or its summary.json (a new
@@ -118,6 +122,9 @@ void batches_close(struct batches *bs);
 
 long batch_id(const struct batch *b);
 int batch_finished(const struct batch *b);
+/* Its tasks in all so far, and those ended. */
+uint32_t batch_total(const struct batch *b);
+uint32_t batch_ended(const struct batch *b);
 /* Accepted (not a reservation still being read)? */
 int batch_listed(const struct batch *b);
 /* The batch's row of the status answer (a new reference). */

@@ -13,8 +13,10 @@
 #include "ctl.h"
 #include "farm.h"
 #include "health.h"
+#include "http.h"
 #include "intake.h"
 #include "log.h"
+#include "subs.h"
 
 /* A command handler: 0 with *ANS set, -1 with ERR set, or 1 when the
  * answer comes later (wait). */
@@ -93,15 +95,66 @@ nodes_json(const struct master *m)
 static json_t *
 counters_json(const struct master *m)
 {
-	struct counters k = m->counters;
+	struct counters k = master_counters(m);
 	json_t *o = json_object();
 
-	k.msgs_in = m->links.msgs_in;
-	k.msgs_out = m->links.msgs_out;
-#define FT_COUNTER_SET(name)						\
+#define FT_COUNTER_SET(name, metric, help)			\
 	json_object_set_new(o, #name, json_integer((json_int_t)k.name));
 	FT_COUNTERS(FT_COUNTER_SET)
 #undef FT_COUNTER_SET
+	return o;
+}
+
+/* The rows of the batches in memory: every running one and, of the
+ * finished ones, the last MAX_FINISHED (all if negative). */
+static json_t *
+batch_rows(const struct master *m, int max_finished)
+{
+	json_t *bs = json_array();
+	int i, skip = 0;
+
+	if (max_finished >= 0)
+		skip = m->batches.nfinished - max_finished;
+	for (i = 0; i < m->batches.n; i++) {
+		const struct batch *b = m->batches.v[i];
+
+		if (b == NULL || !batch_listed(b))
+			continue;
+		if (batch_finished(b) && skip-- > 0)
+			continue;
+		json_array_append_new(bs, batch_json(b));
+	}
+	return bs;
+}
+
+json_t *
+commands_status(struct master *m, int max_finished)
+{
+	const char *const *k = ctl_status_keys;
+	json_t *ws = json_array(), *ns = nodes_json(m), *o = json_object();
+	int i;
+
+	for (i = 0; i < m->nworkers; i++)
+		json_array_append_new(ws, worker_row(m, &m->workers[i]));
+	json_object_set_new(o, k[CTL_S_CLUSTER], json_string(m->cfg.name));
+	json_object_set_new(o, k[CTL_S_LAUNCH],
+			    json_string(m->static_world ? "static" : "dynamic"));
+	json_object_set_new(o, k[CTL_S_MPI], json_string(m->mpi_version));
+	json_object_set_new(o, k[CTL_S_UPTIME],
+			    json_real(ft_now() - m->started));
+	json_object_set_new(o, k[CTL_S_QUEUED],
+			    json_integer((json_int_t)sched_queued(m->sched)));
+	json_object_set_new(o, k[CTL_S_OPEN],
+			    json_integer((json_int_t)sched_open(m->sched)));
+	json_object_set_new(o, k[CTL_S_WORKERS], ws);
+	json_object_set_new(o, k[CTL_S_NODES], ns);
+	json_object_set_new(o, k[CTL_S_BATCHES], batch_rows(m, max_finished));
+	json_object_set_new(o, k[CTL_S_COUNTERS], counters_json(m));
+	json_object_set_new(o, k[CTL_S_STORE], store_status(&m->store));
+	json_object_set_new(o, k[CTL_S_EPOCH], json_integer((json_int_t)m->epoch));
+	if (http_url(m->http))
+		json_object_set_new(o, k[CTL_S_HTTP],
+				    json_string(http_url(m->http)));
 	return o;
 }
 
@@ -110,35 +163,22 @@ static int
 cmd_status(struct master *m, struct client *c, json_t *req, json_t **ans,
 	   char *err, size_t n)
 {
-	const char *const *k = ctl_status_keys;
-	json_t *ws = json_array(), *ns = nodes_json(m), *bs = json_array();
-	int i;
+	json_t *st = commands_status(m, -1);
 
 	(void)c, (void)req, (void)err, (void)n;
-	for (i = 0; i < m->nworkers; i++)
-		json_array_append_new(ws, worker_row(m, &m->workers[i]));
-	for (i = 0; i < m->batches.n; i++)
-		if (m->batches.v[i] && batch_listed(m->batches.v[i]))
-			json_array_append_new(bs, batch_json(m->batches.v[i]));
 	*ans = json_pack("{s:b}", "ok", 1);
-	json_object_set_new(*ans, k[CTL_S_CLUSTER], json_string(m->cfg.name));
-	json_object_set_new(*ans, k[CTL_S_LAUNCH],
-			    json_string(m->static_world ? "static" : "dynamic"));
-	json_object_set_new(*ans, k[CTL_S_MPI], json_string(m->mpi_version));
-	json_object_set_new(*ans, k[CTL_S_UPTIME],
-			    json_real(ft_now() - m->started));
-	json_object_set_new(*ans, k[CTL_S_QUEUED],
-			    json_integer((json_int_t)sched_queued(m->sched)));
-	json_object_set_new(*ans, k[CTL_S_OPEN],
-			    json_integer((json_int_t)sched_open(m->sched)));
-	json_object_set_new(*ans, k[CTL_S_WORKERS], ws);
-	json_object_set_new(*ans, k[CTL_S_NODES], ns);
-	json_object_set_new(*ans, k[CTL_S_BATCHES], bs);
-	json_object_set_new(*ans, k[CTL_S_COUNTERS], counters_json(m));
-	json_object_set_new(*ans, k[CTL_S_STORE], store_status(&m->store));
-	json_object_set_new(*ans, k[CTL_S_EPOCH],
-			    json_integer((json_int_t)m->epoch));
+	json_object_update(*ans, st);
+	json_decref(st);
 	return 0;
+}
+
+/* subscribe {"events", "types", "since", "tail", "status", "batch"}: the
+ * connection stays open for pushes (common/ctl.h). */
+static int
+cmd_subscribe(struct master *m, struct client *c, json_t *req, json_t **ans,
+	      char *err, size_t n)
+{
+	return subs_subscribe(m->subs, c, req, ans, err, n);
 }
 
 /* ---- the other commands ---- */
@@ -584,6 +624,7 @@ static const cmd_fn handlers[CTL_NCMDS] = {
 	[CTL_UNDRAIN] = cmd_undrain,
 	[CTL_REBOOT] = cmd_reboot,
 	[CTL_CANCEL] = cmd_cancel,
+	[CTL_SUBSCRIBE] = cmd_subscribe,
 };
 
 /* May UID send commands of ROLE?  Reading is for everyone; submitting
@@ -651,6 +692,15 @@ out:
 	json_decref(req);
 }
 
+/* A client went: so does its subscription. */
+static void
+on_closed(void *ctx, struct client *c)
+{
+	struct master *m = ctx;
+
+	subs_client_gone(m->subs, c);
+}
+
 /* Clients allowed at once: the config's, within the descriptors left
  * once the workers' connections, the files and a margin are counted (the
  * soft limit raised to the hard one first). */
@@ -678,7 +728,9 @@ client_cap(const struct master *m)
 int
 commands_open(struct master *m, char *err, size_t n)
 {
-	struct control_ops ops = { .ctx = m, .request = on_request };
+	struct control_ops ops = {
+		.ctx = m, .request = on_request, .closed = on_closed,
+	};
 	const struct ft_control_cfg *cc = &m->cfg.control;
 	struct control_limits lim = {
 		.max_line = cc->max_request, .max_output = cc->max_output,
@@ -690,6 +742,7 @@ commands_open(struct master *m, char *err, size_t n)
 	int rc;
 	char *path = ctl_socket_path(m->cfg.state_dir);
 
+	m->subs = subs_new(m);
 	m->control = control_open(m->loop, path, &ops, &lim, err, n);
 	free(path);
 	if (m->control == NULL)
@@ -717,6 +770,8 @@ commands_close(struct master *m)
 	intake_free(m);
 	control_close(m->control);
 	m->control = NULL;
+	subs_free(m->subs);
+	m->subs = NULL;
 }
 
 struct done_arg {

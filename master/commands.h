@@ -15,6 +15,8 @@
  *                           drain, power-cycle, workers back; answered
  *                           once every node named is back or has failed
  *   cancel {"batch": ID}    queued tasks dropped, running ones killed
+ *   subscribe {...}         stay connected for pushed events and status
+ *                           (subs.h)
  *
  * A bad request gets an error answer; it never disturbs the master.
  */
@@ -28,6 +30,9 @@ int commands_open(struct master *m, char *err, size_t n);
 void commands_close(struct master *m);
 /* Periodic work (every second or so): idle clients go. */
 void commands_tick(struct master *m, double now);
+/* The status answer's keys (but "ok"): a new object.  Of the finished
+ * batches in memory only the last MAX_FINISHED (all if negative). */
+json_t *commands_status(struct master *m, int max_finished);
 /* Batch B has finished: answer whoever waits for it. */
 void commands_batch_done(struct master *m, struct batch *b);
 /* The reboot of node N has ended: back (OK) or WHY not.  Answer the

@@ -92,6 +92,21 @@ control_send(struct client *c, json_t *answer)
 }
 
 void
+control_push(struct client *c, const char *text, size_t len)
+{
+	if (c->closing)
+		return;
+	ft_buf_add(&c->out, text, len);
+	ev_io_start(c->ctl->loop, &c->wio);
+}
+
+size_t
+control_pending(const struct client *c)
+{
+	return c->out.len - c->out_off;
+}
+
+void
 control_error(struct client *c, const char *msg)
 {
 	json_t *ans = json_pack("{s:b, s:s}", "ok", 0, "error", msg);
@@ -374,6 +389,8 @@ client_close(struct client *c)
 	struct control *ctl = c->ctl;
 	struct client **p;
 
+	if (ctl->ops.closed)
+		ctl->ops.closed(ctl->ops.ctx, c);
 	for (p = &ctl->clients; *p; p = &(*p)->next)
 		if (*p == c) {
 			*p = c->next;

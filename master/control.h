@@ -29,6 +29,8 @@ struct control_ops {
 	/* Client C sent one request line (LEN bytes, no newline). */
 	void (*request)(void *ctx, struct client *c, const char *line,
 			size_t len);
+	/* Client C is being closed (may be NULL: nobody is told). */
+	void (*closed)(void *ctx, struct client *c);
 };
 
 struct control_limits {
@@ -81,6 +83,11 @@ void control_resume(struct client *c);
 /* Queue ANSWER (one line; "v" is set in it) for C.  A client whose queue
  * passes the output limit is dropped. */
 void control_send(struct client *c, json_t *answer);
+/* Queue TEXT (LEN bytes: whole lines, newlines included) for C as it is:
+ * a push to a subscriber, not an answer (subs.h bounds what it queues). */
+void control_push(struct client *c, const char *text, size_t len);
+/* Bytes queued for C and not yet written. */
+size_t control_pending(const struct client *c);
 /* Queue {"ok": false, "error": MSG} for C. */
 void control_error(struct client *c, const char *msg);
 /* The batch C waits for (0 for none); set it. */

@@ -15,6 +15,9 @@ events_open(struct events *ev, const char *path, int task_events)
 {
 	memset(ev, 0, sizeof(*ev));
 	ev->task_events = task_events;
+	ev->tap = NULL;
+	ev->tap_ctx = NULL;
+	ev->write_errors = 0;
 	ev->path = ft_strdup(path);
 	if (jsonl_open(&ev->out, path, 0) == -1) {
 		free(ev->path);
@@ -44,8 +47,10 @@ events_flush(struct events *ev)
 			log_warn("%s", ev->path ? ev->path : "events.jsonl");
 		last_errno = rc == -1 ? errno : 0;
 	}
-	if (rc == -1)
+	if (rc == -1) {
+		ev->write_errors++;
 		return -1;
+	}
 	if (ev->dropped && jsonl_pending(&ev->out) == 0) {
 		unsigned long long n = ev->dropped;
 
@@ -64,6 +69,34 @@ events_close(struct events *ev)
 	jsonl_close(&ev->out);
 	free(ev->path);
 	ev->path = NULL;
+}
+
+void
+events_set_tap(struct events *ev, events_tap_fn fn, void *ctx)
+{
+	ev->tap = fn;
+	ev->tap_ctx = ctx;
+}
+
+int
+events_type(const char *name)
+{
+	size_t i;
+
+	for (i = 0; name && i < events_nschema; i++)
+		if (strcmp(events_schema[i].name, name) == 0)
+			return (int)i;
+	return -1;
+}
+
+/* The line begun at START of the pending text was ended: show it to the
+ * tap. */
+static void
+tapped(struct events *ev, enum ev_type type, int flags, size_t start)
+{
+	if (ev->tap)
+		ev->tap(ev->tap_ctx, type, flags, ev->out.pending.data + start,
+			ev->out.pending.len - start);
 }
 
 long
@@ -121,12 +154,15 @@ room(struct events *ev)
 #define EV_DEFINE(name, flags)						\
 	void ev_##name(struct events *ev EV_FIELDS_##name(EV_PARAM))	\
 	{								\
+		size_t start_ = ev->out.pending.len;			\
+									\
 		if ((((flags) & EVF_TASK) && !ev->task_events) ||	\
 		    !room(ev))						\
 			return;						\
 		jsonl_event(&ev->out, #name);				\
 		EV_FIELDS_##name(EV_PUT)				\
 		jsonl_end(&ev->out);					\
+		tapped(ev, EVT_##name, flags, start_);			\
 		if (((flags) & EVF_NOW) && ev->store)			\
 			ev->urgent = 1;					\
 		else if ((flags) & EVF_NOW)				\
@@ -151,3 +187,8 @@ const struct event_schema events_schema[] = {
 };
 #undef EV_SCHEMA_ROW
 const size_t events_nschema = FT_ARRAY_LEN(events_schema);
+
+#define EV_TASK_BIT(name, flags)					\
+	| ((flags) & EVF_TASK ? 1ULL << EVT_##name : 0)
+const uint64_t events_task_types = 0 FT_EVENTS(EV_TASK_BIT);
+#undef EV_TASK_BIT

@@ -16,11 +16,14 @@
  * EVENTS_MAX_PENDING bytes of events wait in memory; past that they are
  * counted, and an events_dropped event says how many once writing works
  * again.
+ * A tap (the control socket's subscriptions) sees each line as it is
+ * made, whatever becomes of the file.
  */
 #ifndef FT_EVENTS_H
 #define FT_EVENTS_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "jsonl.h"
 
@@ -125,6 +128,19 @@
 
 struct store;
 
+/* One number per declared event: EVT_master_up, ... */
+enum ev_type {
+#define EV_TYPE_ENUM(name, flags) EVT_##name,
+	FT_EVENTS(EV_TYPE_ENUM)
+#undef EV_TYPE_ENUM
+	EVT_COUNT
+};
+
+/* Told of every event line written: its TYPE, its FLAGS (EVF_*), and the
+ * line (LEN bytes, the newline included), valid only during the call. */
+typedef void (*events_tap_fn)(void *ctx, enum ev_type type, int flags,
+			      const char *line, size_t len);
+
 struct events {
 	struct jsonl out;
 	struct store *store;		/* writes go through it (NULL: direct) */
@@ -133,9 +149,12 @@ struct events {
 					 * loop sleeps (results first) */
 	int task_events;		/* write EVF_TASK events */
 	char *path;
+	events_tap_fn tap;		/* or NULL */
+	void *tap_ctx;
+	uint64_t write_errors;		/* flushes that failed */
 };
 
-/* Open PATH for appending.  0, or -1 with errno. */
+/* Open PATH for appending (no tap yet).  0, or -1 with errno. */
 int events_open(struct events *ev, const char *path, int task_events);
 /* Write through S from now on (fenced, failures recorded). */
 void events_set_store(struct events *ev, struct store *s);
@@ -149,6 +168,10 @@ long events_size(struct events *ev);
 /* Rotate events.jsonl (ft_rotate, KEEP old files) and go on in a new
  * one.  0, or -1 with errno. */
 int events_rotate(struct events *ev, int keep);
+/* Tell FN(CTX, ...) of every event line from now on (NULL: nobody). */
+void events_set_tap(struct events *ev, events_tap_fn fn, void *ctx);
+/* The type called NAME, or -1. */
+int events_type(const char *name);
 
 #define EV_CTYPE_int long long
 #define EV_CTYPE_str const char *
@@ -170,5 +193,7 @@ struct event_schema {
 };
 extern const struct event_schema events_schema[];
 extern const size_t events_nschema;
+/* Bit EVT_x set for each per-task event (EVF_TASK). */
+extern const uint64_t events_task_types;
 
 #endif

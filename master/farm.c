@@ -7,6 +7,7 @@
 #include "health.h"
 #include "log.h"
 #include "registry.h"
+#include "subs.h"
 
 #define STOP_WAIT 5.0		/* seconds workers get to say bye */
 
@@ -21,6 +22,8 @@ on_reassigned(void *ctx, uint64_t tid, uint32_t attempt, int worker,
 
 	ev_task_reassigned(&m->events, t->batch, t->index, attempt, worker,
 			   reason);
+	stats_type(&m->stats, t->kind)->reassigned++;
+	batches_reassigned(&m->batches, t->batch);
 }
 
 /* A: batch << 32 | index, B: attempts. */
@@ -42,6 +45,7 @@ on_failed(void *ctx, uint64_t tid, const char *reason)
 	const struct sched_task *t = sched_task(m->sched, tid);
 	char buf[512];
 
+	stats_type(&m->stats, t->kind)->failed++;
 	reason = health_task_failed(m, tid, reason, buf, sizeof(buf));
 	defer_call(&m->defer, deferred_fail,
 		   (uint64_t)t->batch << 32 | t->index, t->attempts, reason);
@@ -81,7 +85,14 @@ on_result(void *ctx, struct worker *w, uint64_t tid,
 	  const struct proto_result *r)
 {
 	struct master *m = ctx;
+	const struct sched_task *t = sched_task(m->sched, tid);
+	struct type_stats *ts = stats_type(&m->stats, t ? t->kind : -1);
 
+	if (r->ok)
+		ts->done++;
+	else
+		ts->failed++;
+	hist_observe(&ts->run, r->seconds);
 	health_task_result(m, tid, w, r->ok);
 	batches_record(&m->batches, tid, w->id, r);
 }
@@ -138,6 +149,7 @@ farm_init(struct master *m)
 	};
 
 	defer_init(&m->defer, m);
+	stats_init(&m->stats);
 	sched_params_default(&sp);
 	sp.max_attempts = m->cfg.max_attempts;
 	sp.slow_timeout = m->cfg.slow_timeout;
@@ -147,6 +159,7 @@ farm_init(struct master *m)
 	health_init(m, &ho);
 	batches_init(&m->batches, &m->cfg, &m->plugins, m->sched, &m->events,
 		     &m->store, &bo);
+	m->batches.stats = &m->stats;
 }
 
 /* ---- the store's news ---- */
@@ -232,6 +245,7 @@ farm_cron(struct master *m, double now)
 	registry_dispatch_all(m);
 	defer_run(&m->defer);
 	sched_reclaim(m->sched);	/* nobody needs the ended tasks now */
+	subs_tick(m->subs, now);
 	return m->stopping ? cron_stop(m, now) : 0;
 }
 

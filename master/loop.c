@@ -29,6 +29,7 @@ static ev_timer cold_w, cron_w;
 static ev_signal term_w, int_w, hup_w;
 static ev_prepare defer_w;
 static double last_activity, backoff, last_flush, last_poll, last_second;
+static double cron_due;		/* when the cron should run next */
 static int hot;
 
 /* How long the loop may go without polling MPI now; 0 when the farm is
@@ -156,6 +157,8 @@ on_cron(struct ev_loop *loop, ev_timer *w, int revents)
 	double now = ft_now();
 
 	(void)revents;
+	if (cron_due > 0)
+		stats_loop_lag(&m->stats, now - cron_due);
 	poll_mpi(m);
 	if (farm_cron(m, now))
 		ev_break(loop, EVBREAK_ALL);
@@ -171,6 +174,7 @@ on_cron(struct ev_loop *loop, ev_timer *w, int revents)
 	}
 	w->repeat = cron_period(m, now);
 	ev_timer_again(loop, w);
+	cron_due = ft_now() + w->repeat;
 	if (w->repeat == CRON_PERIOD)
 		wake_cold(m);
 }

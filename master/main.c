@@ -28,6 +28,7 @@
 #include "commands.h"
 #include "farm.h"
 #include "fence.h"
+#include "http.h"
 #include "log.h"
 #include "loop.h"
 #include "master.h"
@@ -106,6 +107,7 @@ static void
 shutdown_master(struct master *m)
 {
 	m->lost_ranks = registry_lost_ranks(m);
+	http_close(m);
 	commands_close(m);
 	if (farm_flush(m) == -1)
 		log_warnx("stopping with lines the state dir would not take");
@@ -169,7 +171,8 @@ run(struct master *m, int dynamic)
 		     m->static_world ? "static" : "dynamic", (long long)m->epoch,
 		     m->restart_reason);
 	if (replay(m, err, sizeof(err)) == -1 ||
-	    commands_open(m, err, sizeof(err)) == -1)
+	    commands_open(m, err, sizeof(err)) == -1 ||
+	    http_open(m, err, sizeof(err)) == -1)
 		goto fail;
 	if (registry_start(m, err, sizeof(err)) == -1)
 		goto fail;
@@ -180,6 +183,7 @@ run(struct master *m, int dynamic)
 fail:
 	fprintf(stderr, "ftfarm-master: %s\n", err);
 	log_warnx("%s", err);
+	http_close(m);
 	commands_close(m);
 	return 2;
 }

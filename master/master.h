@@ -9,7 +9,11 @@
  *   loop.c      the libev loop: adaptive MPI polling, cron, deferred work
  *   farm.c      the wiring of the parts below and the periodic work
  *   commands.c  the control commands and the status answer
+ *   subs.c      subscriptions: events and status pushed to clients
  *   control.c   the control socket and its clients
+ *   http.c      the HTTP listener (/metrics, /status.json, the page),
+ *               on its own thread, fed snapshots by the loop
+ *   metrics.c   the Prometheus exposition of the master's figures
  *   health.c    node health: the ladder's decisions, blame, drain, reboot
  *   ladder.c    a node's reboot or probe, step by step
  *   blame.c     who is charged with a worker's death: its task or node
@@ -26,6 +30,7 @@
  *   node.c      the state machine of a node
  *   sched.c     the scheduler (no MPI, no I/O)
  *   events.c    events.jsonl, one typed emitter per event
+ *   stats.c     histograms and per-type task counts
  *   defer.c     work queued by a callback, run after it
  */
 #ifndef FT_MASTER_H
@@ -44,20 +49,28 @@
 #include "plugins.h"
 #include "sched.h"
 #include "store.h"
+#include "stats.h"
 #include "treq.h"
 #include "worker.h"
 
-/* The counters of status --json, declared once. */
+/* The counters of status --json and of /metrics, declared once:
+ * X(name, metric, help); the metric is ftfarm_<metric>_total. */
 #define FT_COUNTERS(X)							\
-	X(msgs_in) X(msgs_out) X(results_in) X(duplicates) X(bad_msgs)
+	X(msgs_in, "messages_received", "MPI messages received from workers") \
+	X(msgs_out, "messages_sent", "MPI messages sent to workers")	\
+	X(results_in, "results_received", "Task results received")	\
+	X(duplicates, "duplicate_results", "Results dropped as duplicates") \
+	X(bad_msgs, "bad_messages", "Unexpected or malformed messages")
 
 struct counters {
-#define FT_COUNTER_FIELD(name) uint64_t name;
+#define FT_COUNTER_FIELD(name, metric, help) uint64_t name;
 	FT_COUNTERS(FT_COUNTER_FIELD)
 #undef FT_COUNTER_FIELD
 };
 
 struct control;
+struct subs;
+struct http;
 
 struct master {
 	struct ft_config cfg;
@@ -86,6 +99,9 @@ struct master {
 	struct store store;
 	struct control *control;
 	struct counters counters;
+	struct stats stats;
+	struct subs *subs;		/* the control socket's subscriptions */
+	struct http *http;		/* the HTTP listener, or NULL */
 
 	int lost_ranks;			/* static world: ranks died (no finalize) */
 	int stopping;			/* 1: stopping workers, 2: leave the loop */
@@ -94,6 +110,17 @@ struct master {
 	 * loop; see master_kick). */
 	void (*kick)(struct master *m);
 };
+
+/* M's counters now (those the links keep included). */
+static inline struct counters
+master_counters(const struct master *m)
+{
+	struct counters k = m->counters;
+
+	k.msgs_in = m->links.msgs_in;
+	k.msgs_out = m->links.msgs_out;
+	return k;
+}
 
 static inline void
 master_kick(struct master *m)

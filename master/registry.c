@@ -465,6 +465,10 @@ registry_fail(struct master *m, struct worker *w, const char *reason)
 {
 	if (!worker_live(w))
 		return;
+	/* How long it went unnoticed: at most this since it was last heard. */
+	if (worker_up(w))
+		hist_observe(&m->stats.detect,
+			     ft_now() - m->links.v[w->id].last_heard);
 	take_down(m, w, W_DEAD, reason);
 }
 

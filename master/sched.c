@@ -251,6 +251,14 @@ sched_add(struct sched *s, uint32_t batch, uint32_t index, const char *spec,
 	return s->ntasks;
 }
 
+void
+sched_set_kind(struct sched *s, uint64_t tid, uint8_t kind)
+{
+	if (tid > 0 && tid <= s->ntasks &&
+	    s->chunks[(tid - 1) >> CHUNK_SHIFT] != NULL)
+		task_of(s, tid)->kind = kind;
+}
+
 const struct sched_task *
 sched_task(const struct sched *s, uint64_t tid)
 {

@@ -38,6 +38,7 @@ struct sched_task {
 	float timeout;			/* seconds an instance may take */
 	uint8_t state;			/* enum task_state */
 	uint8_t ninst;			/* live instances */
+	uint8_t kind;			/* the caller's label (a task type), 0 by default */
 	uint16_t failures;		/* instances lost */
 	uint16_t attempts;		/* instances started */
 };
@@ -94,6 +95,8 @@ void sched_free(struct sched *s);
  * the task has ended.  Returns its ID. */
 uint64_t sched_add(struct sched *s, uint32_t batch, uint32_t index,
 		   const char *spec, uint32_t len, double timeout);
+/* Label task TID with KIND (the caller's: its type, for counts). */
+void sched_set_kind(struct sched *s, uint64_t tid, uint8_t kind);
 /* Task TID, or NULL when there is none, or when it ended and its memory
  * was reclaimed. */
 const struct sched_task *sched_task(const struct sched *s, uint64_t tid);

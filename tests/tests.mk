@@ -12,7 +12,7 @@ $(OBJ)/tests/test_%: tests/unit/test_%.c $(UNIT_LINK) $(plugin_so)
 	@mkdir -p $(dir $@)
 	$(MPICC) $(CPPFLAGS) $(CFLAGS) $(WARN) -Wno-missing-prototypes \
 		-DFT_TEST_BINDIR='"$(abspath $(BINDIR))"' -DFT_TEST_SRCDIR='"$(abspath .)"' -o $@ $< $(UNIT_LINK) \
-		$(EV_LIBS) $(LDLIBS) -lcmocka -ldl -lpthread
+		$(EV_LIBS) $(HTTP_LIBS) $(LDLIBS) -lcmocka -ldl -lpthread
 
 unit: $(UNIT_BIN)
 	@set -e; for t in $(UNIT_BIN); do \
