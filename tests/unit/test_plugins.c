@@ -116,7 +116,9 @@ run_spec(const struct ft_plugin *pl, json_t *spec, size_t cap,
 	 const volatile int *cancel, struct run *r)
 {
 	static const volatile int no_cancel;
-	struct ft_task task = { 7, 1, spec, cancel ? cancel : &no_cancel, cap };
+	struct ft_task task = { .id = 7, .attempt = 1, .spec = spec,
+				.cancel = cancel ? cancel : &no_cancel,
+				.output_cap = cap };
 	struct jerr err = { "", "" };
 	double t0;
 
@@ -829,7 +831,8 @@ test_sleep_zero_fast(void **state)
 {
 	json_t *spec = parse("{\"type\": \"sleep\", \"seconds\": 0}");
 	static const volatile int no_cancel;
-	struct ft_task task = { 0, 1, spec, &no_cancel, 4096 };
+	struct ft_task task = { .attempt = 1, .spec = spec,
+				.cancel = &no_cancel, .output_cap = 4096 };
 	struct ft_result res;
 	double t0 = ft_now();
 	int i, bad = 0;

@@ -360,7 +360,9 @@ run_job(const char *job_text, const char *dir)
 		step = JOB_RUNNING;
 		json_array_foreach(phase, i, t) {
 			volatile int cancel = 0;
-			struct ft_task task = { i, 1, t, &cancel, 65536 };
+			struct ft_task task = { .id = i, .attempt = 1,
+						.spec = t, .cancel = &cancel,
+						.output_cap = 65536 };
 			struct ft_result r;
 
 			memset(&r, 0, sizeof(r));
