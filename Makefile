@@ -61,7 +61,7 @@ plugin_so = $(PLUGINS:%=$(BINDIR)/tasks/%.so)
 
 PROGRAMS := $(BINDIR)/ftfarm-master $(BINDIR)/ftfarm-worker $(BINDIR)/ftfarm
 
-.PHONY: all clean test unit integration demo deps bench fuzz lint
+.PHONY: all clean test unit integration demo deps bench fuzz lint test-long
 all: $(PROGRAMS) $(plugin_so)
 
 $(OBJ)/common/treq.o $(master_o) $(worker_o): CC := $(MPICC)

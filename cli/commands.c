@@ -596,7 +596,7 @@ print_store(const json_t *st)
 	if (state == NULL || strcmp(state, "ok") == 0)
 		return;
 	printf("state dir %s: %s %s: %s (for %.0f s); no new tasks go out, "
-	       "results are kept until it works again\n\n", state,
+	       "results are kept until it works again\n", state,
 	       json_string_value(json_object_get(st, "op")),
 	       json_string_value(json_object_get(st, "path")),
 	       json_string_value(json_object_get(st, "error")),

@@ -544,6 +544,7 @@ finish(struct batches *bs, struct batch *b)
 
 	b->seconds = ft_now() - b->t0;
 	b->state = B_FINISHED;
+	bs->shown++;
 	if (write_summary(bs, b) == -1) {
 		b->state = B_ENDING;
 		return;
@@ -573,6 +574,8 @@ count_done(struct batches *bs, struct batch *b)
 {
 	uint64_t lines = store_done_lines(bs->store, &b->out);
 
+	if (b->counted < lines)
+		bs->shown++;
 	while (b->counted < lines && b->kinds_off < b->kinds.len) {
 		if (b->kinds.data[b->kinds_off++] == 'o')
 			b->d_ok++;

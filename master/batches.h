@@ -57,6 +57,8 @@ struct batches {
 	int n, cap;
 	long next;			/* the next id to hand out, 0: not known */
 	int nfinished;			/* finished batches in memory */
+	uint64_t shown;			/* bumped when what status shows of a
+					 * batch (done counts, state) moves */
 	struct stats *stats;		/* counts by task type, or NULL */
 };
 

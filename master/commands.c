@@ -725,6 +725,12 @@ client_cap(const struct master *m)
 	return (int)room;
 }
 
+void
+commands_init(struct master *m)
+{
+	m->subs = subs_new(m);
+}
+
 int
 commands_open(struct master *m, char *err, size_t n)
 {
@@ -742,7 +748,8 @@ commands_open(struct master *m, char *err, size_t n)
 	int rc;
 	char *path = ctl_socket_path(m->cfg.state_dir);
 
-	m->subs = subs_new(m);
+	if (m->subs == NULL)
+		commands_init(m);
 	m->control = control_open(m->loop, path, &ops, &lim, err, n);
 	free(path);
 	if (m->control == NULL)

@@ -25,6 +25,8 @@
 
 #include "master.h"
 
+/* Start keeping events for subscribers: before the first event. */
+void commands_init(struct master *m);
 /* Open the control socket of M's state dir.  0, or -1 with ERR. */
 int commands_open(struct master *m, char *err, size_t n);
 void commands_close(struct master *m);

@@ -167,6 +167,7 @@ run(struct master *m, int dynamic)
 	if (farm_open_store(m, err, sizeof(err)) == -1)
 		goto fail;
 	fence_start(m);
+	commands_init(m);
 	ev_master_up(&m->events, getpid(), m->mpi_version,
 		     m->static_world ? "static" : "dynamic", (long long)m->epoch,
 		     m->restart_reason);

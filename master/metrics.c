@@ -286,6 +286,16 @@ health_part(struct master *m, struct ft_buf *b)
 		    "Failed writes of events.jsonl");
 	expo_sample(b, P "events_write_errors_total", NULL, 0,
 		    (double)m->events.write_errors);
+	expo_family(b, P "state_dir_writable", "gauge", "1 while the state "
+		    "dir takes every write and sync, 0 while results wait");
+	expo_sample(b, P "state_dir_writable", NULL, 0, store_ok(&m->store));
+	expo_family(b, P "state_dir_failures_total", "counter",
+		    "Rounds of writes or syncs of the state dir that failed");
+	expo_sample(b, P "state_dir_failures_total", NULL, 0,
+		    (double)m->store.failures);
+	expo_family(b, P "epoch", "gauge", "The lease epoch this master "
+		    "writes under (0: not supervised)");
+	expo_sample(b, P "epoch", NULL, 0, (double)m->epoch);
 	expo_family(b, P "control_clients", "gauge",
 		    "Clients connected to the control socket");
 	expo_sample(b, P "control_clients", NULL, 0,

@@ -315,6 +315,7 @@ fingerprint(const struct subs *s)
 	h = mix(h, sched_queued(m->sched));
 	h = mix(h, sched_open(m->sched));
 	h = mix(h, (uint64_t)m->batches.next);
+	h = mix(h, m->batches.shown);
 	for (i = 0; i < m->nworkers; i++)
 		h = mix(mix(mix(h, m->workers[i].state),
 			    (uint64_t)m->workers[i].pid),

@@ -64,5 +64,14 @@ test: deps
 	$(MAKE) fuzz
 	$(MAKE) integration
 
+# The long runs, before a release: the soak ten times longer (30,000
+# one-task batches, 200 batches of 10,000 tasks) and each fuzzer for ten
+# minutes.
+test-long: deps
+	$(MAKE) all
+	FTFARM_SOAK_SCALE=10 timeout 3600 /usr/bin/python3 -m pytest -q -s \
+		tests/integration/test_daemon.py -k soak
+	$(MAKE) fuzz FUZZ_SECONDS=600
+
 deps:
 	scripts/install-deps
