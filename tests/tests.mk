@@ -19,8 +19,12 @@ unit: $(UNIT_BIN)
 		echo "== $$t"; timeout $(UNIT_TIMEOUT) $$t; \
 	done
 
+# Integration tests run PYTEST_JOBS at a time (pytest-xdist): most of
+# their time is spent waiting for deadlines, not computing.
+PYTEST_JOBS ?= 3
+
 integration: all
-	timeout 900 /usr/bin/python3 -m pytest -q tests/integration $(PYTEST_ARGS)
+	timeout 900 /usr/bin/python3 -m pytest -q -n $(PYTEST_JOBS) tests/integration $(PYTEST_ARGS)
 
 # libFuzzer harnesses (clang) over the control request parser and the batch
 # reader: `make fuzz` runs each for FUZZ_SECONDS (a short run is part of

@@ -380,7 +380,7 @@ def test_file_changes_size(wc, tmp_path):
         fh.write(b"more\n")
     r = wc.cli("wait", "-c", wc.config, batch_id_of(so), timeout=120)
     assert r.returncode != 0
-    assert f"{f} changed size: planned 120 bytes, now 125" in r.stderr, \
+    assert f"{f.name} changed size: planned 120 bytes, now 125" in r.stderr, \
         r.stderr
     assert "map of shard 0" in r.stderr
     assert not (tmp_path / "o").exists()
@@ -400,7 +400,7 @@ def test_hand_written_map_bad_manifest(wc, tmp_path):
     text = run_fail(wc, {"name": "m", "tasks": [dict(task, offset=len(head))]})
     bid = batch_id_of(text)
     res = wc.results(bid)
-    assert f"{f} changed size: planned 10 bytes, now 15" in res[0]["reason"]
+    assert f"{f.name} changed size: planned 10 bytes, now 15" in res[0]["reason"]
     (jd / "manifest").write_bytes(head + b"0 10 " + bytes(tmp_path) + b"\n")
     text = run_fail(wc, {"name": "m", "tasks": [dict(task, offset=len(head))]})
     res = wc.results(batch_id_of(text))
