@@ -250,6 +250,8 @@ struct part {
 	const char *text;
 	struct bt_span *spans;
 	const struct ft_plugins *pl;
+	const uint8_t *skip;		/* bit per task not to check, or NULL */
+	uint32_t nskip;			/* bits in skip */
 	uint32_t from, to;		/* its tasks */
 	uint32_t bad;			/* the first bad task, or UINT32_MAX */
 	json_error_t je;		/* its syntax error, if that */
@@ -268,9 +270,15 @@ check_part(void *arg)
 	p->bad = UINT32_MAX;
 	for (i = p->from; i < p->to; i++) {
 		struct bt_span *sp = &p->spans[i];
-		json_t *t = json_loadb(p->text + sp->off, sp->len,
-				       JSON_REJECT_DUPLICATES, &p->je);
+		json_t *t;
 
+		if (p->skip && i < p->nskip &&
+		    (p->skip[i / 8] & (1u << (i % 8)))) {
+			sp->kind = -1;
+			continue;
+		}
+		t = json_loadb(p->text + sp->off, sp->len,
+			       JSON_REJECT_DUPLICATES, &p->je);
 		if (t == NULL) {
 			p->syntax = 1;
 			p->bad = i;
@@ -312,7 +320,8 @@ check_error(const char *file, const char *text, size_t len,
  * (the first bad task's). */
 static int
 check_tasks(struct batch_text *bt, const char *file,
-	    const struct ft_plugins *pl, int threads, char *err, size_t n)
+	    const struct ft_plugins *pl, int threads, const uint8_t *skip,
+	    uint32_t nskip, char *err, size_t n)
 {
 	struct part parts[16];
 	pthread_t tid[16];
@@ -324,6 +333,7 @@ check_tasks(struct batch_text *bt, const char *file,
 	for (k = 0; k < nt; k++) {
 		parts[k] = (struct part){
 			.text = bt->text, .spans = bt->spans, .pl = pl,
+			.skip = skip, .nskip = nskip,
 			.from = (uint32_t)((uint64_t)bt->ntasks * k / nt),
 			.to = (uint32_t)((uint64_t)bt->ntasks * (k + 1) / nt),
 		};
@@ -375,9 +385,8 @@ syntax_error(const char *file, const char *text, size_t len,
 }
 
 int
-batch_text_read(struct batch_text *bt, const char *file, char *text,
-		size_t len, const struct ft_plugins *pl, int threads,
-		char *err, size_t n)
+batch_text_scan(struct batch_text *bt, const char *file, char *text,
+		size_t len, const struct ft_plugins *pl, char *err, size_t n)
 {
 	struct top t = { 0 };
 	struct jerr jerr;
@@ -402,8 +411,6 @@ batch_text_read(struct batch_text *bt, const char *file, char *text,
 	t.spans = NULL;
 	bt->name = ft_strdup(ft_batch_name(t.obj));
 	bt->job = json_incref(json_object_get(t.obj, "job"));
-	if (bt->job == NULL && check_tasks(bt, file, pl, threads, err, n) == -1)
-		goto fail;
 	json_decref(t.obj);
 	return 0;
 fail:
@@ -411,6 +418,29 @@ fail:
 	free(t.spans);
 	batch_text_free(bt);
 	return -1;
+}
+
+int
+batch_text_check(struct batch_text *bt, const char *file,
+		 const struct ft_plugins *pl, int threads, const uint8_t *skip,
+		 uint32_t nskip, char *err, size_t n)
+{
+	if (bt->job == NULL &&
+	    check_tasks(bt, file, pl, threads, skip, nskip, err, n) == -1) {
+		batch_text_free(bt);
+		return -1;
+	}
+	return 0;
+}
+
+int
+batch_text_read(struct batch_text *bt, const char *file, char *text,
+		size_t len, const struct ft_plugins *pl, int threads,
+		char *err, size_t n)
+{
+	if (batch_text_scan(bt, file, text, len, pl, err, n) == -1)
+		return -1;
+	return batch_text_check(bt, file, pl, threads, NULL, 0, err, n);
 }
 
 void

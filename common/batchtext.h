@@ -43,6 +43,17 @@ struct batch_text {
 int batch_text_read(struct batch_text *bt, const char *file, char *text,
 		    size_t len, const struct ft_plugins *pl, int threads,
 		    char *err, size_t n);
+/* batch_text_read in two steps, for a batch read back from the state dir:
+ * the scan (the top level, the spans), then the check of each task but
+ * those whose bit is set in SKIP (NSKIP bits; their kind is left -1):
+ * tasks already done need no second look.  Each: 0, or -1 with ERR set
+ * and BT emptied. */
+int batch_text_scan(struct batch_text *bt, const char *file, char *text,
+		    size_t len, const struct ft_plugins *pl, char *err,
+		    size_t n);
+int batch_text_check(struct batch_text *bt, const char *file,
+		     const struct ft_plugins *pl, int threads,
+		     const uint8_t *skip, uint32_t nskip, char *err, size_t n);
 /* The spec of task I (not NUL-terminated). */
 static inline const char *
 batch_text_spec(const struct batch_text *bt, uint32_t i, uint32_t *len)

@@ -225,7 +225,7 @@ parse_limits(const json_t *root, struct ft_config *cfg, struct jerr *err)
 					       100) / 1000;
 	cfg->lease = (double)jget_int(root, "lease_ms", 5000) / 1000;
 	cfg->restart_backoff =
-		(double)jget_int(root, "restart_backoff_ms", 500) / 1000;
+		(double)jget_int(root, "restart_backoff_ms", 100) / 1000;
 	cfg->restart_backoff_max =
 		(double)jget_int(root, "restart_backoff_max_ms", 30000) / 1000;
 	if (cfg->restart_backoff_max < cfg->restart_backoff)

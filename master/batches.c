@@ -1067,14 +1067,18 @@ replay_one(struct batches *bs, long id, struct replay_stats *st)
 	b->token = read_token(b->dir);
 	path = ft_asprintf("%s/batch.json", b->dir);
 	text = ft_read_file(path, &len);
-	rc = text ? batch_text_read(&bt, path, text, len, bs->pl, 2, err,
+	rc = text ? batch_text_scan(&bt, path, text, len, bs->pl, err,
 				    sizeof(err)) : -1;
 	if (text == NULL)
 		snprintf(err, sizeof(err), "%s: %s", path, strerror(errno));
-	free(path);
 	if (rc == 0)
 		rc = journal_read(b->results, bt.job ? 0 : bt.ntasks,
 				  bt.job != NULL, &r, err, sizeof(err));
+	/* The tasks done need no check: they will not run again. */
+	if (rc == 0)
+		rc = batch_text_check(&bt, path, bs->pl, 2, r.done,
+				      r.ndone_bits, err, sizeof(err));
+	free(path);
 	if (rc == 0)
 		rc = repair(bs, b, &r, err, sizeof(err));
 	if (rc == 0 && jsonl_open(&b->out, b->results, JSONL_CRC) == -1) {

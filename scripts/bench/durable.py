@@ -196,7 +196,7 @@ def restart(a, new, work, out, problems):
                      f"{B.fmt(max(xs)) if xs else 'n/a'}]"])
     out.append(f"### Restart after kill -9\n\nOne batch of "
                f"{a.restart_tasks:,} no-op tasks then 400 x 0.05 s sleeps, "
-               f"2 workers, fsync batch, default restart_backoff_ms (500); "
+               f"2 workers, fsync batch, default restart_backoff_ms (100); "
                f"the master is killed once every no-op task is done. "
                f"{a.rounds} trials, seconds.\n")
     out.append(B.table(["", "median s", "(range)"], rows))
