@@ -604,7 +604,7 @@ settle(struct batches *bs, struct batch *b)
 	    b->d_ok + b->d_failed == b->ok + b->failed)
 		finish(bs, b);
 	else if (jsonl_pending(&b->out) == 0)
-		store_sync_soon(bs->store);
+		store_sync_soon(bs->store);	/* its end waits for no timer */
 }
 
 /* Every task of B has ended. */

@@ -211,8 +211,10 @@ schedule(struct store *s)
 void
 store_sync_soon(struct store *s)
 {
-	if (s->sync)
-		schedule(s);
+	if (s->sync == NULL || !s->want_sync || s->sync->busy || s->failed)
+		return;
+	ev_timer_stop(s->loop, &s->sync_timer);
+	start_round(s);
 }
 
 /* ---- set-up ---- */

@@ -103,8 +103,9 @@ void store_forget(struct store *s, struct jsonl *j);
  * -1 (failure recorded). */
 int store_put(struct store *s, const char *path, const void *data,
 	      size_t len);
-/* Sync what waits now rather than at the round's time (a batch's last
- * lines, before it is reported finished). */
+/* Sync what waits now rather than at the next round's time: a batch's
+ * last lines, before it is reported finished, wait for no timer (a round
+ * in progress is followed by another as soon as it ends). */
 void store_sync_soon(struct store *s);
 /* Once a second: retry after a failure. */
 void store_tick(struct store *s);
