@@ -53,6 +53,10 @@ openmpi_args(struct ft_argv *a, const struct launch_job *j)
 {
 	static const char *mca[][2] = {
 		{ "btl", "self,vader,tcp" },
+		/* The ob1 messaging layer alone: without it every process's
+		 * MPI_Init probes the others (cm, ucx) first, which made a
+		 * spawn here cost four times as much. */
+		{ "pml", "ob1" },
 		{ "mpi_yield_when_idle", "1" },
 		{ "orte_abort_on_non_zero_status", "0" },
 		/* Every killed worker makes the master's TCP transport send

@@ -18,6 +18,7 @@
  * later. */
 #define RESPAWN_DELAY 0.2
 #define RESPAWN_WAIT_MAX 5.0
+#define START_PARALLEL 8	/* first spawns under way at once */
 #define IDLE_NAP_MAX 0.5	/* longest nap of an idle worker */
 
 static struct registry_ops ops;
@@ -135,6 +136,44 @@ spawn_now(struct master *m, struct worker *w)
 	down(m, w, W_DEAD, err);
 }
 
+/* Start W's first spawn on a spawner thread.  0, or -1 (no thread). */
+static int
+first_spawn(struct master *m, struct worker *w)
+{
+	struct spawn_args a;
+
+	spawn_args(m, w, &a);
+	if (spawn_async_start(&a, w->spawn_gen + 1) == -1)
+		return -1;
+	w->spawn_gen++;
+	worker_set(w, W_SPAWNING, NULL, &m->events);
+	return 0;
+}
+
+/* The first spawns, START_PARALLEL at a time: each costs the master
+ * little and mostly waits for the new process's MPI_Init, so that
+ * several at once start a cluster in a fraction of the time.  Called
+ * again from the cron until every worker has been spawned once. */
+static void
+start_more(struct master *m)
+{
+	int i, running = 0;
+
+	for (i = 0; i < m->nworkers; i++)
+		running += m->workers[i].state == W_SPAWNING;
+	for (i = 0; i < m->nworkers && running < START_PARALLEL; i++) {
+		struct worker *w = &m->workers[i];
+
+		if (w->state != W_NEW || m->stopping)
+			continue;
+		if (first_spawn(m, w) == -1) {
+			spawn_now(m, w);	/* no thread: in the loop */
+			continue;
+		}
+		running++;
+	}
+}
+
 int
 registry_start(struct master *m, char *err, size_t n)
 {
@@ -145,6 +184,10 @@ registry_start(struct master *m, char *err, size_t n)
 			return -1;
 		for (i = 0; i < m->nworkers; i++)
 			attach(m, &m->workers[i], MPI_COMM_WORLD, i + 1);
+		return 0;
+	}
+	if (m->async_spawn) {
+		start_more(m);
 		return 0;
 	}
 	for (i = 0; i < m->nworkers; i++) {
@@ -646,8 +689,10 @@ registry_cron(struct master *m, double now)
 {
 	int i;
 
-	if (m->async_spawn)
+	if (m->async_spawn) {
 		collect_spawns(m);
+		start_more(m);
+	}
 	for (i = 0; i < m->nworkers; i++) {
 		struct worker *w = &m->workers[i];
 
@@ -666,7 +711,8 @@ registry_starting(const struct master *m)
 	int i;
 
 	for (i = 0; i < m->nworkers; i++)
-		if (m->workers[i].state == W_SPAWNING ||
+		if (m->workers[i].state == W_NEW ||
+		    m->workers[i].state == W_SPAWNING ||
 		    m->workers[i].state == W_STARTING ||
 		    m->workers[i].respawn_due)
 			return 1;
@@ -687,7 +733,8 @@ registry_any_left(const struct master *m)
 	for (i = 0; i < m->nworkers; i++) {
 		const struct worker *w = &m->workers[i];
 
-		if (worker_live(w) || w->state == W_SPAWNING || w->respawn_due)
+		if (worker_live(w) || w->state == W_NEW ||
+		    w->state == W_SPAWNING || w->respawn_due)
 			return 1;
 	}
 	return 0;
