@@ -646,21 +646,41 @@ teardown(struct mgang *m)
 	MPI_Comm_free(&m->inter);
 }
 
+/* The figures of the live ranks' reports, merged in world rank order (a
+ * key of a lower rank wins), or NULL when none has any. */
+static json_t *
+merged_report(const struct mgang *m)
+{
+	json_t *all = json_object(), *one;
+	json_error_t je;
+	int i;
+
+	for (i = 0; i < m->n; i++) {
+		if (!m->r[i].alive || !m->r[i].report || !m->r[i].report[0])
+			continue;
+		one = json_loads(m->r[i].report, 0, &je);
+		if (json_is_object(one))
+			json_object_update_missing(all, one);
+		json_decref(one);
+	}
+	if (json_object_size(all) == 0) {
+		json_decref(all);
+		return NULL;
+	}
+	return all;
+}
+
 /* What the attempt produced, into OUT. */
 static void
 outcome(struct mgang *m, struct mon_outcome *out)
 {
-	json_error_t je;
-
 	out->ok = m->state == M_DONE;
 	snprintf(out->reason, sizeof(out->reason), "%s",
 		 out->ok ? "" : m->reason);
 	out->deaths = m->deaths;
 	out->notices = (int)m->epoch;
 	out->writer = out->ok ? m->writer : -1;
-	out->report = NULL;
-	if (out->ok && m->r[m->writer].report && m->r[m->writer].report[0])
-		out->report = json_loads(m->r[m->writer].report, 0, &je);
+	out->report = out->ok ? merged_report(m) : NULL;
 }
 
 static void

@@ -52,7 +52,8 @@ struct mon_outcome {
 	double spawn_seconds;
 	int deaths, notices;
 	int writer;			/* world rank that wrote, or -1 */
-	json_t *report;			/* the writer's figures, or NULL */
+	json_t *report;			/* the ranks' figures merged (a key
+				 * of a lower world rank wins), or NULL */
 };
 
 /* Run attempt ATTEMPT of the job JOB_TEXT on a gang of NRANKS processes,
