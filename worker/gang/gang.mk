@@ -64,7 +64,7 @@ GANG_UNIT := $(OBJ)/tests/test_ftar_plan
 $(OBJ)/tests/test_ftar_plan: tests/gang/test_ftar_plan.c $(GANG_DIR)/ftar_plan.c common/util.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(GANG_CPPFLAGS) $(CFLAGS) $(WARN) \
-		-Wno-missing-prototypes -o $@ $^ -lcmocka
+		-Wno-missing-prototypes -o $@ $^ $(LDLIBS) -lcmocka
 
 GANG_ALL := $(BINDIR)/ftfarm-gang $(BINDIR)/gangs/ftallreduce.so \
 	$(BINDIR)/gangs/pipeline.so $(GANG_MONITOR) $(GANG_UNIT)
