@@ -1,6 +1,8 @@
 /* mon_gang: the master's side of one gang attempt (see mon_gang.h). */
 #include "mon_gang.h"
 
+#include <dirent.h>
+#include <limits.h>
 #include <math.h>
 #include <mpi.h>
 #include <pthread.h>
@@ -9,12 +11,14 @@
 #include <string.h>
 #include <sys/types.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "gang_proto.h"
 #include "treq.h"
 #include "util.h"
 
-#define SPAWN_TIMEOUT 30.0	/* seconds a spawn may take */
+#define SPAWN_TIMEOUT 20.0	/* seconds a spawn may take */
+#define DEATH_SETTLE 3.0	/* seconds between a death and the end */
 #define HELLO_TIMEOUT 60.0	/* seconds from spawn to every hello */
 #define SEND_TIMEOUT 5.0	/* a message to a rank not out by then is dropped */
 #define STOP_GRACE 3.0		/* seconds for ranks to leave after STOP */
@@ -47,11 +51,34 @@ struct mgang {
 	uint32_t epoch;
 	int newly_dead;			/* declared dead since the last notice */
 	int deaths;
+	double last_death;		/* ft_now() of the last declaration */
 	double next_ping;
 	enum mstate state;
 	int writer;
 	char reason[512];
 };
+
+/* Every gang pid that said hello, so that strays can be told apart. */
+static int *known_pids;
+static int nknown;
+
+static void
+know_pid(int pid)
+{
+	known_pids = ft_realloc(known_pids, (nknown + 1) * sizeof(int));
+	known_pids[nknown++] = pid;
+}
+
+static int
+is_known(int pid)
+{
+	int i;
+
+	for (i = 0; i < nknown; i++)
+		if (known_pids[i] == pid)
+			return 1;
+	return 0;
+}
 
 void
 mon_event(const struct mon_opts *o, const char *name, json_t *fields)
@@ -105,6 +132,7 @@ declare_dead(struct mgang *m, int rank, const char *why)
 	treq_retire_peer(m->tq, m->inter, rank);
 	m->newly_dead++;
 	m->deaths++;
+	m->last_death = ft_now();
 	mon_event(m->o, "dead", json_pack("{s:i,s:i,s:i,s:s}", "attempt",
 					  m->attempt, "rank", rank, "pid",
 					  r->pid, "reason", why));
@@ -171,9 +199,9 @@ notify(struct mgang *m)
 					    "dead", list));
 }
 
-/* Send a scheduled signal to RANK now that it announced STEP. */
+/* Send a scheduled signal to RANK now that it announced STEP at EPOCH. */
 static void
-run_kills(struct mgang *m, int rank, int step)
+run_kills(struct mgang *m, int rank, int step, int epoch)
 {
 	int i;
 
@@ -181,13 +209,15 @@ run_kills(struct mgang *m, int rank, int step)
 		struct mon_kill *k = &m->o->kills[i];
 
 		if (k->done || k->rank != rank || k->step != step ||
-		    k->attempt != m->attempt || !m->r[rank].alive)
+		    epoch < k->min_epoch || k->attempt != m->attempt ||
+		    !m->r[rank].alive)
 			continue;
 		k->done = 1;
 		kill(m->r[rank].pid, k->sig);
-		mon_event(m->o, "kill", json_pack("{s:i,s:i,s:i,s:i,s:i}",
+		mon_event(m->o, "kill", json_pack("{s:i,s:i,s:i,s:i,s:i,s:i}",
 			  "attempt", m->attempt, "rank", rank, "pid",
-			  m->r[rank].pid, "signal", k->sig, "step", step));
+			  m->r[rank].pid, "signal", k->sig, "step", step,
+			  "epoch", epoch));
 	}
 }
 
@@ -206,6 +236,7 @@ on_hello(struct mgang *m, int rank, const char *p, int n)
 	}
 	r->hello = 1;
 	r->pid = (int)h.pid;
+	know_pid(r->pid);
 	snprintf(r->host, sizeof(r->host), "%.*s", (int)h.host_len, h.host);
 }
 
@@ -230,12 +261,14 @@ on_status(struct mgang *m, int rank, int tag, const char *p, int n)
 			treq_reply(t);
 		return;
 	}
+	if (s.phase != GANG_PHASE_DONE)
+		r->reported = 0;	/* at work again: its RESULT is stale */
 	mon_event(m->o, "progress", json_pack("{s:i,s:i,s:i,s:s,s:s,s:i}",
 		  "attempt", m->attempt, "rank", rank, "step", s.step, "phase",
 		  gang_phase_name(s.phase), "role", gang_role_name(s.role),
 		  "epoch", s.epoch));
 	run_kills(m, rank, s.phase == GANG_PHASE_RECOVER ? MON_STEP_RECOVER
-							 : s.step);
+							 : s.step, (int)s.epoch);
 }
 
 /* RESULT from RANK. */
@@ -346,7 +379,10 @@ nap(int *idle)
  * of kills Open MPI's MPI_Comm_spawn has been seen to hang in PMIx (see
  * master/launch.c).  A spawn not back in SPAWN_TIMEOUT seconds is given up
  * on: the attempt fails, its thread and request are left behind, and the
- * program must then leave without MPI_Finalize (mon_gang_spawn_hung).
+ * program must then leave without MPI_Finalize (mon_gang_spawn_hung),
+ * after killing the hung spawn's processes (mon_gang_kill_strays).
+ * Killing them earlier made the following spawns hang too (2 of 2), while
+ * a new spawn beside a hung one worked (7 of 7).
  */
 struct spawn_req {
 	char *exe, *argv[2];
@@ -413,13 +449,70 @@ spawn_start(struct spawn_req *r)
 	return rc == 0 ? 0 : -1;
 }
 
+/* Is PID a child of our launcher (mpirun) running EXE? */
+static int
+launched_exe(int pid, const char *exe)
+{
+	char path[64], line[256], buf[PATH_MAX];
+	int ppid = -1;
+	ssize_t n;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", pid);
+	if ((f = fopen(path, "re")) == NULL)
+		return 0;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "PPid: %d", &ppid) == 1)
+			break;
+	fclose(f);
+	if (ppid != getppid())
+		return 0;
+	snprintf(path, sizeof(path), "/proc/%d/exe", pid);
+	n = readlink(path, buf, sizeof(buf) - 1);
+	if (n <= 0)
+		return 0;
+	buf[n] = '\0';
+	return strcmp(buf, exe) == 0;
+}
+
+json_t *
+mon_gang_kill_strays(const struct mon_opts *o)
+{
+	char exe[PATH_MAX];
+	json_t *killed = json_array();
+	struct dirent *d;
+	DIR *dir;
+
+	if (realpath(o->gang_bin, exe) == NULL || !(dir = opendir("/proc")))
+		return killed;
+	while ((d = readdir(dir)) != NULL) {
+		int pid = atoi(d->d_name);
+
+		if (pid <= 0 || is_known(pid) || !launched_exe(pid, exe))
+			continue;
+		kill(pid, SIGKILL);
+		json_array_append_new(killed, json_integer(pid));
+	}
+	closedir(dir);
+	return killed;
+}
+
+/* Wait until spawn R ends or DEADLINE passes.  1 if it ended. */
+static int
+spawn_wait(struct spawn_req *r, double deadline)
+{
+	int idle = 0;
+
+	while (!spawn_done(r) && ft_now() < deadline)
+		nap(&idle);
+	return spawn_done(r);
+}
+
 /* Spawn the gang.  0, or -1 with M->reason. */
 static int
 spawn(struct mgang *m)
 {
 	struct spawn_req *r = ft_calloc(1, sizeof(*r));
-	double end = ft_now() + SPAWN_TIMEOUT;
-	int idle = 0;
 
 	r->exe = ft_strdup(m->o->gang_bin);
 	r->argv[0] = m->o->plugin_dir ? ft_strdup(m->o->plugin_dir) : NULL;
@@ -428,20 +521,20 @@ spawn(struct mgang *m)
 		snprintf(m->reason, sizeof(m->reason), "cannot start a spawn");
 		return -1;
 	}
-	while (!spawn_done(r) && ft_now() < end)
-		nap(&idle);
-	if (!spawn_done(r)) {
+	if (!spawn_wait(r, ft_now() + SPAWN_TIMEOUT)) {
 		sp_hung = 1;	/* R stays the thread's */
+		mon_event(m->o, "spawn_hung", json_pack("{s:i}", "attempt",
+							m->attempt));
 		snprintf(m->reason, sizeof(m->reason), "MPI_Comm_spawn of %d "
 			 "ranks hung for %.0f s", m->n, SPAWN_TIMEOUT);
 		return -1;
 	}
 	MPI_Comm_free(&r->self);
 	m->inter = r->inter;
-	if (r->rc != MPI_SUCCESS)
+	if (r->rc != MPI_SUCCESS && !m->reason[0])
 		snprintf(m->reason, sizeof(m->reason), "MPI_Comm_spawn of %d "
 			 "ranks failed", m->n);
-	else
+	else if (r->rc == MPI_SUCCESS)
 		MPI_Comm_set_errhandler(m->inter, MPI_ERRORS_RETURN);
 	free(r->exe);
 	free(r->argv[0]);
@@ -564,8 +657,8 @@ turn(struct mgang *m, double now)
 		ping_all(m, now);
 		m->next_ping = now + m->o->heartbeat;
 	}
-	if (m->newly_dead && m->state == M_RUN)
-		notify(m);
+	if (m->newly_dead && (m->state == M_RUN || m->state == M_WRITING))
+		notify(m);	/* the writer may be waiting on the dead */
 	if (m->state == M_RUN)
 		check_results(m);
 	else if (m->state == M_WRITING)
@@ -607,25 +700,37 @@ all_gone(const struct mgang *m)
 	return 1;
 }
 
-/* Wait up to S seconds (serving MPI) for every process to be gone. */
+/* Serve MPI until END, or (UNTIL_GONE) until every process is gone. */
 static void
-wait_gone(struct mgang *m, double s)
+wait_gone_until(struct mgang *m, double end, int until_gone)
 {
-	double end = ft_now() + s;
 	int idle = 0;
 
-	while (!all_gone(m) && ft_now() < end) {
+	while (!(until_gone && all_gone(m)) && ft_now() < end) {
 		treq_test(m->tq, ft_now());
 		nap(&idle);
 	}
 }
 
-/* STOP the live ranks, kill what stays, free the intercommunicator. */
+/* Wait up to S seconds (serving MPI) for every process to be gone. */
+static void
+wait_gone(struct mgang *m, double s)
+{
+	wait_gone_until(m, ft_now() + s, 1);
+}
+
+/* STOP the live ranks, kill what stays, free the intercommunicator.
+ * Not within DEATH_SETTLE seconds of a death: ending a gang that soon
+ * after ranks of it were killed made the next MPI_Comm_spawn hang in
+ * MPI_Init's fence (about 1 run in 3 here; 0 of 12 with the wait). */
 static void
 teardown(struct mgang *m)
 {
 	uint32_t flags = m->deaths == 0 ? GANG_STOP_FINALIZE : 0;
 	int i;
+
+	if (m->deaths)
+		wait_gone_until(m, m->last_death + DEATH_SETTLE, 0);
 
 	for (i = 0; i < m->n; i++) {
 		struct ft_buf b = { 0 };

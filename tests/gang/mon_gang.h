@@ -7,7 +7,8 @@
  *   - ping every live rank each heartbeat; a pong missing at the deadline
  *     (dead or stopped alike) declares the rank dead: it is SIGKILLed, and
  *     every live rank gets the cumulative notice of the new epoch;
- *   - a failed RESULT ends the attempt;
+ *   - a failed RESULT ends the attempt; a RESULT stands until its rank
+ *     announces new work (a recovery after a later death);
  *   - once every live rank reported ok with the same digest, one of them
  *     (the lowest world rank that has the output) is asked to WRITE; if it
  *     dies, the next one is;
@@ -27,9 +28,10 @@
 
 #define MON_STEP_RECOVER (-2)	/* a kill when the rank starts recovering */
 
-/* Send SIG to world rank RANK when it announces STEP, in attempt ATTEMPT. */
+/* Send SIG to world rank RANK when it announces STEP having seen notice
+ * MIN_EPOCH or a later one, in attempt ATTEMPT. */
 struct mon_kill {
-	int rank, step, sig, attempt;
+	int rank, step, min_epoch, sig, attempt;
 	int done;
 };
 
@@ -67,6 +69,11 @@ int mon_gang_run(const struct mon_opts *o, struct treq_set *tq,
 
 /* Did a spawn hang (then leave without MPI_Finalize)? */
 int mon_gang_spawn_hung(void);
+/* SIGKILL the processes of hung spawns (children of our launcher running
+ * the gang program that never said hello: they sit in MPI_Init and the
+ * launcher would wait for them for ever), once no gang runs.  Returns
+ * their pids (a new JSON array). */
+json_t *mon_gang_kill_strays(const struct mon_opts *o);
 
 /* Write the event NAME with the members of FIELDS (a new reference,
  * stolen) to O->events, with "ts". */

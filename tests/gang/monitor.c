@@ -13,9 +13,11 @@
  * checked by its plugin, then run as gang attempts (mon_gang.h) until one
  * succeeds or N (default 3) failed.  --kill sends SIGKILL (or SIGSTOP) to
  * world rank RANK when it announces step STEP ("recover": when it starts a
- * recovery) in attempt A (default 1); detection still goes through pings.
+ * recovery) having seen notice E or a later one (default 0), in attempt A
+ * (default 1); detection still goes through pings.
  *
- * Prints one JSON line: {"status": "ok"|"failed", "attempts": N,
+ * --repeat runs the whole job R times (attempts are numbered across the
+ * runs), for benchmarks.  Prints one JSON line per run: {"status": "ok"|"failed", "attempts": N,
  * "seconds": S, "reason": ..., "report": {...}, "deaths": D,
  * "notices": E, "spawn_seconds": [...]}.  Exit status 0 ok, 1 failed,
  * 2 bad usage or job.
@@ -37,6 +39,8 @@
 struct args {
 	const char *job_file;
 	int attempts;
+	double respawn_delay;		/* seconds between two attempts */
+	int repeat;			/* runs of the job (benchmarks) */
 	struct mon_opts o;
 };
 
@@ -46,11 +50,12 @@ usage(void)
 	fprintf(stderr, "usage: gang-monitor --job JOB.json [--attempts N] "
 		"[--heartbeat-ms MS] [--ping-timeout-ms MS] "
 		"[--attempt-timeout S] [--events FILE] [--gang-bin PATH] "
-		"[--plugin-dir DIR] [--kill RANK@STEP[:stop][/ATTEMPT]]...\n");
+		"[--plugin-dir DIR] [--kill RANK@STEP[+EPOCH][:stop][/ATTEMPT]]... "
+		"[--respawn-delay-ms MS] [--repeat R]\n");
 	exit(2);
 }
 
-/* Parse "RANK@STEP[:stop][/ATTEMPT]" into K.  0 or -1. */
+/* Parse "RANK@STEP[+EPOCH][:stop][/ATTEMPT]" into K.  0 or -1. */
 static int
 parse_kill(const char *s, struct mon_kill *k)
 {
@@ -59,9 +64,11 @@ parse_kill(const char *s, struct mon_kill *k)
 
 	memset(k, 0, sizeof(*k));
 	k->attempt = 1;
-	if (sscanf(s, "%d@%31[^:/]%n", &k->rank, step, &n) != 2)
+	if (sscanf(s, "%d@%31[^:/+]%n", &k->rank, step, &n) != 2)
 		return -1;
 	s += n;
+	if (*s == '+' && sscanf(s, "+%d%n", &k->min_epoch, &n) == 1)
+		s += n;
 	if (*s == ':' && sscanf(s, ":%15[^/]%n", sig, &n) == 1)
 		s += n;
 	if (*s == '/' && sscanf(s, "/%d%n", &k->attempt, &n) == 1)
@@ -99,12 +106,15 @@ parse_args(int argc, char **argv, struct args *a)
 		{ "attempt-timeout", 1, NULL, 't' },
 		{ "events", 1, NULL, 'e' }, { "gang-bin", 1, NULL, 'g' },
 		{ "plugin-dir", 1, NULL, 'd' }, { "kill", 1, NULL, 'k' },
+		{ "respawn-delay-ms", 1, NULL, 'r' },
+		{ "repeat", 1, NULL, 'n' },
 		{ NULL, 0, NULL, 0 },
 	};
 	int c;
 
 	memset(a, 0, sizeof(*a));
 	a->attempts = 3;
+	a->repeat = 1;
 	a->o.heartbeat = 0.2;
 	a->o.ping_timeout = 1.5;
 	a->o.attempt_timeout = 120;
@@ -117,6 +127,8 @@ parse_args(int argc, char **argv, struct args *a)
 		case 't': a->o.attempt_timeout = atof(optarg); break;
 		case 'g': a->o.gang_bin = optarg; break;
 		case 'd': a->o.plugin_dir = optarg; break;
+		case 'r': a->respawn_delay = atof(optarg) / 1000; break;
+		case 'n': a->repeat = atoi(optarg); break;
 		case 'e':
 			a->o.events = fopen(optarg, "a");
 			if (a->o.events == NULL)
@@ -132,7 +144,7 @@ parse_args(int argc, char **argv, struct args *a)
 			usage();
 		}
 	}
-	if (!a->job_file || optind != argc || a->attempts < 1 ||
+	if (!a->job_file || optind != argc || a->attempts < 1 || a->repeat < 1 ||
 	    !(a->o.heartbeat > 0) || !(a->o.ping_timeout > 0))
 		usage();
 	if (a->o.gang_bin == NULL)
@@ -204,16 +216,43 @@ print_result(const struct mon_outcome *last, int attempts, double seconds,
 	json_decref(out);
 }
 
+/* Run the job until an attempt succeeds or A->attempts failed, numbering
+ * attempts from *NEXT on.  Fills OUT; prints the final line. */
+static void
+run_job(struct args *a, struct treq_set *tq, const char *job, int n,
+	int *next, struct mon_outcome *out)
+{
+	json_t *spawns = json_array();
+	double t0 = ft_now();
+	int tries;
+
+	for (tries = 1; tries <= a->attempts; tries++) {
+		int attempt = (*next)++;
+
+		json_decref(out->report);
+		memset(out, 0, sizeof(*out));
+		mon_gang_run(&a->o, tq, job, n, attempt, out);
+		json_array_append_new(spawns, json_real(out->spawn_seconds));
+		mon_event(&a->o, "attempt_end", json_pack("{s:i,s:b,s:s,s:f}",
+			  "attempt", attempt, "ok", out->ok, "reason",
+			  out->reason, "seconds", out->seconds));
+		if (out->ok)
+			break;
+		if (tries < a->attempts)
+			ft_sleep(a->respawn_delay);
+	}
+	print_result(out, tries > a->attempts ? a->attempts : tries,
+		     ft_now() - t0, spawns);
+}
+
 int
 main(int argc, char **argv)
 {
 	struct args a;
 	struct mon_outcome out;
 	struct treq_set tq;
-	json_t *spawns = json_array();
-	double t0 = ft_now();
 	char *job;
-	int n, attempt, provided;
+	int n, run, next = 1, provided, ok = 1;
 
 	parse_args(argc, argv, &a);
 	if (load_job(&a, &job, &n) == -1)
@@ -225,22 +264,16 @@ main(int argc, char **argv)
 	}
 	treq_set_init(&tq);
 	memset(&out, 0, sizeof(out));
-	for (attempt = 1; attempt <= a.attempts; attempt++) {
-		json_decref(out.report);
-		memset(&out, 0, sizeof(out));
-		mon_gang_run(&a.o, &tq, job, n, attempt, &out);
-		json_array_append_new(spawns, json_real(out.spawn_seconds));
-		mon_event(&a.o, "attempt_end", json_pack("{s:i,s:b,s:s,s:f}",
-			  "attempt", attempt, "ok", out.ok, "reason",
-			  out.reason, "seconds", out.seconds));
-		if (out.ok)
-			break;
+	for (run = 0; run < a.repeat; run++) {
+		run_job(&a, &tq, job, n, &next, &out);
+		ok &= out.ok;
 	}
-	print_result(&out, attempt > a.attempts ? a.attempts : attempt,
-		     ft_now() - t0, spawns);
-	if (mon_gang_spawn_hung())
-		_exit(out.ok ? 0 : 1);	/* MPI_Finalize would wait for it */
+	if (mon_gang_spawn_hung()) {
+		mon_event(&a.o, "strays_killed", json_pack("{s:o}", "pids",
+			  mon_gang_kill_strays(&a.o)));
+		_exit(ok ? 0 : 1);	/* MPI_Finalize would wait for it */
+	}
 	MPI_Finalize();
 	treq_set_destroy(&tq);
-	return out.ok ? 0 : 1;
+	return ok ? 0 : 1;
 }
