@@ -8,6 +8,9 @@
  * size); without it, value j of rank i is double number i*length + j of
  * the stream "seed" (default 1, gang_data.h).  "output" receives the
  * length doubles of the sum.  "timeout" (seconds) is the master's.
+ * "bench_rounds": R (default 0) timed fault-free rounds before the run, on
+ * the same vectors, for benchmarks (their median and fastest time go in
+ * the report; a death during them fails the job).
  */
 #ifndef FT_FTAR_JOB_H
 #define FT_FTAR_JOB_H
