@@ -131,12 +131,16 @@ def check_sum(run, job, ref):
 @pytest.mark.timeout(200)
 @pytest.mark.parametrize("ranks", [4, 6, 8])
 def test_allreduce_no_fault(tmp_path, ranks):
-    """No fault, vectors of 40000 doubles (rendezvous-sized messages)."""
-    job = allreduce_job(tmp_path, ranks, length=40000, delay=0)
+    """No fault, vectors of 40000 doubles (rendezvous-sized messages),
+    after 3 timed benchmark rounds on the same vectors."""
+    job = allreduce_job(tmp_path, ranks, length=40000, delay=0,
+                        bench_rounds=3)
     run = run_monitor(tmp_path, job)
     check_sum(run, job, ref_sum(ranks, 40000, 11))
     assert run.result["attempts"] == 1 and run.result["deaths"] == 0
-    assert run.result["report"]["recoveries"] == 0
+    rep = run.result["report"]
+    assert rep["recoveries"] == 0 and rep["bench_rounds"] == 3
+    assert 0 < rep["bench_min_seconds"] <= rep["bench_median_seconds"]
     # every rank, spares included, reported the same result
     assert len(run.of("result", ok=True)) == ranks + 2
 
