@@ -334,3 +334,37 @@ def test_pipeline_rank_killed_fails_then_rerun(tmp_path):
     assert run.result["attempts"] == 2
     first = run.of("attempt_end", attempt=1)[0]
     assert not first["ok"] and "died" in first["reason"]
+
+
+# ---- the master's death ----
+
+@pytest.mark.timeout(120)
+def test_master_killed_gang_leaves(tmp_path):
+    """SIGKILL of the monitor in the middle of a gang: every rank leaves
+    once the master has been silent past the limit START gave (5 s), and
+    mpirun ends with them; nothing is left behind."""
+    tag = uuid.uuid4().hex
+    env = dict(os.environ, FTFARM_TEST_TAG=tag)
+    job = allreduce_job(tmp_path, 4, delay=3000)
+    job_file = tmp_path / "slow.json"
+    job_file.write_text(json.dumps(job))
+    events = tmp_path / "slow-events.jsonl"
+    proc = subprocess.Popen(MPIRUN + [str(MONITOR), "--job", str(job_file),
+                                      "--events", str(events)],
+                            env=env, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+    try:
+        assert wait_until(lambda: events.exists() and
+                          "started" in events.read_text(), 60)
+        monitor = [p for p in tagged_pids(tag)
+                   if Path(f"/proc/{p}/cmdline").read_bytes()
+                   .split(b"\0")[0].endswith(b"gang-monitor")]
+        assert len(monitor) == 1
+        os.kill(monitor[0], signal.SIGKILL)
+        assert wait_until(lambda: not tagged_pids(tag), 30)
+        assert proc.wait(timeout=10) is not None
+    finally:
+        for pid in tagged_pids(tag):
+            os.kill(pid, signal.SIGKILL)
+        if proc.poll() is None:
+            proc.kill()
