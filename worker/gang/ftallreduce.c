@@ -342,6 +342,8 @@ recover_round(struct ftar *a)
 		rc = AR_RECOVER;
 	else
 		rc = agree(a, states);
+	if (rc == AR_OK && gang_epoch(a->g) != a->epoch)
+		rc = AR_RECOVER;	/* the dead set must be that of the states */
 	if (rc != AR_OK)
 		goto out;
 	for (r = 0; r < a->nranks; r++)
