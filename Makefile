@@ -110,6 +110,9 @@ $(BINDIR)/tasks/relax.so: $(RELAX_SRC) $(wildcard worker/tasks/relax_*.h) $(PLUG
 -include $(shell find build -name '*.d' 2>/dev/null)
 
 include tests/tests.mk
+# Gang tasks: the rank program ftfarm-gang, the gang plugins (bin/gangs/)
+# and the pieces the master and the CLI share with them.
+include worker/gang/gang.mk
 
 # The main job: a local cluster doing real work (see scripts/demo).
 demo: deps

@@ -1,10 +1,9 @@
 # Gang tasks: the rank program (ftfarm-gang), the gang plugins (bin/gangs/)
 # and the standalone monitor that stands in for the master in tests.
 #
-# Read with the main Makefile (its variables and pattern rules are used):
-#   make -f Makefile -f worker/gang/gang.mk gang        build
-#   make -f Makefile -f worker/gang/gang.mk gang-test   unit + integration
-# or `include worker/gang/gang.mk` from the Makefile once integrated.
+# Included by the main Makefile (its variables and pattern rules are used):
+# `make` builds the programs and plugins, `make unit` runs the gang unit
+# tests, `make gang` also builds the standalone monitor.
 
 GANG_DIR := worker/gang
 GANG_CPPFLAGS := -iquote $(GANG_DIR)
@@ -20,6 +19,10 @@ gang_common_o := $(GANG_COMMON:%.c=$(OBJ)/%.o)
 
 $(gang_rt_o) $(gang_shared_o): CC := $(MPICC)
 $(gang_rt_o) $(gang_shared_o): CPPFLAGS += $(GANG_CPPFLAGS)
+# The master runs gangs (master/gangs.c) and the CLI checks gang jobs.
+$(master_o) $(cli_o): CPPFLAGS += $(GANG_CPPFLAGS)
+$(BINDIR)/ftfarm-master: $(gang_shared_o)
+$(BINDIR)/ftfarm: $(OBJ)/$(GANG_DIR)/gang_load.o
 
 # The rank program exports the runtime to the plugins it loads.
 $(BINDIR)/ftfarm-gang: $(gang_rt_o) $(gang_shared_o) $(gang_common_o)
@@ -66,8 +69,11 @@ $(OBJ)/tests/test_ftar_plan: tests/gang/test_ftar_plan.c $(GANG_DIR)/ftar_plan.c
 	$(CC) $(CPPFLAGS) $(GANG_CPPFLAGS) $(CFLAGS) $(WARN) \
 		-Wno-missing-prototypes -o $@ $^ $(LDLIBS) -lcmocka
 
-GANG_ALL := $(BINDIR)/ftfarm-gang $(BINDIR)/gangs/ftallreduce.so \
-	$(BINDIR)/gangs/pipeline.so $(GANG_MONITOR) $(GANG_UNIT)
+GANG_PROGRAMS := $(BINDIR)/ftfarm-gang $(BINDIR)/gangs/ftallreduce.so \
+	$(BINDIR)/gangs/pipeline.so
+GANG_ALL := $(GANG_PROGRAMS) $(GANG_MONITOR) $(GANG_UNIT)
+all: $(GANG_PROGRAMS)
+unit: gang-unit
 
 .PHONY: gang gang-unit gang-test
 gang: $(GANG_ALL)
@@ -77,4 +83,4 @@ gang-unit: $(GANG_UNIT)
 
 gang-test: gang gang-unit
 	timeout 1200 /usr/bin/python3 -m pytest -q \
-		tests/integration/test_gang_standalone.py $(PYTEST_ARGS)
+		tests/gang/test_gang_standalone.py $(PYTEST_ARGS)

@@ -12,7 +12,8 @@ Every output is compared byte for byte with the serial reference in the
 stated order (tests/gang/gang_ref.py), and every run must leave no process
 behind (each run's processes carry a FTFARM_TEST_TAG of their own).
 
-Build first: make -f Makefile -f worker/gang/gang.mk gang
+Not part of `make test` (the master's own gang tests are
+tests/integration/test_gang.py): `make gang-test` runs it.
 """
 import json
 import os
@@ -26,6 +27,7 @@ from pathlib import Path
 
 import pytest
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "integration"))
 from conftest import ROOT, tagged_pids, wait_until
 
 sys.path.insert(0, str(ROOT / "tests" / "gang"))
@@ -47,8 +49,8 @@ LENGTH = 2000
 @pytest.fixture(scope="module", autouse=True)
 def built():
     """The gang programs, built with the main Makefile's rules."""
-    subprocess.run(["make", "-s", "-C", str(ROOT), "-f", "Makefile", "-f",
-                    "worker/gang/gang.mk", "gang"], check=True, timeout=600,
+    subprocess.run(["make", "-s", "-C", str(ROOT), "gang"], check=True,
+                   timeout=600,
                    stdout=subprocess.DEVNULL)
 
 
