@@ -4,6 +4,7 @@
 #include <dlfcn.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "util.h"
 
@@ -62,4 +63,35 @@ gang_load(const char *dir, const char *type, void **handle, char *err,
 out:
 	free(path);
 	return pl;
+}
+
+int
+gang_load_check(const char *dir, const json_t *job, const char *path,
+		int *active, int *spares, struct jerr *err)
+{
+	const char *type = json_string_value(json_object_get(job, "type"));
+	const struct ft_gang_plugin *pl;
+	char msg[512], *file, key[256];
+	void *h = NULL;
+	int a = 0, s = 0, rc = -1;
+
+	if (type == NULL || !plain_name(type))
+		return 1;
+	file = ft_asprintf("%s/%s.so", dir, type);
+	rc = access(file, F_OK) == 0 ? -1 : 1;
+	free(file);
+	if (rc == 1)
+		return 1;
+	snprintf(key, sizeof(key), "%s.type", path);
+	if ((pl = gang_load(dir, type, &h, msg, sizeof(msg))) == NULL)
+		return jerr_set(err, key, "%s", msg);
+	rc = pl->validate(job, path, err);
+	if (rc == 0)
+		pl->size(job, &a, &s);
+	dlclose(h);
+	if (active)
+		*active = a;
+	if (spares)
+		*spares = s;
+	return rc;
 }

@@ -19,5 +19,10 @@ char *gang_load_default_dir(void);
  * file is missing or is not a gang plugin of this ABI. */
 const struct ft_gang_plugin *gang_load(const char *dir, const char *type,
 				       void **handle, char *err, size_t n);
+/* Check the job object JOB at PATH against the gang plugin of its type in
+ * DIR, and learn its size (*ACTIVE, *SPARES; either may be NULL).  0, -1
+ * with ERR, or 1 when DIR has no plugin of that type.  Thread-safe. */
+int gang_load_check(const char *dir, const json_t *job, const char *path,
+		    int *active, int *spares, struct jerr *err);
 
 #endif
