@@ -23,6 +23,8 @@ $(gang_rt_o) $(gang_shared_o): CPPFLAGS += $(GANG_CPPFLAGS)
 $(master_o) $(cli_o): CPPFLAGS += $(GANG_CPPFLAGS)
 $(BINDIR)/ftfarm-master: $(gang_shared_o)
 $(BINDIR)/ftfarm: $(OBJ)/$(GANG_DIR)/gang_load.o
+UNIT_LINK += $(gang_shared_o)
+$(UNIT_BIN): $(gang_shared_o)
 
 # The rank program exports the runtime to the plugins it loads.
 $(BINDIR)/ftfarm-gang: $(gang_rt_o) $(gang_shared_o) $(gang_common_o)
