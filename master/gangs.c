@@ -16,13 +16,15 @@
 #define GANG_HEARTBEAT 0.2	/* seconds between pings of each rank */
 #define GANG_PING_TIMEOUT 1.5	/* seconds a pong may take */
 #define GANG_SILENCE 5.0	/* ranks leave after this long without us */
-#define GANG_TIMEOUT 600.0	/* seconds an attempt may take at most */
+#define GANG_TIMEOUT 600.0	/* seconds an attempt may take, without the
+				 * job's "timeout" */
 
 struct gtask {
 	uint32_t batch, index;
 	char *job;			/* JSON text */
 	char *type;
 	int active, spares;
+	double timeout;			/* seconds an attempt may run */
 	int attempt;			/* of the run under way, or the last */
 	double t0;			/* monotonic, when first started */
 	struct grun *run;		/* the attempt under way, or NULL */
@@ -86,6 +88,9 @@ gangs_submit(struct master *m, uint32_t batch, uint32_t index,
 	t->index = index;
 	t->job = json_dumps(job, JSON_COMPACT);
 	t->type = ft_strdup(json_string_value(json_object_get(job, "type")));
+	t->timeout = json_is_number(json_object_get(job, "timeout")) ?
+		json_number_value(json_object_get(job, "timeout")) :
+		GANG_TIMEOUT;
 	gang_load_check(gs.dir, job, "job", &t->active, &t->spares, &jerr);
 	if (gs.tail)
 		gs.tail->next = t;
@@ -190,7 +195,7 @@ start_attempt(struct gtask *t)
 	struct grun_params p = {
 		.exe = gs.exe, .plugin_dir = gs.dir,
 		.heartbeat = GANG_HEARTBEAT, .ping_timeout = GANG_PING_TIMEOUT,
-		.silence = GANG_SILENCE, .timeout = GANG_TIMEOUT,
+		.silence = GANG_SILENCE, .timeout = t->timeout,
 	};
 	struct grun_ops o = {
 		.ctx = t, .started = on_started, .dead = on_dead,

@@ -21,6 +21,7 @@ static const struct jfield job_fields[] = {
 	{ "output", JT_STRING, 1 },
 	{ "step_delay_ms", JT_NUMBER, 0 },
 	{ "bench_rounds", JT_INT, 0 },
+	{ "mpi_rounds", JT_INT, 0 },
 	{ "timeout", JT_NUMBER, 0 },
 	{ NULL, JT_ANY, 0 },
 };
@@ -34,6 +35,7 @@ check_ranges(const json_t *job, const char *path, struct jerr *err)
 	    jcheck_int_range(job, path, "length", 1, FTAR_MAX_LENGTH, err) ||
 	    jcheck_int_range(job, path, "seed", 0, INT64_MAX, err) ||
 	    jcheck_int_range(job, path, "bench_rounds", 0, 1000, err) ||
+	    jcheck_int_range(job, path, "mpi_rounds", 0, 1000, err) ||
 	    jcheck_num_range(job, path, "step_delay_ms", 0, MAX_DELAY_MS,
 			     err) ||
 	    jcheck_num_positive(job, path, "timeout", MAX_TIMEOUT, err))
