@@ -1075,6 +1075,25 @@ replay_job(struct batches *bs, struct batch *b, json_t *tasks,
 }
 
 /* Rebuild B from its batch.json (BT) and its trusted lines (R). */
+/* Rebuild the gang batch B of BT: ended if its one line is there, else
+ * its task runs again from its first attempt (a gang cannot be picked up
+ * where a dead master left it). */
+static int
+rebuild_gang(struct batches *bs, struct batch *b, struct batch_text *bt,
+	     const struct journal_results *r)
+{
+	b->gang = ft_strdup(json_string_value(json_object_get(bt->job,
+							      "type")));
+	b->total = 1;
+	b->ok = r->ok;
+	b->failed = r->failed;
+	if (b->ok + b->failed >= 1)
+		b->state = B_ENDING;
+	else if (bs->ops.gang)
+		bs->ops.gang(bs->ops.ctx, (uint32_t)b->id, 0, bt->job);
+	return 0;
+}
+
 static int
 rebuild(struct batches *bs, struct batch *b, struct batch_text *bt,
 	const struct journal_results *r, char *err, size_t n)
@@ -1094,6 +1113,8 @@ rebuild(struct batches *bs, struct batch *b, struct batch_text *bt,
 			b->state = B_ENDING;
 		return 0;
 	}
+	if (batches_is_gang(bs->pl, bt->job))
+		return rebuild_gang(bs, b, bt, r);
 	p = ft_plugins_find(bs->pl, json_string_value(json_object_get(bt->job,
 								      "type")));
 	dir = ft_asprintf("%s/job", b->dir);

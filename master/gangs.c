@@ -256,6 +256,8 @@ gangs_cron(struct master *m, double now)
 		drop(t);
 		return;
 	}
+	if (t->cancelled)
+		grun_abort(t->run, "cancelled");
 	if (grun_tick(t->run, now))
 		attempt_over(t);
 }

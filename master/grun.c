@@ -719,6 +719,13 @@ grun_ranks(const struct grun *g)
 }
 
 void
+grun_abort(struct grun *g, const char *reason)
+{
+	if (g->state == G_RUN || g->state == G_WRITING)
+		fail(g, reason);
+}
+
+void
 grun_kill(struct grun *g)
 {
 	int i;

@@ -79,6 +79,10 @@ json_t *grun_ranks(const struct grun *g);
 /* Is a spawn still hanging somewhere?  Then MPI_Finalize would hang:
  * the master leaves without it. */
 int grun_spawn_hung(void);
+/* End the job now for REASON (cancelled): the attempt winds down as a
+ * failed one does (settle, STOP, kill, free).  Only once the job has
+ * started (every pid known): before, it does nothing; call it again. */
+void grun_abort(struct grun *g, const char *reason);
 /* SIGKILL every process of this attempt still there (the master is
  * leaving), without waiting. */
 void grun_kill(struct grun *g);

@@ -277,3 +277,38 @@ def test_static_world_refuses_gang_jobs(make_cluster, tmp_path):
     assert err.strip().count("\n") == 0, err
     rc, out, err = c.submit({"name": "ok", "tasks": [exec_task("true")]})
     assert rc == 0, err
+
+
+# ---- cancel, and a master that dies ----
+
+def test_cancel_running_gang(gc, tmp_path):
+    """A cancelled gang task ends at once with one failed line; its gang
+    winds down and leaves nothing behind."""
+    job = allreduce_job(tmp_path, 4, delay=1000)
+    bid = submit(gc, job)
+    assert wait_until(lambda: (gang_of(gc.status(), bid) or {}).get(
+        "ranks", [{}])[0].get("state") == "step", 30)
+    pids = [r["pid"] for r in gang_of(gc.status(), bid)["ranks"]]
+    r = gc.cli("cancel", "-c", gc.config, bid)
+    assert r.returncode == 0, r.stderr
+    rc, res = wait_batch(gc, bid)
+    assert res["status"] == "failed" and res["reason"] == "cancelled"
+    assert wait_until(lambda: gang_of(gc.status(), bid) is None, 15)
+    assert wait_until(lambda: not any(os.path.exists(f"/proc/{p}")
+                                      for p in pids), 10)
+
+
+def test_master_killed_gang_runs_again(gc, tmp_path):
+    """SIGKILL of the master in the middle of a gang: the supervisor
+    restarts it, the journal replay runs the gang task again, and it has
+    one result line, with the right bits."""
+    job = allreduce_job(tmp_path, 4, delay=800)
+    bid = submit(gc, job)
+    assert wait_until(lambda: gang_of(gc.status(), bid) is not None, 30)
+    master = int((gc.state_dir / "master.pid").read_text().split()[0])
+    os.kill(master, signal.SIGKILL)
+    rc, res = wait_batch(gc, bid)
+    assert rc == 0, res
+    check_sum(res, job, ref_sum(4, LENGTH, 11))
+    ups = [e for e in gc.events() if e["event"] == "master_up"]
+    assert ups[-1].get("restart_reason")
