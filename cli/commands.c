@@ -621,6 +621,32 @@ print_store(const json_t *st)
 	       ft_wall() - json_number_value(json_object_get(st, "since")));
 }
 
+/* One line per running gang: its task and each rank's pid, role, state. */
+static void
+print_gangs(const json_t *gangs)
+{
+	const json_t *g, *r;
+	size_t i, j;
+
+	json_array_foreach(gangs, i, g) {
+		printf("\ngang: batch %lld task %lld attempt %lld (%s):",
+		       (long long)json_integer_value(json_object_get(g, "batch")),
+		       (long long)json_integer_value(json_object_get(g, "task")),
+		       (long long)json_integer_value(json_object_get(g,
+								   "attempt")),
+		       json_string_value(json_object_get(g, "job")));
+		json_array_foreach(json_object_get(g, "ranks"), j, r)
+			printf(" %lld:%lld/%s/%s",
+			       (long long)json_integer_value(json_object_get(r,
+								       "rank")),
+			       (long long)json_integer_value(json_object_get(r,
+								       "pid")),
+			       json_string_value(json_object_get(r, "role")),
+			       json_string_value(json_object_get(r, "state")));
+		putchar('\n');
+	}
+}
+
 /* status -c CFG [--json] */
 int
 cli_status(struct cli *c)
@@ -663,6 +689,7 @@ cli_status(struct cli *c)
 			cli_print_table(ctl_batch_cols, CTL_B_NCOLS,
 				    json_object_get(ans, k[CTL_S_BATCHES]));
 		}
+		print_gangs(json_object_get(ans, k[CTL_S_GANGS]));
 	}
 	json_decref(ans);
 	return 0;
