@@ -91,6 +91,7 @@ gangs_submit(struct master *m, uint32_t batch, uint32_t index,
 	t->timeout = json_is_number(json_object_get(job, "timeout")) ?
 		json_number_value(json_object_get(job, "timeout")) :
 		GANG_TIMEOUT;
+	/* checked at submit already: this only learns its size */
 	gang_load_check(gs.dir, job, "job", &t->active, &t->spares, &jerr);
 	if (gs.tail)
 		gs.tail->next = t;

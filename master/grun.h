@@ -24,7 +24,7 @@
  *            the intercommunicator
  *
  * Requests go through the master's treq set, so the loop's polls drive
- * the callbacks; a ended attempt has retired all of its requests.
+ * the callbacks; an attempt that is over has retired all of its requests.
  */
 #ifndef FT_GRUN_H
 #define FT_GRUN_H

@@ -423,13 +423,15 @@ report(struct ftar *a, int ok)
 	free(json);
 }
 
-/* WRITE: the result to the job's output. */
+/* WRITE: the result to the job's output, on disk before WRITTEN (the
+ * master records the task ok on it). */
 static void
 write_output(struct ftar *a)
 {
 	char why[200] = "";
-	int ok = ft_write_file_atomic(a->p.output, (const char *)a->node[a->top],
-				      a->p.length * sizeof(double)) == 0;
+	int ok = ft_write_file_durable(a->p.output,
+				       (const char *)a->node[a->top],
+				       a->p.length * sizeof(double), 1) == 0;
 
 	if (!ok)
 		snprintf(why, sizeof(why), "%s: %s", a->p.output,

@@ -394,8 +394,9 @@ serve(struct pipe *pp, int has_output)
 	for (;;) {
 		switch (gang_await(pp->g, gang_epoch(pp->g))) {
 		case GANG_WRITE:
-			ok = has_output && ft_write_file_atomic(pp->p.output,
-				(const char *)pp->data, pp->p.bytes) == 0;
+			/* on disk before WRITTEN: the task is ok on it */
+			ok = has_output && ft_write_file_durable(pp->p.output,
+				(const char *)pp->data, pp->p.bytes, 1) == 0;
 			snprintf(why, sizeof(why), "%s: %s", pp->p.output,
 				 has_output ? strerror(errno) : pp->why);
 			gang_written(pp->g, ok, ok ? "" : why);
