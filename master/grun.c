@@ -330,6 +330,17 @@ on_written(struct grun *g, int rank, const char *p, int n)
 
 static void post_recv(struct grun *g);
 
+/* A message of no known type TAG (N bytes) from RANK fails the job. */
+static void
+unexpected(struct grun *g, int rank, int tag, int n)
+{
+	char why[128];
+
+	snprintf(why, sizeof(why), "unexpected message (tag %d, %d bytes) "
+		 "from gang rank %d", tag, n, rank);
+	fail(g, why);
+}
+
 /* The standing receive got a message: post the next, dispatch it. */
 static void
 on_msg(struct treq *t, enum treq_outcome outcome, void *arg)
@@ -358,7 +369,7 @@ on_msg(struct treq *t, enum treq_outcome outcome, void *arg)
 		on_written(g, rank, t->buf, t->count);
 		break;
 	default:
-		fail(g, "unexpected message from a gang rank");
+		unexpected(g, rank, tag, t->count);
 	}
 }
 
