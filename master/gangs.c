@@ -9,6 +9,7 @@
 #include "grun.h"
 #include "log.h"
 #include "master.h"
+#include "spawn.h"
 #include "util.h"
 
 /* The gang side's own timing (worker/gang/README.md, measured here):
@@ -253,6 +254,11 @@ gangs_cron(struct master *m, double now)
 	if (t == NULL || m->stopping)
 		return;
 	gs.cur = t;
+	/* Not beside a worker's spawn: a gang attempt started while workers
+	 * were respawned once got a message of no gang type (two spawns at
+	 * once in Open MPI 4.1 are suspect). */
+	if (t->run == NULL && m->async_spawn && spawn_async_busy())
+		return;
 	if (t->run == NULL && start_attempt(t) == -1) {
 		ended(t, 0, NULL, "cannot start a spawn thread");
 		drop(t);
