@@ -295,12 +295,15 @@ gangs_leave(void)
 {
 	struct gtask *t;
 
-	int busy = 0;
+	int busy = 0, strays;
 
 	for (t = gs.head; t; t = t->next)
 		if (t->run) {
 			grun_kill(t->run);
 			busy = 1;
 		}
+	if (grun_spawn_hung() &&
+	    (strays = grun_kill_strays(gs.exe)) > 0)
+		log_info("killed %d processes of hung gang spawns", strays);
 	return busy || grun_spawn_hung();
 }

@@ -1,6 +1,8 @@
 /* grun: one attempt of a gang task, run from the loop (see grun.h). */
 #include "grun.h"
 
+#include <dirent.h>
+#include <limits.h>
 #include <math.h>
 #include <mpi.h>
 #include <pthread.h>
@@ -8,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "gang_proto.h"
 #include "util.h"
@@ -759,4 +762,51 @@ grun_free(struct grun *g)
 	free(g->r);
 	free(g->job);
 	free(g);
+}
+
+/* Is PID a child of our launcher running the program EXE? */
+static int
+launched_exe(int pid, const char *exe)
+{
+	char path[64], line[256], buf[PATH_MAX];
+	int ppid = -1;
+	ssize_t n;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", pid);
+	if ((f = fopen(path, "re")) == NULL)
+		return 0;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "PPid: %d", &ppid) == 1)
+			break;
+	fclose(f);
+	if (ppid != getppid())
+		return 0;
+	snprintf(path, sizeof(path), "/proc/%d/exe", pid);
+	n = readlink(path, buf, sizeof(buf) - 1);
+	if (n <= 0)
+		return 0;
+	buf[n] = '\0';
+	return strcmp(buf, exe) == 0;
+}
+
+int
+grun_kill_strays(const char *exe)
+{
+	char real[PATH_MAX];
+	struct dirent *d;
+	DIR *dir;
+	int killed = 0;
+
+	if (realpath(exe, real) == NULL || (dir = opendir("/proc")) == NULL)
+		return 0;
+	while ((d = readdir(dir)) != NULL) {
+		int pid = atoi(d->d_name);
+
+		if (pid > 0 && launched_exe(pid, real) &&
+		    kill(pid, SIGKILL) == 0)
+			killed++;
+	}
+	closedir(dir);
+	return killed;
 }

@@ -86,6 +86,11 @@ void grun_abort(struct grun *g, const char *reason);
 /* SIGKILL every process of this attempt still there (the master is
  * leaving), without waiting. */
 void grun_kill(struct grun *g);
+/* SIGKILL every process running EXE that our launcher started (the
+ * processes of hung spawns, which never said hello: the launcher would
+ * wait for them for ever).  Only when leaving: killing them earlier made
+ * the next spawns hang.  Returns how many. */
+int grun_kill_strays(const char *exe);
 void grun_free(struct grun *g);
 
 #endif

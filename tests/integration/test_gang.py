@@ -102,17 +102,22 @@ def gang_of(st, bid):
     return None
 
 
-def kill_at(c, bid, kills, attempt=1, timeout=40):
+def kill_at(c, bid, kills, timeout=60):
     """SIGKILL rank R of batch BID's gang when status shows it at step S
-    ("recover": recovering), for each (R, S) of KILLS.  The pids killed."""
+    ("recover": recovering), for each (R, S) of KILLS, all in one attempt
+    (the first that starts: a spawn that hangs for 20 s under load makes
+    it attempt 2).  Returns the pids killed and that attempt."""
     todo = dict(kills)
     killed = []
+    attempt = None
     end = time.time() + timeout
     while todo and time.time() < end:
         g = gang_of(c.status(), bid)
-        if g is None or g["attempt"] != attempt:
+        if g is None or g["attempt"] != (attempt or g["attempt"]) or \
+                any(r["pid"] <= 0 for r in g["ranks"]):
             time.sleep(0.02)
             continue
+        attempt = g["attempt"]
         for r in g["ranks"]:
             want = todo.get(r["rank"])
             if want is None or r["pid"] <= 0:
@@ -123,12 +128,14 @@ def kill_at(c, bid, kills, attempt=1, timeout=40):
                 killed.append(r["pid"])
                 del todo[r["rank"]]
     assert not todo, f"never saw ranks at their steps: {todo}"
-    return killed
+    return killed, attempt
 
 
-def check_sum(res, job, ref, attempt=1, deaths=0):
+def check_sum(res, job, ref, attempt=None, deaths=0):
+    """RES ok, in ATTEMPT (None: any; a spawn may hang under load and
+    leave its attempt to the next), with DEATHS, and the output REF."""
     assert res["status"] == "ok", res
-    assert res["attempt"] == attempt, res
+    assert attempt is None or res["attempt"] == attempt, res
     assert res["figures"]["deaths"] == deaths, res
     assert Path(job["output"]).read_bytes() == ref
 
@@ -163,10 +170,10 @@ def test_allreduce_no_fault(gc, tmp_path, ranks):
 def test_allreduce_active_killed(gc, tmp_path, ranks, step, victim):
     job = allreduce_job(tmp_path, ranks)
     bid = submit(gc, job)
-    pids = kill_at(gc, bid, {victim: step})
+    pids, att = kill_at(gc, bid, {victim: step})
     rc, res = wait_batch(gc, bid)
     assert rc == 0
-    check_sum(res, job, ref_sum(ranks, LENGTH, 11), deaths=1)
+    check_sum(res, job, ref_sum(ranks, LENGTH, 11), attempt=att, deaths=1)
     assert res["figures"]["recoveries"] >= 1
     dead = events_of(gc, "gang_rank_dead", bid)
     assert [(e["rank"], e["pid"]) for e in dead] == [(victim, pids[0])]
@@ -176,9 +183,9 @@ def test_allreduce_active_killed(gc, tmp_path, ranks, step, victim):
 def test_allreduce_spare_killed(gc, tmp_path):
     job = allreduce_job(tmp_path, 4)
     bid = submit(gc, job)
-    kill_at(gc, bid, {5: 0})
+    _, att = kill_at(gc, bid, {5: 0})
     rc, res = wait_batch(gc, bid)
-    check_sum(res, job, ref_sum(4, LENGTH, 11), deaths=1)
+    check_sum(res, job, ref_sum(4, LENGTH, 11), attempt=att, deaths=1)
 
 
 def test_allreduce_more_deaths_than_spares_shrinks(gc, tmp_path):
@@ -186,9 +193,9 @@ def test_allreduce_more_deaths_than_spares_shrinks(gc, tmp_path):
     shrinks to 4 positions and goes on."""
     job = allreduce_job(tmp_path, 8)
     bid = submit(gc, job)
-    kill_at(gc, bid, {1: 2, 3: 2, 5: 2})
+    _, att = kill_at(gc, bid, {1: 2, 3: 2, 5: 2})
     rc, res = wait_batch(gc, bid)
-    check_sum(res, job, ref_sum(8, LENGTH, 11), deaths=3)
+    check_sum(res, job, ref_sum(8, LENGTH, 11), attempt=att, deaths=3)
     assert res["figures"]["positions"] == 4
 
 
@@ -198,14 +205,14 @@ def test_allreduce_two_deaths_in_one_block_rerun(gc, tmp_path):
     attempt 2, the right bits."""
     job = allreduce_job(tmp_path, 8)
     bid = submit(gc, job)
-    kill_at(gc, bid, {2: 2, 3: 2})
+    _, att = kill_at(gc, bid, {2: 2, 3: 2})
     rc, res = wait_batch(gc, bid)
     assert rc == 0
-    check_sum(res, job, ref_sum(8, LENGTH, 11), attempt=2)
+    check_sum(res, job, ref_sum(8, LENGTH, 11), attempt=att + 1)
     ends = events_of(gc, "gang_ended", bid)
-    assert [(e["attempt"], e["status"]) for e in ends] == \
-        [(1, "failed"), (2, "ok")]
-    assert "lost" in ends[0]["reason"]
+    assert [(e["attempt"], e["status"]) for e in ends][-2:] == \
+        [(att, "failed"), (att + 1, "ok")]
+    assert "lost" in ends[-2]["reason"]
 
 
 def test_one_rank_tasks_go_on_beside_a_gang(gc, tmp_path):
@@ -233,9 +240,9 @@ def test_bad_gang_job_refused(gc, tmp_path):
 
 # ---- pipeline ----
 
-def check_pipeline(res, job, want, attempt=1):
+def check_pipeline(res, job, want, attempt=None):
     assert res["status"] == "ok", res
-    assert res["attempt"] == attempt
+    assert attempt is None or res["attempt"] == attempt, res
     assert Path(job["output"]).read_bytes() == want
     fig = res["figures"]
     assert fig["verified"] is True
@@ -260,10 +267,11 @@ def test_pipeline_rank_killed_rerun(gc, tmp_path):
     it again, one result line (attempt 2) with every byte."""
     job = pipeline_job(tmp_path, 4, 4, 1, step_delay_ms=DELAY_MS)
     bid = submit(gc, job)
-    kill_at(gc, bid, {3: 1})
+    _, att = kill_at(gc, bid, {3: 1})
     rc, res = wait_batch(gc, bid)
     assert rc == 0
-    check_pipeline(res, job, gang_ref.gen_bytes(9, job["bytes"]), attempt=2)
+    check_pipeline(res, job, gang_ref.gen_bytes(9, job["bytes"]),
+                   attempt=att + 1)
 
 
 # ---- static launch ----
