@@ -46,7 +46,8 @@ MASTER := master/main.c master/loop.c master/farm.c master/commands.c \
 	master/defer.c master/store.c master/journal.c master/fence.c \
 	master/blame.c master/ladder.c master/bmc.c master/child.c \
 	master/stats.c master/subs.c master/evring.c \
-	master/http.c master/metrics.c master/expo.c master/page.c
+	master/http.c master/metrics.c master/expo.c master/page.c \
+	master/gangs.c master/grun.c
 WORKER := worker/main.c worker/agent.c worker/runner.c worker/doze.c
 CLI := cli/main.c cli/commands.c cli/start.c cli/launch.c cli/supervise.c \
 	cli/nodes.c cli/watch.c cli/events.c cli/progress.c
@@ -110,6 +111,9 @@ $(BINDIR)/tasks/relax.so: $(RELAX_SRC) $(wildcard worker/tasks/relax_*.h) $(PLUG
 -include $(shell find build -name '*.d' 2>/dev/null)
 
 include tests/tests.mk
+# Gang tasks: the rank program ftfarm-gang, the gang plugins (bin/gangs/)
+# and the pieces the master and the CLI share with them.
+include worker/gang/gang.mk
 
 # The main job: a local cluster doing real work (see scripts/demo).
 demo: deps

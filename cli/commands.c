@@ -12,6 +12,7 @@
 #include "batchtext.h"
 #include "cli.h"
 #include "ctl.h"
+#include "gang_load.h"
 #include "jcheck.h"
 #include "jpos.h"
 #include "lease.h"
@@ -240,6 +241,21 @@ submit_call(struct cli *c, json_t *req, const void *body, size_t len,
 	return end == CALL_OK ? ans : NULL;
 }
 
+/* ft_plugins.other_jobs: gang jobs, checked with the gang plugins
+ * installed beside this program (the master refuses them under a static
+ * world). */
+static int
+check_gang_job(void *ctx, const json_t *job, const char *path,
+	       struct jerr *err)
+{
+	char *dir = gang_load_default_dir();
+	int rc = gang_load_check(dir, job, path, NULL, NULL, err);
+
+	(void)ctx;
+	free(dir);
+	return rc;
+}
+
 /* Check BATCH against the task types installed beside this program.
  * 0, -1 with JERR set, or -2 when the plugins cannot be loaded (said). */
 static int
@@ -254,6 +270,7 @@ check_batch(const json_t *batch, struct jerr *jerr)
 		cli_err("%s", err);
 		return -2;
 	}
+	pl.other_jobs = check_gang_job;
 	rc = ft_batch_check(batch, &pl, jerr);
 	ft_plugins_free(&pl);
 	return rc;
@@ -276,6 +293,7 @@ check_file(const char *path, uint32_t *ntasks)
 		cli_err("%s", err);
 		return 1;
 	}
+	pl.other_jobs = check_gang_job;
 	if ((text = ft_read_file(path, &len)) == NULL) {
 		fprintf(stderr, "%s: cannot read: %s\n", path, strerror(errno));
 		rc = 2;
@@ -603,6 +621,32 @@ print_store(const json_t *st)
 	       ft_wall() - json_number_value(json_object_get(st, "since")));
 }
 
+/* One line per running gang: its task and each rank's pid, role, state. */
+static void
+print_gangs(const json_t *gangs)
+{
+	const json_t *g, *r;
+	size_t i, j;
+
+	json_array_foreach(gangs, i, g) {
+		printf("\ngang: batch %lld task %lld attempt %lld (%s):",
+		       (long long)json_integer_value(json_object_get(g, "batch")),
+		       (long long)json_integer_value(json_object_get(g, "task")),
+		       (long long)json_integer_value(json_object_get(g,
+								   "attempt")),
+		       json_string_value(json_object_get(g, "job")));
+		json_array_foreach(json_object_get(g, "ranks"), j, r)
+			printf(" %lld:%lld/%s/%s",
+			       (long long)json_integer_value(json_object_get(r,
+								       "rank")),
+			       (long long)json_integer_value(json_object_get(r,
+								       "pid")),
+			       json_string_value(json_object_get(r, "role")),
+			       json_string_value(json_object_get(r, "state")));
+		putchar('\n');
+	}
+}
+
 /* status -c CFG [--json] */
 int
 cli_status(struct cli *c)
@@ -645,6 +689,7 @@ cli_status(struct cli *c)
 			cli_print_table(ctl_batch_cols, CTL_B_NCOLS,
 				    json_object_get(ans, k[CTL_S_BATCHES]));
 		}
+		print_gangs(json_object_get(ans, k[CTL_S_GANGS]));
 	}
 	json_decref(ans);
 	return 0;

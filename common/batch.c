@@ -84,6 +84,12 @@ check_job(const json_t *job, const struct ft_plugins *pl, struct jerr *err)
 		return jerr_set(err, "job.type", "expected a string, got %s",
 				jcheck_type_name(type));
 	p = ft_plugins_find(pl, json_string_value(type));
+	if (p == NULL && pl->other_jobs) {
+		int rc = pl->other_jobs(pl->other_ctx, job, "job", err);
+
+		if (rc <= 0)
+			return rc;
+	}
 	if (p == NULL || p->job == NULL)
 		return jerr_set(err, "job.type", "unknown job type \"%s\"",
 				json_string_value(type));

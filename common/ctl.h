@@ -123,8 +123,10 @@ json_t *ctl_request_new(enum ctl_cmd cmd);
 /*
  * The status answer: {"ok", "cluster", "launch", "mpi", "uptime",
  * "queued", "open", "workers": [...], "nodes": [...], "batches": [...],
- * "counters": {...}, "http"} ("http": the status page's URL, only when
- * the master listens for HTTP).  Each table's rows have the columns below:
+ * "counters": {...}, "http", "gangs"} ("http": the status page's URL, only
+ * when the master listens for HTTP; "gangs": the gang tasks running, each
+ * {"batch", "task", "attempt", "job", "ranks": [{"rank", "pid", "host",
+ * "role": "active"|"spare", "state", "step", "epoch"}]}).  Each table's rows have the columns below:
  * X(ENUM, key, title, width, type); a title of NULL is not printed, a
  * negative width is left-aligned.
  */
@@ -181,7 +183,8 @@ json_t *ctl_request_new(enum ctl_cmd cmd);
 	X(S_COUNTERS, "counters", JT_OBJECT)				\
 	X(S_STORE, "store", JT_OBJECT)					\
 	X(S_EPOCH, "epoch", JT_INT)					\
-	X(S_HTTP, "http", JT_STRING)
+	X(S_HTTP, "http", JT_STRING)					\
+	X(S_GANGS, "gangs", JT_ARRAY)
 
 #define CTL_COL_ENUM(E, key, title, width, type) CTL_##E,
 #define CTL_KEY_ENUM(E, key, type) CTL_##E,

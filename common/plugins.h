@@ -8,10 +8,18 @@
 
 #include "plugin.h"
 
+/* A checker of jobs whose type no task plugin serves (gang jobs, served
+ * by processes of their own: worker/gang/): 0, -1 with ERR, or 1 when
+ * the type is none of its own either.  Called from any thread. */
+typedef int (*ft_job_check_fn)(void *ctx, const json_t *job, const char *path,
+			       struct jerr *err);
+
 struct ft_plugins {
 	const struct ft_plugin **v;
 	void **handles;
 	int n;
+	ft_job_check_fn other_jobs;	/* or NULL (set by the caller) */
+	void *other_ctx;
 };
 
 /* The default plugin directory: "tasks" beside the running executable

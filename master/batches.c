@@ -45,6 +45,8 @@ struct batch {
 	char **phases;			/* the specs of each phase of a job */
 	int nphases;
 	const struct ft_plugin *plugin;	/* the planner of a job batch, or NULL */
+	char *gang;			/* the job type of a gang batch, or NULL */
+	json_t *gang_job;		/* its job, until handed over */
 	struct job *job;		/* while running */
 	int cancelled;			/* an operator cancelled it */
 	char *error;			/* why its job failed, once finished */
@@ -172,8 +174,9 @@ batch_json(const struct batch *b)
 			b->ok + b->failed - b->d_ok - b->d_failed));
 	ctl_row_num(o, &c[CTL_B_SECONDS],
 		    batch_finished(b) ? b->seconds : ft_now() - b->t0);
-	if (b->plugin)
-		json_object_set_new(o, "job", json_string(b->plugin->name));
+	if (b->plugin || b->gang)
+		json_object_set_new(o, "job", json_string(
+			b->plugin ? b->plugin->name : b->gang));
 	if (batch_error(b))
 		json_object_set_new(o, "error", json_string(batch_error(b)));
 	if (batch_result(b))
@@ -253,6 +256,7 @@ batch_free(struct batch *b)
 	free(b->phases);
 	free(b->error);
 	json_decref(b->result);
+	free(b->gang);
 	free(b->name);
 	free(b->dir);
 	free(b);
@@ -386,6 +390,25 @@ open_results(struct batch *b, char *err, size_t n)
 }
 
 int
+batches_is_gang(const struct ft_plugins *pl, const json_t *job)
+{
+	return job && ft_plugins_find(pl, json_string_value(json_object_get(
+		job, "type"))) == NULL;
+}
+
+/* B is the gang batch BT: one task, its job, run by a gang (BT freed). */
+static void
+accept_gang(struct batches *bs, struct batch *b, struct batch_text *bt)
+{
+	(void)bs;
+	b->gang = ft_strdup(json_string_value(json_object_get(bt->job,
+							      "type")));
+	b->gang_job = json_incref(bt->job);
+	b->total = 1;
+	batch_text_free(bt);
+}
+
+int
 batches_accept(struct batches *bs, long id, struct batch_text *bt,
 	       struct job *job, json_t *tasks, const char *token, char *err,
 	       size_t n)
@@ -405,7 +428,9 @@ batches_accept(struct batches *bs, long id, struct batch_text *bt,
 	b->name = ft_strdup(bt->name);
 	b->state = B_RUNNING;
 	b->t0 = ft_now();
-	if (job) {
+	if (job == NULL && batches_is_gang(bs->pl, bt->job)) {
+		accept_gang(bs, b, bt);
+	} else if (job) {
 		b->job = job;
 		b->plugin = ft_plugins_find(bs->pl, json_string_value(
 			json_object_get(bt->job, "type")));
@@ -420,9 +445,14 @@ batches_accept(struct batches *bs, long id, struct batch_text *bt,
 	if (bs->stats)
 		bs->stats->batches_submitted++;
 	ev_batch_submitted(bs->ev, b->id, b->name, b->total,
-			   b->plugin ? b->plugin->name : NULL);
+			   b->plugin ? b->plugin->name : b->gang);
 	log_info("batch %ld (%s): %u tasks", b->id, b->name, b->total);
-	bs->ops.queued(bs->ops.ctx);
+	if (b->gang && bs->ops.gang)
+		bs->ops.gang(bs->ops.ctx, (uint32_t)b->id, 0, b->gang_job);
+	else
+		bs->ops.queued(bs->ops.ctx);
+	json_decref(b->gang_job);
+	b->gang_job = NULL;
 	return 0;
 }
 
@@ -452,11 +482,11 @@ batches_submit(struct batches *bs, json_t *batch, char *err, size_t n)
 	if (batch_text_read(&bt, "batch", text, strlen(text), bs->pl, 1, err,
 			    n) == -1)
 		goto fail;
-	if (bt.job)
+	if (bt.job && !batches_is_gang(bs->pl, bt.job))
 		job = job_start(ft_plugins_find(bs->pl, json_string_value(
 					json_object_get(bt.job, "type"))),
 				bs->pl, bt.job, path, &tasks, err, n);
-	if ((bt.job && job == NULL) ||
+	if ((bt.job && job == NULL && !batches_is_gang(bs->pl, bt.job)) ||
 	    batches_accept(bs, id, &bt, job, tasks, NULL, err, n) == -1) {
 		batch_text_free(&bt);
 		job_free(job);
@@ -709,6 +739,43 @@ batches_record(struct batches *bs, uint64_t tid, int worker,
 }
 
 void
+batches_gang_ended(struct batches *bs, uint32_t batch, uint32_t index,
+		   uint32_t attempt, int ok, double seconds, json_t *figures,
+		   const char *reason)
+{
+	struct batch *b = running(bs, batch);
+	char *fig = json_dumps(figures, JSON_COMPACT | JSON_SORT_KEYS);
+	struct jsonl *o;
+
+	if (b == NULL) {
+		free(fig);
+		return;
+	}
+	o = &b->out;
+	jsonl_begin(o);
+	jsonl_int(o, "task", index);
+	jsonl_int(o, "attempt", attempt);
+	jsonl_int(o, "worker", -1);
+	jsonl_str(o, "status", ok ? "ok" : "failed");
+	jsonl_int(o, "exit", ok ? 0 : -1);
+	jsonl_secs(o, "seconds", seconds);
+	jsonl_str(o, "stdout", "");
+	if (!ok)
+		jsonl_str(o, "reason", reason);
+	jsonl_str(o, "job", b->gang);
+	jsonl_raw(o, "figures", fig ? fig : "{}");
+	jsonl_end(o);
+	free(fig);
+	json_decref(b->result);
+	b->result = json_incref(figures);
+	ev_task_done(bs->ev, batch, index, attempt, -1, ok ? "ok" : "failed");
+	if (!ok)
+		log_warnx("batch %ld gang task %u failed: %s", b->id, index,
+			  reason);
+	count(bs, b, index, ok, "", 0, ok ? NULL : reason);
+}
+
+void
 batches_fail(struct batches *bs, uint32_t batch, uint32_t index,
 	     uint32_t attempts, const char *reason)
 {
@@ -760,6 +827,10 @@ batches_cancel(struct batches *bs, long id, uint64_t *queued,
 	b->cancelled = 1;
 	sched_fail_batch(bs->sched, (uint32_t)id, "cancelled", queued,
 			 running);
+	if (b->gang && bs->ops.gang_cancel) {
+		(*running)++;
+		bs->ops.gang_cancel(bs->ops.ctx, (uint32_t)id);
+	}
 	ev_batch_cancelled(bs->ev, id, (long long)*queued,
 			   (long long)*running);
 	log_info("batch %ld (%s) cancelled: %llu queued tasks dropped, %llu "
@@ -1007,6 +1078,25 @@ replay_job(struct batches *bs, struct batch *b, json_t *tasks,
 }
 
 /* Rebuild B from its batch.json (BT) and its trusted lines (R). */
+/* Rebuild the gang batch B of BT: ended if its one line is there, else
+ * its task runs again from its first attempt (a gang cannot be picked up
+ * where a dead master left it). */
+static int
+rebuild_gang(struct batches *bs, struct batch *b, struct batch_text *bt,
+	     const struct journal_results *r)
+{
+	b->gang = ft_strdup(json_string_value(json_object_get(bt->job,
+							      "type")));
+	b->total = 1;
+	b->ok = r->ok;
+	b->failed = r->failed;
+	if (b->ok + b->failed >= 1)
+		b->state = B_ENDING;
+	else if (bs->ops.gang)
+		bs->ops.gang(bs->ops.ctx, (uint32_t)b->id, 0, bt->job);
+	return 0;
+}
+
 static int
 rebuild(struct batches *bs, struct batch *b, struct batch_text *bt,
 	const struct journal_results *r, char *err, size_t n)
@@ -1026,6 +1116,8 @@ rebuild(struct batches *bs, struct batch *b, struct batch_text *bt,
 			b->state = B_ENDING;
 		return 0;
 	}
+	if (batches_is_gang(bs->pl, bt->job))
+		return rebuild_gang(bs, b, bt, r);
 	p = ft_plugins_find(bs->pl, json_string_value(json_object_get(bt->job,
 								      "type")));
 	dir = ft_asprintf("%s/job", b->dir);

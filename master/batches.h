@@ -41,6 +41,12 @@ struct batches_ops {
 	void (*queued)(void *ctx);
 	/* Batch B has finished (every result line written). */
 	void (*finished)(void *ctx, struct batch *b);
+	/* Task INDEX of batch BATCH is the gang job JOB: run it, then tell
+	 * batches_gang_ended. */
+	void (*gang)(void *ctx, uint32_t batch, uint32_t index,
+		     const json_t *job);
+	/* Batch BATCH was cancelled: end its gang tasks (failed). */
+	void (*gang_cancel)(void *ctx, uint32_t batch);
 };
 
 struct store;
@@ -85,6 +91,16 @@ long batches_submit(struct batches *bs, json_t *batch, char *err, size_t n);
 /* Task TID ended with result R, run by WORKER. */
 void batches_record(struct batches *bs, uint64_t tid, int worker,
 		    const struct proto_result *r);
+/* Is JOB (a checked "job" object, or NULL) a gang job: one gang task
+ * (master/gangs.h) rather than tasks planned by a task plugin? */
+int batches_is_gang(const struct ft_plugins *pl, const json_t *job);
+/* Gang task INDEX of batch BATCH ended after ATTEMPT attempts: OK (its
+ * output complete) or not for REASON, in SECONDS, with FIGURES (a JSON
+ * object, borrowed: in the result line and, for the batch's one gang
+ * task, its summary). */
+void batches_gang_ended(struct batches *bs, uint32_t batch, uint32_t index,
+			uint32_t attempt, int ok, double seconds,
+			json_t *figures, const char *reason);
 /* Task INDEX of batch BATCH failed for good after ATTEMPTS, for REASON. */
 void batches_fail(struct batches *bs, uint32_t batch, uint32_t index,
 		  uint32_t attempts, const char *reason);

@@ -12,6 +12,7 @@
 #include "control.h"
 #include "ctl.h"
 #include "farm.h"
+#include "gangs.h"
 #include "health.h"
 #include "http.h"
 #include "intake.h"
@@ -155,6 +156,7 @@ commands_status(struct master *m, int max_finished)
 	if (http_url(m->http))
 		json_object_set_new(o, k[CTL_S_HTTP],
 				    json_string(http_url(m->http)));
+	json_object_set_new(o, k[CTL_S_GANGS], gangs_status());
 	return o;
 }
 

@@ -56,6 +56,10 @@
 	E(task_failed, 0)						\
 	E(batch_cancelled, EVF_NOW)					\
 	E(batch_done, EVF_NOW)						\
+	E(gang_started, EVF_NOW)					\
+	E(gang_rank_dead, EVF_NOW)					\
+	E(gang_recovery, EVF_NOW)					\
+	E(gang_ended, EVF_NOW)						\
 	E(request_refused, EVF_NOW)					\
 	E(journal_replayed, EVF_NOW)					\
 	E(journal_repaired, EVF_NOW)					\
@@ -110,6 +114,21 @@
 #define EV_FIELDS_batch_done(F)						\
 	F(int, batch) F(int, total) F(int, ok) F(int, failed)		\
 	F(num, seconds) F(ostr, error)
+/* A gang task's attempt: its processes all said hello and started; one
+ * of them was declared dead (and killed); the survivors were told of the
+ * dead of EPOCH (DEAD ranks so far) and recover; the attempt ended. */
+#define EV_FIELDS_gang_started(F)					\
+	F(int, batch) F(int, task) F(int, attempt) F(str, job)		\
+	F(int, ranks) F(int, spares) F(num, spawn_seconds)
+#define EV_FIELDS_gang_rank_dead(F)					\
+	F(int, batch) F(int, task) F(int, attempt) F(int, rank)	\
+	F(int, pid) F(str, reason)
+#define EV_FIELDS_gang_recovery(F)					\
+	F(int, batch) F(int, task) F(int, attempt) F(int, epoch)	\
+	F(int, dead)
+#define EV_FIELDS_gang_ended(F)						\
+	F(int, batch) F(int, task) F(int, attempt) F(str, status)	\
+	F(num, seconds) F(int, deaths) F(ostr, reason)
 #define EV_FIELDS_request_refused(F) F(int, uid) F(str, request)
 #define EV_FIELDS_journal_replayed(F)					\
 	F(int, batches) F(int, done) F(int, pending) F(int, finished)	\

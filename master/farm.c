@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "commands.h"
+#include "gangs.h"
 #include "health.h"
 #include "log.h"
 #include "registry.h"
@@ -131,6 +132,30 @@ on_finished(void *ctx, struct batch *b)
 	commands_batch_done(ctx, b);
 }
 
+static void
+on_gang(void *ctx, uint32_t batch, uint32_t index, const json_t *job)
+{
+	gangs_submit(ctx, batch, index, job);
+}
+
+static void
+on_gang_cancel(void *ctx, uint32_t batch)
+{
+	gangs_cancel(ctx, batch);
+}
+
+/* ---- the gangs' news ---- */
+
+static void
+on_gang_ended(void *ctx, uint32_t batch, uint32_t index, uint32_t attempt,
+	      int ok, double seconds, json_t *figures, const char *reason)
+{
+	struct master *m = ctx;
+
+	batches_gang_ended(&m->batches, batch, index, attempt, ok, seconds,
+			   figures, reason);
+}
+
 void
 farm_init(struct master *m)
 {
@@ -146,7 +171,9 @@ farm_init(struct master *m)
 	struct health_ops ho = { .ctx = m, .reboot_ended = on_reboot_ended };
 	struct batches_ops bo = {
 		.ctx = m, .queued = on_queued, .finished = on_finished,
+		.gang = on_gang, .gang_cancel = on_gang_cancel,
 	};
+	struct gangs_ops go = { .ctx = m, .ended = on_gang_ended };
 
 	defer_init(&m->defer, m);
 	stats_init(&m->stats);
@@ -160,6 +187,7 @@ farm_init(struct master *m)
 	batches_init(&m->batches, &m->cfg, &m->plugins, m->sched, &m->events,
 		     &m->store, &bo);
 	m->batches.stats = &m->stats;
+	gangs_init(m, &go);
 }
 
 /* ---- the store's news ---- */
@@ -245,6 +273,8 @@ farm_cron(struct master *m, double now)
 	registry_dispatch_all(m);
 	defer_run(&m->defer);
 	sched_reclaim(m->sched);	/* nobody needs the ended tasks now */
+	gangs_cron(m, now);
+	defer_run(&m->defer);
 	subs_tick(m->subs, now);
 	return m->stopping ? cron_stop(m, now) : 0;
 }
@@ -271,7 +301,7 @@ farm_rotate(struct master *m, int only_big)
 int
 farm_busy(struct master *m)
 {
-	return sched_open(m->sched) > 0 || registry_starting(m) ||
+	return sched_open(m->sched) > 0 || gangs_busy() || registry_starting(m) ||
 	       health_busy(m) || m->stopping;
 }
 

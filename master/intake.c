@@ -159,7 +159,8 @@ process(struct req *r, const struct ft_plugins *pl)
 	if (batch_text_read(&r->bt, r->file, text, r->len, pl, CHECK_THREADS,
 			    r->err, sizeof(r->err)) == -1)
 		return;
-	if (r->bt.job && plan_job(r, pl) == -1)
+	if (r->bt.job && !batches_is_gang(pl, r->bt.job) &&
+	    plan_job(r, pl) == -1)
 		return;
 	r->status = 1;
 	if (mark_accepted(r) == -1)

@@ -27,6 +27,7 @@
 #include "batch.h"
 #include "commands.h"
 #include "farm.h"
+#include "gangs.h"
 #include "fence.h"
 #include "http.h"
 #include "log.h"
@@ -246,6 +247,13 @@ main(int argc, char **argv)
 		MPI_Abort(MPI_COMM_WORLD, 2);	/* static workers wait for us */
 	if (m.lost_ranks || (m.workers && registry_lost_ranks(&m)))
 		return rc;	/* finalize would wait for the dead ranks */
+	if (gangs_leave()) {
+		/* A gang was cut off, or its spawn hangs: finalize could wait
+		 * for its processes (worker/gang/README.md). */
+		log_warnx("a gang was running; leaving without MPI_Finalize");
+		log_flush();
+		_exit(rc);
+	}
 	if (m.async_spawn && spawn_async_busy()) {
 		/* A spawn hangs in MPI: finalize would wait for it. */
 		log_warnx("a worker spawn never finished; leaving without "

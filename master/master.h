@@ -24,6 +24,8 @@
  *   journal.c   reading results.jsonl back after a restart
  *   store.c     every write into the state dir: fencing, fsync, failures
  *   jobs.c      the phase engine of job batches
+ *   gangs.c     gang tasks: their queue, attempts and results
+ *   grun.c      one attempt of a gang task (spawn, watch, notices, stop)
  *   link.c      the MPI side of each worker (timed requests)
  *   spawn.c     starting workers (MPI_Comm_spawn, or a static world)
  *   worker.c    the state machine of a worker

@@ -336,7 +336,7 @@ class Cluster:
 
 # ---- the binaries under test ----
 
-BIN_FILES = ("ftfarm", "ftfarm-master", "ftfarm-worker")
+BIN_FILES = ("ftfarm", "ftfarm-master", "ftfarm-worker", "ftfarm-gang")
 
 
 def have_build(bindir):
@@ -356,7 +356,8 @@ def snapshot_bins(src, dst):
     end = time.time() + 120
     while time.time() < end:
         files = [src / f for f in BIN_FILES] + \
-            sorted((src / "tasks").glob("*.so"))
+            sorted((src / "tasks").glob("*.so")) + \
+            sorted((src / "gangs").glob("*.so"))
         try:
             newest = max(f.stat().st_mtime for f in files)
         except OSError:
@@ -365,6 +366,7 @@ def snapshot_bins(src, dst):
             break
         time.sleep(0.5)
     (dst / "tasks").mkdir(parents=True, exist_ok=True)
+    (dst / "gangs").mkdir(parents=True, exist_ok=True)
     for f in files:
         rel = f.relative_to(src)
         shutil.copy2(f, dst / rel)

@@ -50,7 +50,9 @@ setup(void **state)
 {
 	struct fx *f = ft_calloc(1, sizeof(*f));
 	struct sched_params sp;
-	struct batches_ops ops = { f, on_queued, on_finished };
+	struct batches_ops ops = {
+		.ctx = f, .queued = on_queued, .finished = on_finished,
+	};
 	char err[512], *path;
 
 	snprintf(f->dir, sizeof(f->dir), "/tmp/ftfarm-batches-unit-XXXXXX");
