@@ -52,13 +52,14 @@ drop_oldest(struct evring *r)
 }
 
 /* Move the kept records to the front of the buffer once the dropped ones
- * take more room than the cap: each byte is moved O(1) times. */
+ * take more room than a quarter of the cap: the buffer stays within 1.25
+ * times the cap, and each byte is moved O(1) times (at most four). */
 static void
 compact(struct evring *r)
 {
 	size_t gone = (size_t)(r->head - r->base);
 
-	if (gone <= r->cap)
+	if (gone <= r->cap / 4)
 		return;
 	memmove(r->buf.data, r->buf.data + gone, r->buf.len - gone);
 	r->buf.len -= gone;

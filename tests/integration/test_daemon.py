@@ -373,7 +373,12 @@ def test_soak_fds_and_rss_flat(make_cluster):
     fds = [x[2] for x in curve]
     rss = [x[3] for x in curve]
     assert max(fds) - min(fds) <= 2, report
-    assert max(rss[1:]) - min(rss[1:]) < 8 * 1024, report
+    # Memory grows only until the subscribers' event rings (6 MiB, plus a
+    # quarter for compaction) are full, then stays flat: the last third of
+    # the run within 2 MiB, the whole run within the rings and 8 MiB.
+    tail = rss[len(rss) * 2 // 3:]
+    assert max(tail) - min(tail) < 2 * 1024, report
+    assert max(rss[1:]) - min(rss[1:]) < (8 + 7.5) * 1024, report
     # Every batch is there, with its one result line.
     for bid in (ids[0], ids[1234], ids[-1]):
         assert len(c.results(bid)) == 1
