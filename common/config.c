@@ -8,6 +8,7 @@
  */
 #include "config.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
 #include <jansson.h>
 #include <limits.h>
@@ -53,6 +54,8 @@ static const struct jfield top_fields[] = {
 	{ "restart_backoff_ms", JT_INT, 0 },
 	{ "restart_backoff_max_ms", JT_INT, 0 },
 	{ "master_silence_ms", JT_INT, 0 },
+	{ "ssh", JT_STRING, 0 },
+	{ "network", JT_STRING, 0 },
 	{ NULL, JT_ANY, 0 },
 };
 
@@ -656,6 +659,49 @@ parse_http(const json_t *root, struct ft_config *cfg, struct jerr *err)
 	return parse_listen(jget_str(h, "listen", "127.0.0.1:9750"), cfg, err);
 }
 
+/* Is S "ADDRESS/BITS", an IPv4 or IPv6 subnet? */
+static int
+is_cidr(const char *s)
+{
+	const char *slash = strchr(s, '/');
+	unsigned char addr[16];
+	char host[64], *end;
+	long bits;
+	int v6;
+
+	if (slash == NULL || slash == s || (size_t)(slash - s) >= sizeof(host))
+		return 0;
+	snprintf(host, sizeof(host), "%.*s", (int)(slash - s), s);
+	v6 = strchr(host, ':') != NULL;
+	if (inet_pton(v6 ? AF_INET6 : AF_INET, host, addr) != 1)
+		return 0;
+	bits = strtol(slash + 1, &end, 10);
+	return slash[1] != '\0' && *end == '\0' && bits >= 0 &&
+	       bits <= (v6 ? 128 : 32);
+}
+
+/* "ssh" and "network": how mpirun reaches the other hosts and which
+ * subnet MPI traffic uses. */
+static int
+parse_hosts(const json_t *root, struct ft_config *cfg, struct jerr *err)
+{
+	const char *ssh = jget_str(root, "ssh", "ssh");
+	const char *net = jget_str(root, "network", NULL);
+	int i;
+
+	if (ssh[strspn(ssh, " \t")] == '\0')
+		return jerr_set(err, "ssh", "must name a program");
+	if (net != NULL && !is_cidr(net))
+		return jerr_set(err, "network", "must be a subnet in CIDR form, "
+				"such as \"10.0.0.0/24\"");
+	cfg->ssh = ft_strdup(ssh);
+	cfg->network = net ? ft_strdup(net) : NULL;
+	for (i = 0; i < cfg->nnodes; i++)
+		if (!ft_host_is_local(cfg->nodes[i].host))
+			cfg->remote = 1;
+	return 0;
+}
+
 /* Validate ROOT (the decoded file) into CFG (whose path is set).  0, or -1
  * with ERR set; CFG may then hold partial allocations. */
 static int
@@ -669,7 +715,8 @@ config_parse(const json_t *root, struct ft_config *cfg, struct jerr *err)
 	    parse_nodes(root, cfg, err) == -1 ||
 	    parse_limits(root, cfg, err) == -1 ||
 	    parse_control(root, cfg, err) == -1 ||
-	    parse_http(root, cfg, err) == -1)
+	    parse_http(root, cfg, err) == -1 ||
+	    parse_hosts(root, cfg, err) == -1)
 		return -1;
 	parse_mpirun_args(root, cfg);
 	return 0;
@@ -742,6 +789,8 @@ ft_config_free(struct ft_config *cfg)
 	free(cfg->dir);
 	free(cfg->log_level);
 	free(cfg->http_host);
+	free(cfg->ssh);
+	free(cfg->network);
 	free(cfg->control.socket_group);
 	free(cfg->control.submitters);
 	memset(cfg, 0, sizeof(*cfg));
