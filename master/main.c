@@ -28,6 +28,7 @@
 #include "commands.h"
 #include "farm.h"
 #include "fence.h"
+#include "health.h"
 #include "http.h"
 #include "log.h"
 #include "loop.h"
@@ -174,6 +175,7 @@ run(struct master *m, int dynamic)
 	    commands_open(m, err, sizeof(err)) == -1 ||
 	    http_open(m, err, sizeof(err)) == -1)
 		goto fail;
+	health_hosts_left_out(m);
 	if (registry_start(m, err, sizeof(err)) == -1)
 		goto fail;
 	write_pid(m);

@@ -2,11 +2,14 @@
 #include "registry.h"
 
 #include <math.h>
+#include <stdint.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "child.h"
+#include "hosts.h"
 #include "log.h"
 #include "spawn.h"
 
@@ -112,6 +115,7 @@ spawn_args(const struct master *m, const struct worker *w,
 {
 	a->exe = m->worker_exe;
 	a->host = m->cfg.nodes[w->node].host;
+	a->add_host = m->nodes[w->node].outside;
 	a->slot = w->id;
 	a->node = w->node_name;
 	a->state_dir = m->cfg.state_dir;
@@ -138,7 +142,7 @@ spawn_now(struct master *m, struct worker *w)
 int
 registry_start(struct master *m, char *err, size_t n)
 {
-	int i, up = 0;
+	int i, up = 0, tried = 0;
 
 	if (m->static_world) {
 		if (spawn_static_check(m->nworkers, err, n) == -1)
@@ -148,12 +152,15 @@ registry_start(struct master *m, char *err, size_t n)
 		return 0;
 	}
 	for (i = 0; i < m->nworkers; i++) {
+		if (m->workers[i].state != W_NEW)
+			continue;	/* its host was left out */
 		spawn_now(m, &m->workers[i]);
 		up += m->workers[i].state == W_STARTING;
+		tried++;
 	}
-	if (up == 0)
+	if (tried > 0 && up == 0)
 		snprintf(err, n, "no worker could be spawned (see master.log)");
-	return up > 0 ? 0 : -1;
+	return tried > 0 && up == 0 ? -1 : 0;
 }
 
 /* ---- sending ---- */
@@ -215,7 +222,7 @@ send_picks(struct master *m, struct worker *w, struct sched_pick *picks,
 		count++;
 		ev_task_assigned(&m->events, picks[i].task->batch,
 				 picks[i].task->index, picks[i].attempt, w->id,
-				 picks[i].duplicate);
+				 w->host, picks[i].duplicate);
 	}
 	proto_set_count(&msg, count);
 	send_msg(m, w, FT_MSG_ASSIGN, &msg);
@@ -407,17 +414,52 @@ on_link_failed(void *ctx, int id, const char *reason)
 
 /* ---- death ---- */
 
-/* SIGKILL W's process if it runs here and the MPI survives that; only
- * the very process W was (pid and start time), never one that reused its
- * pid.  Returns 1 if a signal was sent. */
+static void
+remote_killed(void *arg, const struct child_result *r)
+{
+	char what[CHILD_OUT_MAX + 64];
+
+	child_describe(r, what, sizeof(what));
+	log_info("worker %d: kill over ssh %s", (int)(intptr_t)arg, what);
+}
+
+/* SIGKILL the process of W, on another host, over ssh (in the
+ * background: the host may not answer, and the pid means nothing here).
+ * Only the very process W was: its start time must match there. */
+static void
+kill_remote(struct master *m, struct worker *w)
+{
+	char cmd[160], **argv;
+	struct child *c;
+
+	snprintf(cmd, sizeof(cmd), "[ \"$(cut -d' ' -f22 /proc/%d/stat)\" = "
+		 "%llu ] && kill -9 %d", (int)w->pid, w->start, (int)w->pid);
+	argv = hosts_ssh_argv(&m->cfg, w->host, cmd);
+	c = child_start(m->loop, argv, m->cfg.dir, HOSTS_PROBE_BOUND,
+			remote_killed, (void *)(intptr_t)w->id);
+	hosts_argv_free(argv);
+	(void)c;		/* it ends by itself within the bound */
+	log_info("worker %d: killing pid %d on %s over ssh", w->id,
+		 (int)w->pid, w->host);
+}
+
+/* SIGKILL W's process if the MPI survives that; only the very process W
+ * was (pid and start time), never one that reused its pid.  On another
+ * host, over ssh, in the background.  Returns 1 if a signal was sent
+ * here. */
 static int
 kill_worker(struct master *m, struct worker *w)
 {
 	char entry[64], entry2[64];
 	int killed, strays;
 
-	if (!m->can_kill || w->pid <= 0 || !ft_host_is_local(w->host))
+	if (!m->can_kill || w->pid <= 0)
 		return 0;
+	if (!ft_host_is_local(w->host)) {
+		if (w->start)
+			kill_remote(m, w);
+		return 0;
+	}
 	killed = ft_proc_is(w->pid, w->start) && kill(w->pid, SIGKILL) == 0;
 	/* Its tasks' processes would run on beside their next attempt. */
 	snprintf(entry, sizeof(entry), "%s=%d", FT_WORKER_ENV, (int)w->pid);
