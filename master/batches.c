@@ -677,7 +677,7 @@ running(struct batches *bs, long id)
 
 void
 batches_record(struct batches *bs, uint64_t tid, int worker,
-	       const struct proto_result *r)
+	       const char *host, const struct proto_result *r)
 {
 	const struct sched_task *t = sched_task(bs->sched, tid);
 	struct batch *b = t ? running(bs, t->batch) : NULL;
@@ -691,6 +691,7 @@ batches_record(struct batches *bs, uint64_t tid, int worker,
 	jsonl_int(o, "task", t->index);
 	jsonl_int(o, "attempt", r->attempt);
 	jsonl_int(o, "worker", worker);
+	jsonl_str(o, "host", host);
 	jsonl_str(o, "status", r->ok ? "ok" : "failed");
 	jsonl_int(o, "exit", r->exit_code);
 	jsonl_secs(o, "seconds", r->seconds);
@@ -699,7 +700,7 @@ batches_record(struct batches *bs, uint64_t tid, int worker,
 	if (!r->ok)
 		jsonl_strn(o, "reason", r->reason, r->reason_len);
 	jsonl_end(o);
-	ev_task_done(bs->ev, t->batch, t->index, r->attempt, worker,
+	ev_task_done(bs->ev, t->batch, t->index, r->attempt, worker, host,
 		     r->ok ? "ok" : "failed");
 	snprintf(reason, sizeof(reason), "%.*s", (int)r->reason_len, r->reason);
 	count(bs, b, t->index, r->ok, r->out, r->out_len, reason);

@@ -80,9 +80,9 @@ int batches_accept(struct batches *bs, long id, struct batch_text *bt,
  * or -1 with ERR. */
 long batches_submit(struct batches *bs, json_t *batch, char *err, size_t n);
 
-/* Task TID ended with result R, run by WORKER. */
+/* Task TID ended with result R, run by WORKER on HOST. */
 void batches_record(struct batches *bs, uint64_t tid, int worker,
-		    const struct proto_result *r);
+		    const char *host, const struct proto_result *r);
 /* Task INDEX of batch BATCH failed for good after ATTEMPTS, for REASON. */
 void batches_fail(struct batches *bs, uint32_t batch, uint32_t index,
 		  uint32_t attempts, const char *reason);
