@@ -55,6 +55,7 @@ hosts_argv_free(char **v)
 /* One probe under way. */
 struct probe {
 	const char *host;
+	const char *cmd;		/* the shell command run there */
 	pid_t pid;
 	int fd;				/* its stderr, -1 once closed */
 	char err[WHYLEN];		/* the last line it wrote there */
@@ -66,7 +67,7 @@ struct probe {
 static int
 probe_start(const struct ft_config *cfg, struct probe *p)
 {
-	char **argv = hosts_ssh_argv(cfg, p->host, "true");
+	char **argv = hosts_ssh_argv(cfg, p->host, p->cmd ? p->cmd : "true");
 	int fds[2];
 
 	p->status = -1;
@@ -120,6 +121,7 @@ probe_read(struct probe *p)
 		nl = strchr(line, '\n');
 		if (nl)
 			*nl = '\0';
+		line[strcspn(line, "\r")] = '\0';	/* ssh ends lines with \r\n */
 		if (*line && strncmp(line, "Warning: Permanently", 20) != 0)
 			snprintf(p->err, sizeof(p->err), "%.*s",
 				 (int)sizeof(p->err) - 1, line);
@@ -235,6 +237,29 @@ hosts_probe(const struct ft_config *cfg, char (*why)[WHYLEN],
 	}
 	free(p);
 	return down;
+}
+
+int
+hosts_run(const struct ft_config *cfg, int n, const char *const *host,
+	  const char *const *cmd, char (*why)[WHYLEN])
+{
+	struct probe *p = ft_calloc((size_t)n + 1, sizeof(*p));
+	int i, failed = 0;
+
+	for (i = 0; i < n; i++)
+		p[i] = (struct probe){ .host = host[i], .cmd = cmd[i],
+				       .fd = -1, .status = -1 };
+	probe_round(cfg, p, n, NULL, NULL);
+	for (i = 0; i < n; i++) {
+		why[i][0] = '\0';
+		if (!probe_ok(&p[i])) {
+			snprintf(why[i], WHYLEN, "%s", p[i].err[0] ? p[i].err :
+				 "ssh failed");
+			failed++;
+		}
+	}
+	free(p);
+	return failed;
 }
 
 /* ---- the files ---- */

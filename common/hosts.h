@@ -38,6 +38,12 @@ void hosts_argv_free(char **v);
 int hosts_probe(const struct ft_config *cfg, char (*why)[160],
 		void (*tick)(void *), void *arg);
 
+/* Run CMD[i] on HOST[i] over ssh for i < N, in parallel, each bounded by
+ * HOSTS_PROBE_BOUND.  WHY[i] is left empty when it ran and exited 0,
+ * else says why not.  Returns the number that did not. */
+int hosts_run(const struct ft_config *cfg, int n, const char *const *host,
+	      const char *const *cmd, char (*why)[160]);
+
 /* Write the hostfile of CFG, less the nodes whose WHY is set (WHY may be
  * NULL), to PATH.  0, or -1 with ERR. */
 int hosts_write_hostfile(const struct ft_config *cfg, char (*why)[160],

@@ -10,6 +10,8 @@ start says which node is missing) and brought in once it answers.
 
 Each test skips with one line when this machine cannot make the hosts."""
 import json
+import os
+import signal
 import time
 from collections import Counter
 
@@ -75,7 +77,7 @@ def test_kill_and_cut_mid_batch_every_task_once(netns_hosts, make_cluster):
     bid = batch_id_of(c.submit(batch, wait=False)[1])
     assert wait_until(lambda: len(c.results(bid)) >= 30, 60)
     victim = next(w for w in c.status()["workers"] if w["host"] == h1)
-    nh.kill_pids([victim["pid"]], sig=nh.signal.SIGKILL)
+    os.kill(victim["pid"], signal.SIGKILL)
     assert wait_until(lambda: any(
         w["host"] == h1 and w["pid"] != victim["pid"]
         for w in live_workers(c)), 40), c.status()
@@ -103,6 +105,7 @@ def test_kill_and_cut_mid_batch_every_task_once(netns_hosts, make_cluster):
     took = time.monotonic() - t0
     assert r.returncode == 0, (r.stdout, r.stderr)
     assert took < STOP_BOUND, (took, r.stderr)
+    assert f"could not clean up on {h2}" in r.stderr, r.stderr
     print(f"cut to batch end {reassigned:.1f} s, stop {took:.1f} s: "
           f"{r.stderr.strip()}")
     net.restore(h2)
@@ -140,6 +143,34 @@ def test_host_down_at_start_comes_in_later(netns_hosts, make_cluster):
     assert not check_exactly_once(res, n), check_exactly_once(res, n)
     assert set(r["host"] for r in res) == set(net.hosts), \
         Counter(r["host"] for r in res)
+    r = c.stop(timeout=90)
+    assert r.returncode == 0, (r.stdout, r.stderr)
+    wait_until(lambda: not strays(net), 15)
+    assert not strays(net), f"left on the hosts after stop: {strays(net)}"
+
+
+@pytest.mark.timeout(150)
+def test_hung_remote_worker_killed_there(netns_hosts, make_cluster):
+    net = netns_hosts
+    h3 = net.hosts[2]
+    c = host_cluster(make_cluster, net)
+    c.start(timeout=90)
+    n = 120
+    bid = batch_id_of(c.submit(host_batch(n), wait=False)[1])
+    assert wait_until(lambda: len(c.results(bid)) >= 20, 60)
+    victim = next(w for w in c.status()["workers"] if w["host"] == h3)
+    os.kill(victim["pid"], signal.SIGSTOP)
+    # Declared dead by its deadline, killed on its host over ssh (the
+    # master does not signal a pid of another host itself).
+    assert wait_until(lambda: not nh.pid_alive(victim["pid"]), 30), \
+        c.master_log()[-3000:]
+    assert "over ssh" in c.master_log()
+    assert wait_until(lambda: len(c.results(bid)) >= n, 90)
+    res = c.results(bid)
+    assert not check_exactly_once(res, n), check_exactly_once(res, n)
+    assert wait_until(lambda: any(
+        w["host"] == h3 and w["pid"] != victim["pid"]
+        for w in live_workers(c)), 40), c.status()
     r = c.stop(timeout=90)
     assert r.returncode == 0, (r.stdout, r.stderr)
     wait_until(lambda: not strays(net), 15)
