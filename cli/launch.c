@@ -48,6 +48,14 @@ user_says(const struct ft_config *cfg, const char *what)
 	return 0;
 }
 
+int
+launch_own_hostfile(const struct ft_config *cfg)
+{
+	return user_says(cfg, "--hostfile") || user_says(cfg, "-hostfile") ||
+	       user_says(cfg, "--machinefile") || user_says(cfg, "-H") ||
+	       user_says(cfg, "--host");
+}
+
 static void
 add_mca(struct ft_argv *a, const char *name, const char *value)
 {
@@ -71,11 +79,18 @@ host_args(struct ft_argv *a, const struct ft_config *cfg)
 		add_mca(a, "btl_tcp_if_include", net);
 	if (net && !user_says(cfg, "oob_tcp_if_include"))
 		add_mca(a, "oob_tcp_if_include", net);
+	if (cfg->slurm) {
+		/* One lost node must cost only its own workers: without
+		 * this srun kills every daemon of the job. */
+		if (!user_says(cfg, "plm_slurm_args"))
+			add_mca(a, "plm_slurm_args", "--no-kill");
+		return;
+	}
 	if (!cfg->remote)
 		return;
 	if (!user_says(cfg, "plm_rsh_agent"))
 		add_mca(a, "plm_rsh_agent", cfg->ssh);
-	if (!user_says(cfg, "--hostfile") && !user_says(cfg, "-hostfile")) {
+	if (!launch_own_hostfile(cfg)) {
 		hf = ft_asprintf("%s/%s", cfg->state_dir, HOSTS_FILE);
 		ft_argv_add(a, "--hostfile");
 		ft_argv_add(a, hf);

@@ -659,8 +659,10 @@ prepare_hosts(struct sup *s)
 	char err[512], *hf;
 	int i, rc;
 
-	if (!s->cfg->remote)
-		return 0;
+	/* In a Slurm allocation mpirun launches through Slurm, which
+	 * has given us the nodes. */
+	if (!s->cfg->remote || s->cfg->slurm || launch_own_hostfile(s->cfg))
+		return hosts_write_down(s->cfg, s->down, err, sizeof(err));
 	s->ndown = hosts_probe(s->cfg, s->down, probe_tick, s);
 	for (i = 0; i < s->cfg->nnodes; i++)
 		if (s->down[i][0])

@@ -20,13 +20,14 @@
 #include "jcheck.h"
 #include "jpos.h"
 #include "plugin.h"
+#include "slurm.h"
 #include "util.h"
 
 static const struct jfield top_fields[] = {
 	{ "name", JT_STRING, 0 },
 	{ "state_dir", JT_STRING, 1 },
 	{ "launch", JT_STRING, 0 },
-	{ "nodes", JT_ARRAY, 1 },
+	{ "nodes", JT_ANY, 1 },		/* an array, or "slurm" */
 	{ "heartbeat_ms", JT_INT, 0 },
 	{ "heartbeat_timeout_ms", JT_INT, 0 },
 	{ "task_timeout_s", JT_NUMBER, 0 },
@@ -530,6 +531,44 @@ parse_node(const json_t *el, const char *path, struct ft_config *cfg,
 	return parse_ready(el, path, node, err);
 }
 
+/* "nodes": "slurm": one node per host of the Slurm allocation we run in,
+ * named as Slurm names it, a worker per task it has there. */
+static int
+parse_slurm_nodes(struct ft_config *cfg, struct jerr *err)
+{
+	const char *list = getenv("SLURM_JOB_NODELIST");
+	const char *tpn = getenv("SLURM_TASKS_PER_NODE");
+	char msg[256], **names = NULL;
+	int n, i, *tasks = NULL, rc = -1;
+
+	if (list == NULL || tpn == NULL)
+		return jerr_set(err, "nodes", "\"slurm\" needs a Slurm "
+				"allocation (run inside salloc or sbatch)");
+	if ((n = slurm_hostlist(list, &names, msg, sizeof(msg))) == -1) {
+		jerr_set(err, "nodes", "SLURM_JOB_NODELIST: %s", msg);
+		goto out;
+	}
+	tasks = ft_calloc((size_t)n, sizeof(int));
+	if (slurm_tasks(tpn, tasks, n, msg, sizeof(msg)) == -1) {
+		jerr_set(err, "nodes", "%s", msg);
+		goto out;
+	}
+	cfg->slurm = 1;
+	cfg->nodes = ft_calloc((size_t)n, sizeof(*cfg->nodes));
+	for (i = 0; i < n; i++) {
+		cfg->nodes[i].name = ft_strdup(names[i]);
+		cfg->nodes[i].host = ft_strdup(names[i]);
+		cfg->nodes[i].workers = tasks[i];
+		cfg->nworkers += tasks[i];
+	}
+	cfg->nnodes = n;
+	rc = 0;
+out:
+	slurm_names_free(names);
+	free(tasks);
+	return rc;
+}
+
 static int
 parse_nodes(const json_t *root, struct ft_config *cfg, struct jerr *err)
 {
@@ -538,6 +577,11 @@ parse_nodes(const json_t *root, struct ft_config *cfg, struct jerr *err)
 	long long total = 0;
 	size_t i;
 
+	if (json_is_string(arr) && strcmp(json_string_value(arr), "slurm") == 0)
+		return parse_slurm_nodes(cfg, err);
+	if (!json_is_array(arr))
+		return jerr_set(err, "nodes", "expected an array of nodes or "
+				"\"slurm\", got %s", jcheck_type_name(arr));
 	if (json_array_size(arr) == 0)
 		return jerr_set(err, "nodes", "must not be empty");
 	if (json_array_size(arr) > INT_MAX / 256)

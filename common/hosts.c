@@ -16,14 +16,38 @@
 
 #define WHYLEN 160
 
+/* srun ... -w HOST sh -c CMD into V (room for 10). */
+static char **
+slurm_argv(char **v, const char *host, const char *cmd)
+{
+	const char *job = getenv("SLURM_JOB_ID");
+	int n = 0;
+
+	v[n++] = ft_strdup("srun");
+	v[n++] = ft_strdup("--overlap");
+	v[n++] = ft_asprintf("--jobid=%s", job ? job : "");
+	v[n++] = ft_strdup("-N1");
+	v[n++] = ft_strdup("-n1");
+	v[n++] = ft_strdup("-w");
+	v[n++] = ft_strdup(host);
+	v[n++] = ft_strdup("sh");
+	v[n++] = ft_strdup("-c");
+	v[n++] = ft_strdup(cmd);
+	return v;
+}
+
 char **
-hosts_ssh_argv(const struct ft_config *cfg, const char *host, const char *cmd)
+hosts_remote_argv(const struct ft_config *cfg, const char *host, const char *cmd)
 {
 	char *copy = ft_strdup(cfg->ssh), *tok, *save = NULL;
-	char **v = ft_calloc(strlen(cfg->ssh) / 2 + 10, sizeof(char *));
+	char **v = ft_calloc(strlen(cfg->ssh) / 2 + 12, sizeof(char *));
 	char opt[64];
 	int n = 0;
 
+	if (cfg->slurm) {
+		free(copy);
+		return slurm_argv(v, host, cmd);
+	}
 	/* "ssh" is a command line such as "ssh -F /path/ssh_config", split
 	 * at blanks the way Open MPI splits plm_rsh_agent. */
 	for (tok = strtok_r(copy, " \t", &save); tok;
@@ -67,7 +91,7 @@ struct probe {
 static int
 probe_start(const struct ft_config *cfg, struct probe *p)
 {
-	char **argv = hosts_ssh_argv(cfg, p->host, p->cmd ? p->cmd : "true");
+	char **argv = hosts_remote_argv(cfg, p->host, p->cmd ? p->cmd : "true");
 	int fds[2];
 
 	p->status = -1;

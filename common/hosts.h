@@ -24,9 +24,11 @@
 #define HOSTS_PROBE_BOUND 8.0	/* a probe is killed after this long */
 
 /* The argv (NULL-terminated, new; free with hosts_argv_free) that runs
- * the shell command CMD on HOST through CFG's "ssh", bounded in its
- * connect and banner exchange and never asking for a password. */
-char **hosts_ssh_argv(const struct ft_config *cfg, const char *host,
+ * the shell command CMD on HOST: through CFG's "ssh", bounded in its
+ * connect and banner exchange and never asking for a password; or, with
+ * "nodes": "slurm", a step of our allocation on that node (srun
+ * --overlap: mpirun's daemons hold the allocation's CPUs). */
+char **hosts_remote_argv(const struct ft_config *cfg, const char *host,
 		      const char *cmd);
 void hosts_argv_free(char **v);
 

@@ -309,7 +309,7 @@ run_ready(struct master *m, struct node *n, double now)
 
 	step(n, NS_READY, INFINITY);	/* until it ends */
 	if (cn->ready_command == NULL)
-		probe = hosts_ssh_argv(&m->cfg, cn->host, "true");
+		probe = hosts_remote_argv(&m->cfg, cn->host, "true");
 	ready[n->id] = child_start(m->loop, probe ? probe : cn->ready_command,
 				   m->cfg.dir, fmin(probe ? HOSTS_PROBE_BOUND :
 						    READY_RUN_MAX, left),

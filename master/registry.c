@@ -434,7 +434,7 @@ kill_remote(struct master *m, struct worker *w)
 
 	snprintf(cmd, sizeof(cmd), "[ \"$(cut -d' ' -f22 /proc/%d/stat)\" = "
 		 "%llu ] && kill -9 %d", (int)w->pid, w->start, (int)w->pid);
-	argv = hosts_ssh_argv(&m->cfg, w->host, cmd);
+	argv = hosts_remote_argv(&m->cfg, w->host, cmd);
 	c = child_start(m->loop, argv, m->cfg.dir, HOSTS_PROBE_BOUND,
 			remote_killed, (void *)(intptr_t)w->id);
 	hosts_argv_free(argv);
