@@ -10,6 +10,7 @@ start says which node is missing) and brought in once it answers.
 
 Each test skips with one line when this machine cannot make the hosts."""
 import json
+import subprocess
 import os
 import signal
 import time
@@ -20,8 +21,10 @@ import pytest
 import netns_hosts as nh
 from conftest import batch_id_of, check_exactly_once, wait_until
 from netns_hosts import netns_hosts, netns_hosts_factory  # noqa: F401
+from slurm_cluster import slurm_cluster, slurm_cluster_factory  # noqa: F401
 
-__all__ = ["netns_hosts", "netns_hosts_factory"]    # fixtures
+__all__ = ["netns_hosts", "netns_hosts_factory", "slurm_cluster",
+           "slurm_cluster_factory"]                    # fixtures
 
 STOP_BOUND = 30         # seconds `ftfarm stop` may take, a host cut
 
@@ -175,3 +178,60 @@ def test_hung_remote_worker_killed_there(netns_hosts, make_cluster):
     assert r.returncode == 0, (r.stdout, r.stderr)
     wait_until(lambda: not strays(net), 15)
     assert not strays(net), f"left on the hosts after stop: {strays(net)}"
+
+
+# ---- Slurm ----
+
+@pytest.mark.timeout(240)
+def test_slurm_batch_with_a_node_cut(slurm_cluster, make_cluster, tmp_path):
+    sl = slurm_cluster
+    s1, s2, s3 = sl.nodes
+    c = make_cluster(heartbeat_ms=500, start_timeout_s=60, probe_min_s=2,
+                     probe_max_s=4, network=sl.cidr,
+                     mpirun_args=["--mca", "orte_tmpdir_base",
+                                  str(tmp_path / "sess")])
+    c.cfg["nodes"] = "slurm"
+    c.config.write_text(json.dumps(c.cfg, indent=2) + "\n")
+    n = 150
+    batch = c.write_batch(host_batch(n, delay=0.1))
+    out = tmp_path / "job.out"
+    script = tmp_path / "job.sh"
+    script.write_text(f"""#!/bin/sh
+F={c.ftfarm}
+$F start -c {c.config} || exit 10
+$F submit -c {c.config} {batch}
+$F wait -c {c.config} 1 >/dev/null 2>&1 || sleep 100
+$F status -c {c.config} --json > {tmp_path / "status.json"}
+$F stop -c {c.config}
+echo "stop $?"
+""")
+    script.chmod(0o755)
+    env = dict(sl.env, FTFARM_TEST_TAG=c.tag)
+    p = sl.salloc_popen(["-N3", "--ntasks-per-node=1", "--no-kill"],
+                        [str(script)], env=env, stdout=out.open("w"),
+                        stderr=subprocess.STDOUT)
+    results = c.state_dir / "batches" / "1" / "results.jsonl"
+
+    def done():
+        try:
+            return len(results.read_text().splitlines())
+        except OSError:
+            return 0
+    assert wait_until(lambda: done() >= 20 or p.poll() is not None, 90), \
+        out.read_text()
+    assert p.poll() is None, out.read_text()
+    sl.cut(s3)
+    try:
+        p.wait(timeout=150)
+    finally:
+        sl.restore(s3)
+    text = out.read_text()
+    assert p.returncode == 0, text
+    assert "up: 3 workers on 3 nodes" in text, text
+    res = c.results(1)
+    assert not check_exactly_once(res, n), (check_exactly_once(res, n), text)
+    spread = Counter(r["host"] for r in res)
+    assert set(spread) == set(sl.nodes), spread
+    for r in res:
+        assert r["host"] == r["stdout"].strip(), r
+    assert "stop 0" in text, text
