@@ -19,7 +19,7 @@ from collections import Counter
 import pytest
 
 import netns_hosts as nh
-from conftest import batch_id_of, check_exactly_once, wait_until
+from conftest import ROOT, batch_id_of, check_exactly_once, wait_until
 from netns_hosts import netns_hosts, netns_hosts_factory  # noqa: F401
 from slurm_cluster import slurm_cluster, slurm_cluster_factory  # noqa: F401
 
@@ -235,3 +235,23 @@ echo "stop $?"
     for r in res:
         assert r["host"] == r["stdout"].strip(), r
     assert "stop 0" in text, text
+
+
+@pytest.mark.timeout(150)
+def test_sbatch_script(slurm_cluster, make_cluster, tmp_path):
+    sl = slurm_cluster
+    c = make_cluster(heartbeat_ms=500, start_timeout_s=60, network=sl.cidr)
+    c.cfg["nodes"] = "slurm"
+    c.config.write_text(json.dumps(c.cfg, indent=2) + "\n")
+    n = 30
+    batch = c.write_batch(host_batch(n))
+    sl.env["FTFARM"] = c.ftfarm
+    sl.env["FTFARM_TEST_TAG"] = c.tag
+    # The shipped script, with its two arguments.
+    jid = sl.sbatch(f"#!/bin/sh\nexec {ROOT / 'scripts' / 'ftfarm.sbatch'} "
+                    f"{c.config} {batch}\n",
+                    ["-N3", "--ntasks-per-node=1", "--no-kill"])
+    assert sl.wait_job(jid, 120) == "COMPLETED", sl.job_output(jid)
+    res = c.results(1)
+    assert not check_exactly_once(res, n), check_exactly_once(res, n)
+    assert set(r["host"] for r in res) == set(sl.nodes), sl.job_output(jid)
