@@ -656,14 +656,18 @@ probe_tick(void *arg)
 static int
 prepare_hosts(struct sup *s)
 {
-	char err[512], *hf;
+	char err[512], *hf, *dir, *worker;
 	int i, rc;
 
 	/* In a Slurm allocation mpirun launches through Slurm, which
 	 * has given us the nodes. */
 	if (!s->cfg->remote || s->cfg->slurm || launch_own_hostfile(s->cfg))
 		return hosts_write_down(s->cfg, s->down, err, sizeof(err));
-	s->ndown = hosts_probe(s->cfg, s->down, probe_tick, s);
+	dir = ft_exe_dir();
+	worker = ft_asprintf("%s/ftfarm-worker", dir);
+	s->ndown = hosts_probe(s->cfg, worker, s->down, probe_tick, s);
+	free(worker);
+	free(dir);
 	for (i = 0; i < s->cfg->nnodes; i++)
 		if (s->down[i][0])
 			log_warnx("node %s: host %s left out: %s",

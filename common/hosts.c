@@ -12,6 +12,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "proto.h"
 #include "util.h"
 
 #define WHYLEN 160
@@ -234,12 +235,28 @@ remote_hosts(const struct ft_config *cfg, struct probe *p)
 	return n;
 }
 
+char *
+hosts_probe_cmd(const char *worker)
+{
+	char want[64];
+
+	snprintf(want, sizeof(want), FT_WORKER_VERSION_FMT, FT_PROTO_VERSION);
+	return ft_asprintf("v=$('%s' --version 2>/dev/null); [ \"$v\" = '%s' ]"
+			   " || { echo \"%s: missing or not '%s' (${v:-no "
+			   "answer})\" >&2; exit 3; }", worker, want, worker,
+			   want);
+}
+
 int
-hosts_probe(const struct ft_config *cfg, char (*why)[WHYLEN],
-	    void (*tick)(void *), void *arg)
+hosts_probe(const struct ft_config *cfg, const char *worker,
+	    char (*why)[WHYLEN], void (*tick)(void *), void *arg)
 {
 	struct probe *p = ft_calloc((size_t)cfg->nnodes + 1, sizeof(*p));
 	int n = remote_hosts(cfg, p), i, k, down = 0;
+	char *cmd = hosts_probe_cmd(worker);
+
+	for (k = 0; k < n; k++)
+		p[k].cmd = cmd;
 
 	/* A healthy probe took up to 1.2 s on a loaded machine: a second
 	 * try keeps a slow answer from leaving a host out. */
@@ -259,6 +276,7 @@ hosts_probe(const struct ft_config *cfg, char (*why)[WHYLEN],
 				down++;
 			}
 	}
+	free(cmd);
 	free(p);
 	return down;
 }

@@ -32,13 +32,18 @@ char **hosts_remote_argv(const struct ft_config *cfg, const char *host,
 		      const char *cmd);
 void hosts_argv_free(char **v);
 
-/* Probe the remote hosts of CFG in parallel (two tries, each bounded by
- * HOSTS_PROBE_BOUND), calling TICK(ARG) (if not NULL) at least every
- * quarter second meanwhile.  For each node i, WHY[i] is left empty when
- * its host answered (or is this machine), else says why not.  Returns
- * the number of nodes whose host did not answer. */
-int hosts_probe(const struct ft_config *cfg, char (*why)[160],
-		void (*tick)(void *), void *arg);
+/* The probe's shell command (a new string): it exits 0 when WORKER (the
+ * ftfarm-worker program, the same path on every host) is there and
+ * speaks our protocol, else 3 with a line saying what is wrong. */
+char *hosts_probe_cmd(const char *worker);
+
+/* Probe the remote hosts of CFG in parallel with hosts_probe_cmd(WORKER)
+ * (two tries, each bounded by HOSTS_PROBE_BOUND), calling TICK(ARG) (if
+ * not NULL) at least every quarter second meanwhile.  For each node i,
+ * WHY[i] is left empty when its host answered (or is this machine), else
+ * says why not.  Returns the number of nodes whose host did not answer. */
+int hosts_probe(const struct ft_config *cfg, const char *worker,
+		char (*why)[160], void (*tick)(void *), void *arg);
 
 /* Run CMD[i] on HOST[i] over ssh for i < N, in parallel, each bounded by
  * HOSTS_PROBE_BOUND.  WHY[i] is left empty when it ran and exited 0,

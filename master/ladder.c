@@ -308,8 +308,12 @@ run_ready(struct master *m, struct node *n, double now)
 	char **probe = NULL;
 
 	step(n, NS_READY, INFINITY);	/* until it ends */
-	if (cn->ready_command == NULL)
-		probe = hosts_remote_argv(&m->cfg, cn->host, "true");
+	if (cn->ready_command == NULL) {
+		char *cmd = hosts_probe_cmd(m->worker_exe);
+
+		probe = hosts_remote_argv(&m->cfg, cn->host, cmd);
+		free(cmd);
+	}
 	ready[n->id] = child_start(m->loop, probe ? probe : cn->ready_command,
 				   m->cfg.dir, fmin(probe ? HOSTS_PROBE_BOUND :
 						    READY_RUN_MAX, left),
