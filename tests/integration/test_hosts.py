@@ -255,3 +255,23 @@ def test_sbatch_script(slurm_cluster, make_cluster, tmp_path):
     res = c.results(1)
     assert not check_exactly_once(res, n), check_exactly_once(res, n)
     assert set(r["host"] for r in res) == set(sl.nodes), sl.job_output(jid)
+
+
+@pytest.mark.timeout(120)
+def test_host_without_the_worker_is_named_at_start(netns_hosts, make_cluster):
+    net = netns_hosts
+    h3 = net.hosts[2]
+    c = host_cluster(make_cluster, net)
+    # On h3 (its sshd's mount namespace, which its ssh sessions share)
+    # the programs' directory is empty: no ftfarm-worker there.
+    bindir = os.path.dirname(c.ftfarm)
+    nh.sh(["nsenter", "-t", net.sshd_pid[h3], "-m", "mount", "-t", "tmpfs",
+           "tmpfs", bindir])
+    t0 = time.monotonic()
+    r = c.start(timeout=90)
+    assert time.monotonic() - t0 < 40
+    assert "node3" in r.stdout and "ftfarm-worker: missing" in r.stdout, \
+        r.stdout
+    assert sorted(w["host"] for w in live_workers(c)) == net.hosts[:2]
+    r = c.stop(timeout=90)
+    assert r.returncode == 0, (r.stdout, r.stderr)
