@@ -24,6 +24,7 @@
 #define IDLE_NAP_MAX 0.5	/* longest nap of an idle worker */
 
 static struct registry_ops ops;
+static struct master *lm;		/* for the probes' callbacks */
 
 /* ---- set-up ---- */
 
@@ -39,6 +40,7 @@ registry_init(struct master *m, const struct registry_ops *o)
 	};
 	int i, k, slot = 0;
 
+	lm = m;
 	ops = *o;
 	m->nworkers = m->cfg.nworkers;
 	m->workers = ft_calloc((size_t)m->nworkers, sizeof(*m->workers));
@@ -595,12 +597,67 @@ respawn_ready(const struct worker *w, double now)
 	       now > w->respawn_at + RESPAWN_WAIT_MAX;
 }
 
+/* W's host probe has ended with R: respawn W at the next cron, or fail
+ * the respawn (node health takes it from there). */
+static void
+probed(void *arg, const struct child_result *r)
+{
+	struct worker *w = arg;
+	struct master *m = lm;
+	char what[CHILD_OUT_MAX + 64], why[CHILD_OUT_MAX + 160];
+
+	w->probing = 0;
+	if (m->stopping || !w->respawn_due ||
+	    (w->state != W_DEAD && w->state != W_INACTIVE))
+		return;
+	if (r->started && r->exit == 0 && !r->timed_out && !r->signal) {
+		w->probed = 1;
+		master_kick(m);
+		return;
+	}
+	child_describe(r, what, sizeof(what));
+	snprintf(why, sizeof(why), "host %s does not answer: %s", w->host,
+		 what);
+	w->respawn_due = 0;
+	w->spawn_gen++;
+	worker_set(w, W_SPAWNING, NULL, &m->events);
+	down(m, w, W_DEAD, why);
+}
+
+/* Must W's host answer a probe before W is spawned there again? */
+static int
+needs_probe(const struct master *m, const struct worker *w)
+{
+	return m->async_spawn && !w->probed &&
+	       !ft_host_is_local(m->cfg.nodes[w->node].host);
+}
+
+static void
+start_probe(struct master *m, struct worker *w)
+{
+	char *cmd = hosts_probe_cmd(m->worker_exe);
+	char **argv = hosts_remote_argv(&m->cfg, m->cfg.nodes[w->node].host,
+					cmd);
+
+	w->probing = 1;
+	child_start(m->loop, argv, m->cfg.dir, HOSTS_PROBE_BOUND, probed, w);
+	hosts_argv_free(argv);
+	free(cmd);
+}
+
 /* Spawn W again, on a spawner thread when there is one. */
 static void
 respawn(struct master *m, struct worker *w)
 {
 	struct spawn_args a;
 
+	if (w->probing)
+		return;
+	if (needs_probe(m, w)) {
+		start_probe(m, w);
+		return;
+	}
+	w->probed = 0;
 	if (!m->async_spawn) {
 		spawn_now(m, w);
 		return;
