@@ -38,7 +38,8 @@ slurm_argv(char **v, const char *host, const char *cmd)
 }
 
 char **
-hosts_remote_argv(const struct ft_config *cfg, const char *host, const char *cmd)
+hosts_remote_argv(const struct ft_config *cfg, const char *host,
+		  const char *cmd)
 {
 	char *copy = ft_strdup(cfg->ssh), *tok, *save = NULL;
 	char **v = ft_calloc(strlen(cfg->ssh) / 2 + 12, sizeof(char *));

@@ -14,8 +14,10 @@ and measured:
   start        `ftfarm start` wall time, and the same with 3 hosts x 4
                workers ("hosts-3x4")
 and, on the hosts cluster, a batch of 60 x 0.5 s tasks during which h2 is
-cut off the network: from the cut to its worker declared dead
-(worker_dead event), and to the batch's last result.  Every batch's
+cut off the network (after its 10th result): from the cut to its worker
+declared dead (worker_dead event), and to the batch's last result; the
+same batch without a cut, from its 10th result to its last, is the
+baseline.  Every batch's
 results.jsonl is checked (each task exactly once, all ok).  Medians of the
 rounds, (min-max).  Needs root (namespaces).
 """
@@ -66,7 +68,7 @@ def run_cluster(bindir, work, name, nodes, keys, batches):
         raise
 
 
-def cut_recovery(c, net, work):
+def cut_recovery(c, net, work, cut=True):
     path = os.path.join(work, "cut.json")
     n = 60
     B.write_batch(path, "cut", [{"type": "exec", "argv":
@@ -79,16 +81,19 @@ def cut_recovery(c, net, work):
             sum(1 for _ in open(res)) < 10:
         time.sleep(0.05)
     h2 = net.hosts[1]
-    net.cut(h2)
+    if cut:
+        net.cut(h2)
     t_cut = time.monotonic()
     dead = None
     while sum(1 for _ in open(res)) < n:
-        if dead is None and "worker_dead" in open(os.path.join(
+        if cut and dead is None and "worker_dead" in open(os.path.join(
                 c.state, "events.jsonl")).read()[off:]:
             dead = time.monotonic() - t_cut
         time.sleep(0.02)
     done = time.monotonic() - t_cut
-    net.restore(h2)
+    if cut:
+        net.restore(h2)
+    c.wait(bid)         # summary.json is written after the last result
     probs = c.check_results(bid, n)
     if probs:
         raise RuntimeError(f"cut batch: {probs[:3]}")
@@ -109,7 +114,7 @@ def main():
     batches = [("warm", many, a.tasks), ("rtt", one, 1),
                ("noop", many, a.tasks)]
     rows = {k: [] for k in ("local", "hosts", "hosts-3x4")}
-    cuts = []
+    cuts, base = [], []
     for r in range(a.reps):
         net = NetnsHosts(Path(work) / f"net{r}", 3)
         net.start()
@@ -125,6 +130,7 @@ def main():
             out, c = run_cluster(bindir, work, f"hosts{r}", nodes,
                                  host_keys(net), batches)
             try:
+                base.append(cut_recovery(c, net, work, cut=False)[1])
                 cuts.append(cut_recovery(c, net, work))
             finally:
                 c.stop()
@@ -162,7 +168,9 @@ def main():
                   [["cut to worker_dead", B.fmt(B.median(dead)),
                     f"{B.fmt(min(dead))}-{B.fmt(max(dead))}"],
                    ["cut to the batch's last result", B.fmt(B.median(done)),
-                    f"{B.fmt(min(done))}-{B.fmt(max(done))}"]]))
+                    f"{B.fmt(min(done))}-{B.fmt(max(done))}"],
+                   ["no cut: 10th result to the last", B.fmt(B.median(base)),
+                    f"{B.fmt(min(base))}-{B.fmt(max(base))}"]]))
     B.finish(work, False)
 
 
