@@ -235,6 +235,16 @@ echo "stop $?"
     for r in res:
         assert r["host"] == r["stdout"].strip(), r
     assert "stop 0" in text, text
+    # The cut node's worker was declared dead; its tasks went elsewhere
+    # (nothing ran on it once it was found dead).
+    evs = c.events()
+    dead = [e for e in evs if e["event"] == "worker_dead" and
+            e["node"] == s3]
+    assert dead, [e for e in evs if e["event"].startswith("worker_")]
+    t_dead = dead[0]["ts"]
+    late = [e for e in evs if e["event"] == "task_done" and
+            e["host"] == s3 and e["ts"] > t_dead]
+    assert not late, late[:3]
 
 
 @pytest.mark.timeout(150)
