@@ -36,7 +36,7 @@ COMMON := common/jpos.c common/jcheck.c common/config.c common/log.c \
 	common/wire.c common/plugins.c common/batch.c \
 	common/util.c common/ctl.c common/proto.c common/jsonl.c \
 	common/batchtext.c common/statedir.c common/crc32c.c common/lease.c \
-	common/progress.c
+	common/progress.c common/hosts.c common/slurm.c
 # Code that calls MPI.
 COMMON_MPI := common/treq.c
 MASTER := master/main.c master/loop.c master/farm.c master/commands.c \
@@ -62,7 +62,8 @@ plugin_so = $(PLUGINS:%=$(BINDIR)/tasks/%.so)
 
 PROGRAMS := $(BINDIR)/ftfarm-master $(BINDIR)/ftfarm-worker $(BINDIR)/ftfarm
 
-.PHONY: all clean test unit integration demo deps bench fuzz lint test-long
+.PHONY: all clean test unit integration demo deps bench fuzz lint test-long \
+	install
 all: $(PROGRAMS) $(plugin_so)
 
 $(OBJ)/common/treq.o $(master_o) $(worker_o): CC := $(MPICC)
@@ -119,6 +120,21 @@ include worker/gang/gang.mk
 demo: deps
 	$(MAKE) all
 	scripts/demo
+
+# `make install PREFIX=/usr/local DESTDIR=`: the programs in bin (the
+# master and worker beside ftfarm, which starts them from its own
+# directory), the task plugins in lib/ftfarm/tasks (found from bin), the
+# example configs and the sbatch script in share/ftfarm.  Every host of a
+# cluster needs the same PREFIX (or a shared file system).
+PREFIX ?= /usr/local
+DESTDIR ?=
+install: all
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/ftfarm/tasks \
+		$(DESTDIR)$(PREFIX)/share/ftfarm/examples
+	install -m 755 $(PROGRAMS) $(DESTDIR)$(PREFIX)/bin/
+	install -m 644 $(plugin_so) $(DESTDIR)$(PREFIX)/lib/ftfarm/tasks/
+	install -m 644 config/*.json $(DESTDIR)$(PREFIX)/share/ftfarm/examples/
+	install -m 755 scripts/ftfarm.sbatch $(DESTDIR)$(PREFIX)/share/ftfarm/
 
 clean:
 	rm -rf build bin

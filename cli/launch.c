@@ -10,6 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "hosts.h"
 #include "util.h"
 
 extern char **environ;
@@ -34,15 +35,67 @@ ft_argv_free(struct ft_argv *a)
 	a->n = 0;
 }
 
+/* Does the config's own "mpirun_args" say WHAT already (an option or an
+ * MCA name)?  Then it is the user's choice, not ours. */
 static int
-all_local(const struct ft_config *cfg)
+user_says(const struct ft_config *cfg, const char *what)
 {
 	int i;
 
-	for (i = 0; i < cfg->nnodes; i++)
-		if (!ft_host_is_local(cfg->nodes[i].host))
-			return 0;
-	return 1;
+	for (i = 0; i < cfg->nmpirun_args; i++)
+		if (strcmp(cfg->mpirun_args[i], what) == 0)
+			return 1;
+	return 0;
+}
+
+int
+launch_own_hostfile(const struct ft_config *cfg)
+{
+	return user_says(cfg, "--hostfile") || user_says(cfg, "-hostfile") ||
+	       user_says(cfg, "--machinefile") || user_says(cfg, "-H") ||
+	       user_says(cfg, "--host");
+}
+
+static void
+add_mca(struct ft_argv *a, const char *name, const char *value)
+{
+	ft_argv_add(a, "--mca");
+	ft_argv_add(a, name);
+	ft_argv_add(a, value);
+}
+
+/* Where the job runs: the loopback when every node is this machine;
+ * otherwise the hostfile of the state dir (hosts.h), reached through the
+ * config's "ssh", with MPI traffic on its "network" when it names one. */
+static void
+host_args(struct ft_argv *a, const struct ft_config *cfg)
+{
+	const char *net = cfg->network;
+	char *hf;
+
+	if (!cfg->remote && net == NULL)
+		net = "lo";
+	if (net && !user_says(cfg, "btl_tcp_if_include"))
+		add_mca(a, "btl_tcp_if_include", net);
+	if (net && !user_says(cfg, "oob_tcp_if_include"))
+		add_mca(a, "oob_tcp_if_include", net);
+	if (cfg->slurm) {
+		/* One lost node must cost only its own workers: without
+		 * this srun kills every daemon of the job. */
+		if (!user_says(cfg, "plm_slurm_args"))
+			add_mca(a, "plm_slurm_args", "--no-kill");
+		return;
+	}
+	if (!cfg->remote)
+		return;
+	if (!user_says(cfg, "plm_rsh_agent"))
+		add_mca(a, "plm_rsh_agent", cfg->ssh);
+	if (!launch_own_hostfile(cfg)) {
+		hf = ft_asprintf("%s/%s", cfg->state_dir, HOSTS_FILE);
+		ft_argv_add(a, "--hostfile");
+		ft_argv_add(a, hf);
+		free(hf);
+	}
 }
 
 /* Open MPI's options: survive dead workers, share cores, stay on the
@@ -81,13 +134,11 @@ openmpi_args(struct ft_argv *a, const struct launch_job *j)
 		ft_argv_add(a, mca[i][0]);
 		ft_argv_add(a, mca[i][1]);
 	}
-	if (j->cfg == NULL || all_local(j->cfg)) {
-		ft_argv_add(a, "--mca");
-		ft_argv_add(a, "btl_tcp_if_include");
-		ft_argv_add(a, "lo");
-		ft_argv_add(a, "--mca");
-		ft_argv_add(a, "oob_tcp_if_include");
-		ft_argv_add(a, "lo");
+	if (j->cfg == NULL) {
+		add_mca(a, "btl_tcp_if_include", "lo");
+		add_mca(a, "oob_tcp_if_include", "lo");
+	} else {
+		host_args(a, j->cfg);
 	}
 	if (j->epoch) {
 		ft_argv_add(a, "-x");

@@ -38,6 +38,11 @@ struct launch_job {
 	const char *restart_reason;	/* NULL on a first start */
 };
 
+/* Does CFG's "mpirun_args" place the processes itself (--hostfile,
+ * --host...)?  Then ftfarm neither probes the hosts nor writes its own
+ * hostfile. */
+int launch_own_hostfile(const struct ft_config *cfg);
+
 /* The launcher's argv for J into A. */
 void launch_argv(struct ft_argv *a, const struct launch_job *j);
 /* This process's environment, less any FTFARM_STATE_DIR and FTFARM_EPOCH,

@@ -20,6 +20,7 @@
 
 #include "cli.h"
 #include "ctl.h"
+#include "hosts.h"
 #include "launch.h"
 #include "lease.h"
 #include "proto.h"
@@ -185,8 +186,18 @@ wait_launcher(pid_t launcher, pid_t master)
 	return !ft_pid_alive(launcher);
 }
 
-/* Kill the workers of ROWS (status rows) still alive, and what their
- * tasks started, if the master could not.  Returns how many. */
+/* The host of status row W ("" when unknown). */
+static const char *
+row_host(const json_t *w)
+{
+	const char *h = json_string_value(json_object_get(w,
+					ctl_worker_cols[CTL_W_HOST].key));
+
+	return h ? h : "";
+}
+
+/* Kill the workers of ROWS (status rows) still alive on this machine, and
+ * what their tasks started, if the master could not.  Returns how many. */
 static int
 kill_workers(json_t *rows, const char *state_dir)
 {
@@ -203,7 +214,8 @@ kill_workers(json_t *rows, const char *state_dir)
 			json_integer_value(json_object_get(w,
 						col[CTL_W_START].key));
 
-		if (pid <= 0 || start == 0)
+		/* A pid of another host means nothing here. */
+		if (pid <= 0 || start == 0 || !ft_host_is_local(row_host(w)))
 			continue;
 		if (is_worker(pid, start, state_dir) &&
 		    kill(pid, SIGKILL) == 0)
@@ -215,6 +227,78 @@ kill_workers(json_t *rows, const char *state_dir)
 		strays += ft_kill_by_env(entry, entry2);
 	}
 	return strays;
+}
+
+/* The ssh command that kills, on HOST, the workers of ROWS that run
+ * there, each only if it is still the process the master named (its
+ * start time); exit 0 once there. */
+static char *
+remote_kill_cmd(json_t *rows, const char *host)
+{
+	const struct ctl_col *col = ctl_worker_cols;
+	struct ft_buf b = { 0 };
+	json_t *w;
+	size_t i;
+	char *cmd;
+
+	json_array_foreach(rows, i, w) {
+		int pid = (int)json_integer_value(json_object_get(w,
+						col[CTL_W_PID].key));
+		unsigned long long start = (unsigned long long)
+			json_integer_value(json_object_get(w,
+						col[CTL_W_START].key));
+
+		if (pid > 0 && start != 0 && strcmp(row_host(w), host) == 0)
+			ft_buf_printf(&b, "[ \"$(cut -d' ' -f22 /proc/%d/stat "
+				      "2>/dev/null)\" = %llu ] && kill -9 %d; ",
+				      pid, start, pid);
+	}
+	ft_buf_printf(&b, "true");
+	cmd = ft_strdup(b.data);
+	ft_buf_free(&b);
+	return cmd;
+}
+
+/* Kill the workers of ROWS on other hosts over ssh, every remote host of
+ * the config in parallel and bounded (HOSTS_PROBE_BOUND).  Says which
+ * hosts could not be reached: what runs there ends when they answer
+ * again (a worker leaves a master silent for master_silence_ms; mpirun's
+ * daemon follows).  Returns how many could not be reached. */
+static int
+kill_remote_workers(struct cli *c, json_t *rows)
+{
+	const struct ft_config *cfg = &c->cfg;
+	const char **host = ft_calloc((size_t)cfg->nnodes + 1, sizeof(char *));
+	char **cmd = ft_calloc((size_t)cfg->nnodes + 1, sizeof(char *));
+	char (*why)[160] = ft_calloc((size_t)cfg->nnodes + 1, sizeof(*why));
+	int n = 0, i, k, failed = 0;
+
+	for (i = 0; i < cfg->nnodes; i++) {
+		const char *h = cfg->nodes[i].host;
+
+		for (k = 0; k < n && strcmp(host[k], h) != 0; k++)
+			;
+		if (k < n || ft_host_is_local(h))
+			continue;
+		host[n] = h;
+		cmd[n++] = remote_kill_cmd(rows, h);
+	}
+	if (n > 0)
+		hosts_run(cfg, n, host, (const char *const *)cmd, why);
+	for (k = 0; k < n; k++) {
+		if (why[k][0] == '\0')
+			continue;
+		failed++;
+		cli_err("could not clean up on %s: %s; what the cluster ran "
+			"there (its workers, mpirun's daemon) ends once it "
+			"answers again", host[k], why[k]);
+	}
+	for (k = 0; k < n; k++)
+		free(cmd[k]);
+	free(cmd);
+	free(host);
+	free(why);
+	return failed;
 }
 
 /* Set LEASE stopping, so that no supervisor restarts anything more.
@@ -355,7 +439,10 @@ cli_stop(struct cli *c)
 	if (launcher_pid > 0 && !wait_launcher(launcher_pid, master_pid)) {
 		cli_err("the launcher (pid %d) did not finish; terminating it",
 			(int)launcher_pid);
-		kill(-launcher_pid, SIGTERM);
+		/* With a host cut off, mpirun waits for its daemon there
+		 * and ignores SIGTERM: across hosts, SIGKILL at once (its
+		 * daemons on the other hosts leave with their ssh). */
+		kill(-launcher_pid, c->cfg.remote ? SIGKILL : SIGTERM);
 		if (!wait_gone(launcher_pid, 5))
 			kill(-launcher_pid, SIGKILL);
 		wait_gone(launcher_pid, 5);
@@ -371,6 +458,8 @@ cli_stop(struct cli *c)
 	if (launcher_pid > 0)
 		strays += sup_kill_session(launcher_pid, launcher_start);
 	strays += kill_workers(rows, dir);
+	if (c->cfg.remote)
+		kill_remote_workers(c, rows);
 	entry = launch_dir_entry(&c->cfg);
 	strays += ft_kill_by_env(entry, NULL);
 	free(entry);

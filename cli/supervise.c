@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "ctl.h"
+#include "hosts.h"
 #include "launch.h"
 #include "log.h"
 #include "statedir.h"
@@ -61,6 +62,9 @@ struct sup {
 	int sigfd;
 	int stop_signal;		/* SIGTERM or SIGINT received */
 	char ident[64];			/* the log's name for us */
+	char (*down)[160];		/* per node: why its host was left out
+					 * of the job (empty: it was not) */
+	int ndown;
 };
 
 /* ---- small helpers ---- */
@@ -577,13 +581,29 @@ job_failed(struct sup *s, char *why, size_t n)
 	return 1;
 }
 
-/* The first start: once every worker registered, tell `ftfarm start`. */
+/* Is the worker of status row W on a node whose host was left out? */
+static int
+left_out(const struct sup *s, const json_t *w)
+{
+	const char *node = json_string_value(json_object_get(w, "node"));
+	int i;
+
+	for (i = 0; node && i < s->cfg->nnodes; i++)
+		if (s->down[i][0] && strcmp(s->cfg->nodes[i].name, node) == 0)
+			return 1;
+	return 0;
+}
+
+static const char *down_list(const struct sup *s, char *buf, size_t n);
+
+/* The first start: once every worker registered (but those of nodes
+ * whose host was left out, named), tell `ftfarm start`. */
 static void
 check_ready(struct sup *s)
 {
 	json_t *req, *ans, *ws, *w;
-	size_t i, up = 0;
-	char err[256];
+	size_t i, up = 0, out = 0;
+	char err[256], missing[1024];
 
 	if (!s->report_pending)
 		return;
@@ -600,21 +620,86 @@ check_ready(struct sup *s)
 	json_array_foreach(ws, i, w) {
 		const char *st = json_string_value(json_object_get(w, "state"));
 
-		up += st && (strcmp(st, "idle") == 0 || strcmp(st, "busy") == 0);
+		if (left_out(s, w))
+			out++;
+		else
+			up += st && (strcmp(st, "idle") == 0 ||
+				     strcmp(st, "busy") == 0);
 	}
-	if (ans && up == json_array_size(ws)) {
+	if (ans && up + out == json_array_size(ws)) {
 		log_info("epoch %llu: every worker registered", s->epoch);
 		report(s, 0, "cluster %s up: %zu workers on %d nodes (%s launch, "
-		       "%s)\nsupervisor pid %d (log: %s/%s)", s->cfg->name, up,
-		       s->cfg->nnodes,
+		       "%s)%s%s\nsupervisor pid %d (log: %s/%s)", s->cfg->name,
+		       up, s->cfg->nnodes - s->ndown,
 		       json_string_value(json_object_get(ans, "launch")),
 		       json_string_value(json_object_get(ans, "mpi")),
+		       s->ndown ? "\nnodes missing (host did not answer; "
+				  "brought in when it does): " : "",
+		       down_list(s, missing, sizeof(missing)),
 		       (int)getpid(), s->cfg->state_dir, SUP_LOG_FILE);
 	}
 	json_decref(ans);
 }
 
 /* ---- starting, stopping, stepping down ---- */
+
+static void
+probe_tick(void *arg)
+{
+	renew(arg);
+}
+
+/* Before a launch across hosts: probe them, leave out those that do not
+ * answer (mpirun would give up on the whole job), write the hostfile
+ * and the list of the hosts left out.  0, or -1 when they cannot be
+ * written. */
+static int
+prepare_hosts(struct sup *s)
+{
+	char err[512], *hf, *dir, *worker;
+	int i, rc;
+
+	/* In a Slurm allocation mpirun launches through Slurm, which
+	 * has given us the nodes. */
+	if (!s->cfg->remote || s->cfg->slurm || launch_own_hostfile(s->cfg))
+		return hosts_write_down(s->cfg, s->down, err, sizeof(err));
+	dir = ft_exe_dir();
+	worker = ft_asprintf("%s/ftfarm-worker", dir);
+	s->ndown = hosts_probe(s->cfg, worker, s->down, probe_tick, s);
+	free(worker);
+	free(dir);
+	for (i = 0; i < s->cfg->nnodes; i++)
+		if (s->down[i][0])
+			log_warnx("node %s: host %s left out: %s",
+				  s->cfg->nodes[i].name, s->cfg->nodes[i].host,
+				  s->down[i]);
+	hf = sd_path(s, HOSTS_FILE);
+	rc = hosts_write_hostfile(s->cfg, s->down, hf, err, sizeof(err));
+	free(hf);
+	if (rc == 0)
+		rc = hosts_write_down(s->cfg, s->down, err, sizeof(err));
+	if (rc == -1)
+		log_warnx("%s", err);
+	return rc;
+}
+
+/* The nodes left out, "node3 (h3: why), ..." into BUF. */
+static const char *
+down_list(const struct sup *s, char *buf, size_t n)
+{
+	size_t len = 0;
+	int i;
+
+	buf[0] = '\0';
+	for (i = 0; i < s->cfg->nnodes && len < n; i++)
+		if (s->down[i][0])
+			len += (size_t)snprintf(buf + len, n - len, "%s%s (%s: "
+						"%s)", len ? ", " : "",
+						s->cfg->nodes[i].name,
+						s->cfg->nodes[i].host,
+						s->down[i]);
+	return buf;
+}
 
 /* Start the job of our epoch (REASON: why, after a restart).  0, or -1
  * when the launcher could not be started. */
@@ -627,6 +712,8 @@ launch(struct sup *s, const char *reason)
 	};
 
 	kill_remains(s);
+	if (prepare_hosts(s) == -1)
+		return -1;
 	s->log_offset = 0;
 	free(ft_read_file(s->mpirun_log, &s->log_offset));
 	memset(&s->master, 0, sizeof(s->master));
@@ -1132,6 +1219,7 @@ setup(struct sup *s, struct cli *c, int standby, int report_fd)
 	s->backoff = s->cfg->restart_backoff;
 	s->dir_entry = launch_dir_entry(s->cfg);
 	s->mpirun_log = sd_path(s, "mpirun.log");
+	s->down = ft_calloc((size_t)s->cfg->nnodes, sizeof(*s->down));
 	lease_self(&s->self);
 	umask(077);
 	snprintf(s->ident, sizeof(s->ident), "ftfarm-%s[%d]",

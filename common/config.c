@@ -8,6 +8,7 @@
  */
 #include "config.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
 #include <jansson.h>
 #include <limits.h>
@@ -19,13 +20,14 @@
 #include "jcheck.h"
 #include "jpos.h"
 #include "plugin.h"
+#include "slurm.h"
 #include "util.h"
 
 static const struct jfield top_fields[] = {
 	{ "name", JT_STRING, 0 },
 	{ "state_dir", JT_STRING, 1 },
 	{ "launch", JT_STRING, 0 },
-	{ "nodes", JT_ARRAY, 1 },
+	{ "nodes", JT_ANY, 1 },		/* an array, or "slurm" */
 	{ "heartbeat_ms", JT_INT, 0 },
 	{ "heartbeat_timeout_ms", JT_INT, 0 },
 	{ "task_timeout_s", JT_NUMBER, 0 },
@@ -53,6 +55,8 @@ static const struct jfield top_fields[] = {
 	{ "restart_backoff_ms", JT_INT, 0 },
 	{ "restart_backoff_max_ms", JT_INT, 0 },
 	{ "master_silence_ms", JT_INT, 0 },
+	{ "ssh", JT_STRING, 0 },
+	{ "network", JT_STRING, 0 },
 	{ NULL, JT_ANY, 0 },
 };
 
@@ -527,6 +531,44 @@ parse_node(const json_t *el, const char *path, struct ft_config *cfg,
 	return parse_ready(el, path, node, err);
 }
 
+/* "nodes": "slurm": one node per host of the Slurm allocation we run in,
+ * named as Slurm names it, a worker per task it has there. */
+static int
+parse_slurm_nodes(struct ft_config *cfg, struct jerr *err)
+{
+	const char *list = getenv("SLURM_JOB_NODELIST");
+	const char *tpn = getenv("SLURM_TASKS_PER_NODE");
+	char msg[256], **names = NULL;
+	int n, i, *tasks = NULL, rc = -1;
+
+	if (list == NULL || tpn == NULL)
+		return jerr_set(err, "nodes", "\"slurm\" needs a Slurm "
+				"allocation (run inside salloc or sbatch)");
+	if ((n = slurm_hostlist(list, &names, msg, sizeof(msg))) == -1) {
+		jerr_set(err, "nodes", "SLURM_JOB_NODELIST: %s", msg);
+		goto out;
+	}
+	tasks = ft_calloc((size_t)n, sizeof(int));
+	if (slurm_tasks(tpn, tasks, n, msg, sizeof(msg)) == -1) {
+		jerr_set(err, "nodes", "%s", msg);
+		goto out;
+	}
+	cfg->slurm = 1;
+	cfg->nodes = ft_calloc((size_t)n, sizeof(*cfg->nodes));
+	for (i = 0; i < n; i++) {
+		cfg->nodes[i].name = ft_strdup(names[i]);
+		cfg->nodes[i].host = ft_strdup(names[i]);
+		cfg->nodes[i].workers = tasks[i];
+		cfg->nworkers += tasks[i];
+	}
+	cfg->nnodes = n;
+	rc = 0;
+out:
+	slurm_names_free(names);
+	free(tasks);
+	return rc;
+}
+
 static int
 parse_nodes(const json_t *root, struct ft_config *cfg, struct jerr *err)
 {
@@ -535,6 +577,11 @@ parse_nodes(const json_t *root, struct ft_config *cfg, struct jerr *err)
 	long long total = 0;
 	size_t i;
 
+	if (json_is_string(arr) && strcmp(json_string_value(arr), "slurm") == 0)
+		return parse_slurm_nodes(cfg, err);
+	if (!json_is_array(arr))
+		return jerr_set(err, "nodes", "expected an array of nodes or "
+				"\"slurm\", got %s", jcheck_type_name(arr));
 	if (json_array_size(arr) == 0)
 		return jerr_set(err, "nodes", "must not be empty");
 	if (json_array_size(arr) > INT_MAX / 256)
@@ -656,6 +703,49 @@ parse_http(const json_t *root, struct ft_config *cfg, struct jerr *err)
 	return parse_listen(jget_str(h, "listen", "127.0.0.1:9750"), cfg, err);
 }
 
+/* Is S "ADDRESS/BITS", an IPv4 or IPv6 subnet? */
+static int
+is_cidr(const char *s)
+{
+	const char *slash = strchr(s, '/');
+	unsigned char addr[16];
+	char host[64], *end;
+	long bits;
+	int v6;
+
+	if (slash == NULL || slash == s || (size_t)(slash - s) >= sizeof(host))
+		return 0;
+	snprintf(host, sizeof(host), "%.*s", (int)(slash - s), s);
+	v6 = strchr(host, ':') != NULL;
+	if (inet_pton(v6 ? AF_INET6 : AF_INET, host, addr) != 1)
+		return 0;
+	bits = strtol(slash + 1, &end, 10);
+	return slash[1] != '\0' && *end == '\0' && bits >= 0 &&
+	       bits <= (v6 ? 128 : 32);
+}
+
+/* "ssh" and "network": how mpirun reaches the other hosts and which
+ * subnet MPI traffic uses. */
+static int
+parse_hosts(const json_t *root, struct ft_config *cfg, struct jerr *err)
+{
+	const char *ssh = jget_str(root, "ssh", "ssh");
+	const char *net = jget_str(root, "network", NULL);
+	int i;
+
+	if (ssh[strspn(ssh, " \t")] == '\0')
+		return jerr_set(err, "ssh", "must name a program");
+	if (net != NULL && !is_cidr(net))
+		return jerr_set(err, "network", "must be a subnet in CIDR form, "
+				"such as \"10.0.0.0/24\"");
+	cfg->ssh = ft_strdup(ssh);
+	cfg->network = net ? ft_strdup(net) : NULL;
+	for (i = 0; i < cfg->nnodes; i++)
+		if (!ft_host_is_local(cfg->nodes[i].host))
+			cfg->remote = 1;
+	return 0;
+}
+
 /* Validate ROOT (the decoded file) into CFG (whose path is set).  0, or -1
  * with ERR set; CFG may then hold partial allocations. */
 static int
@@ -669,7 +759,8 @@ config_parse(const json_t *root, struct ft_config *cfg, struct jerr *err)
 	    parse_nodes(root, cfg, err) == -1 ||
 	    parse_limits(root, cfg, err) == -1 ||
 	    parse_control(root, cfg, err) == -1 ||
-	    parse_http(root, cfg, err) == -1)
+	    parse_http(root, cfg, err) == -1 ||
+	    parse_hosts(root, cfg, err) == -1)
 		return -1;
 	parse_mpirun_args(root, cfg);
 	return 0;
@@ -742,6 +833,8 @@ ft_config_free(struct ft_config *cfg)
 	free(cfg->dir);
 	free(cfg->log_level);
 	free(cfg->http_host);
+	free(cfg->ssh);
+	free(cfg->network);
 	free(cfg->control.socket_group);
 	free(cfg->control.submitters);
 	memset(cfg, 0, sizeof(*cfg));

@@ -90,6 +90,15 @@ struct ft_config {
 	int task_events;		/* "task_events": log per-task events, default true */
 	char **mpirun_args;		/* "mpirun_args": extra launcher arguments */
 	int nmpirun_args;
+	char *ssh;			/* "ssh": the remote shell mpirun (and the
+					 * host probes) use, default "ssh" */
+	char *network;			/* "network": CIDR subnet of MPI traffic,
+					 * or NULL: the loopback when every node
+					 * is local, else Open MPI's choice */
+	int remote;			/* some node's host is not this machine */
+	int slurm;			/* "nodes": "slurm": the nodes are those of
+					 * the Slurm allocation we run in, and
+					 * mpirun launches through Slurm */
 	char *log_level;		/* "log_level": "debug"|"info"|"warn", default "info" */
 	size_t log_max_bytes;		/* "log_max_bytes": rotate logs past it */
 	int log_keep;			/* "log_keep": rotated files kept, default 3 */

@@ -5,6 +5,7 @@
 #include <dlfcn.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "util.h"
 
@@ -14,6 +15,12 @@ ft_plugins_default_dir(void)
 	char *dir = ft_exe_dir();
 	char *path = ft_asprintf("%s/tasks", dir);
 
+	/* Installed (make install): PREFIX/bin and PREFIX/lib/ftfarm/tasks;
+	 * in the build tree: bin/ and bin/tasks. */
+	if (access(path, F_OK) != 0) {
+		free(path);
+		path = ft_asprintf("%s/../lib/ftfarm/tasks", dir);
+	}
 	free(dir);
 	return path;
 }

@@ -23,7 +23,8 @@ struct ft_plugins {
 };
 
 /* The default plugin directory: "tasks" beside the running executable
- * (a new string). */
+ * (the build tree), else "../lib/ftfarm/tasks" from it (installed); a new
+ * string. */
 char *ft_plugins_default_dir(void);
 /* Load every *.so in DIR, in name order.  0, or -1 with one line in ERR
  * (a plugin that cannot be loaded, has a wrong ABI or a duplicate name). */

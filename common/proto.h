@@ -26,6 +26,8 @@
 #include "util.h"
 
 #define FT_PROTO_VERSION 3
+/* What `ftfarm-worker --version` prints (with FT_PROTO_VERSION). */
+#define FT_WORKER_VERSION_FMT "ftfarm-worker protocol %d"
 /* Set in a worker's environment to its pid and its start time, so
  * inherited by its tasks: the pair names the worker for good. */
 #define FT_WORKER_ENV "FTFARM_WORKER_PID"

@@ -710,7 +710,7 @@ running(struct batches *bs, long id)
 
 void
 batches_record(struct batches *bs, uint64_t tid, int worker,
-	       const struct proto_result *r)
+	       const char *host, const struct proto_result *r)
 {
 	const struct sched_task *t = sched_task(bs->sched, tid);
 	struct batch *b = t ? running(bs, t->batch) : NULL;
@@ -724,6 +724,7 @@ batches_record(struct batches *bs, uint64_t tid, int worker,
 	jsonl_int(o, "task", t->index);
 	jsonl_int(o, "attempt", r->attempt);
 	jsonl_int(o, "worker", worker);
+	jsonl_str(o, "host", host);
 	jsonl_str(o, "status", r->ok ? "ok" : "failed");
 	jsonl_int(o, "exit", r->exit_code);
 	jsonl_secs(o, "seconds", r->seconds);
@@ -732,7 +733,7 @@ batches_record(struct batches *bs, uint64_t tid, int worker,
 	if (!r->ok)
 		jsonl_strn(o, "reason", r->reason, r->reason_len);
 	jsonl_end(o);
-	ev_task_done(bs->ev, t->batch, t->index, r->attempt, worker,
+	ev_task_done(bs->ev, t->batch, t->index, r->attempt, worker, host,
 		     r->ok ? "ok" : "failed");
 	snprintf(reason, sizeof(reason), "%.*s", (int)r->reason_len, r->reason);
 	count(bs, b, t->index, r->ok, r->out, r->out_len, reason);
@@ -768,7 +769,8 @@ batches_gang_ended(struct batches *bs, uint32_t batch, uint32_t index,
 	free(fig);
 	json_decref(b->result);
 	b->result = json_incref(figures);
-	ev_task_done(bs->ev, batch, index, attempt, -1, ok ? "ok" : "failed");
+	ev_task_done(bs->ev, batch, index, attempt, -1, "", /* on its ranks' hosts */
+		     ok ? "ok" : "failed");
 	if (!ok)
 		log_warnx("batch %ld gang task %u failed: %s", b->id, index,
 			  reason);

@@ -88,9 +88,9 @@ int batches_accept(struct batches *bs, long id, struct batch_text *bt,
  * or -1 with ERR. */
 long batches_submit(struct batches *bs, json_t *batch, char *err, size_t n);
 
-/* Task TID ended with result R, run by WORKER. */
+/* Task TID ended with result R, run by WORKER on HOST. */
 void batches_record(struct batches *bs, uint64_t tid, int worker,
-		    const struct proto_result *r);
+		    const char *host, const struct proto_result *r);
 /* Is JOB (a checked "job" object, or NULL) a gang job: one gang task
  * (master/gangs.h) rather than tasks planned by a task plugin? */
 int batches_is_gang(const struct ft_plugins *pl, const json_t *job);

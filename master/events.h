@@ -101,13 +101,13 @@
 	F(int, batch) F(str, name) F(int, tasks) F(ostr, job)
 #define EV_FIELDS_task_assigned(F)					\
 	F(int, batch) F(int, task) F(int, attempt) F(int, worker)	\
-	F(obool, duplicate)
+	F(str, host) F(obool, duplicate)
 #define EV_FIELDS_task_done(F)						\
 	F(int, batch) F(int, task) F(int, attempt) F(int, worker)	\
-	F(str, status)
+	F(str, host) F(str, status)
 #define EV_FIELDS_task_reassigned(F)					\
 	F(int, batch) F(int, task) F(int, attempt) F(int, worker)	\
-	F(str, reason)
+	F(str, host) F(str, reason)
 #define EV_FIELDS_task_failed(F) F(int, batch) F(int, task) F(str, reason)
 #define EV_FIELDS_batch_cancelled(F)					\
 	F(int, batch) F(int, queued) F(int, running)

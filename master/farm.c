@@ -22,7 +22,8 @@ on_reassigned(void *ctx, uint64_t tid, uint32_t attempt, int worker,
 	const struct sched_task *t = sched_task(m->sched, tid);
 
 	ev_task_reassigned(&m->events, t->batch, t->index, attempt, worker,
-			   reason);
+			   worker >= 0 && worker < m->nworkers ?
+			   m->workers[worker].host : "", reason);
 	stats_type(&m->stats, t->kind)->reassigned++;
 	batches_reassigned(&m->batches, t->batch);
 }
@@ -95,7 +96,7 @@ on_result(void *ctx, struct worker *w, uint64_t tid,
 		ts->failed++;
 	hist_observe(&ts->run, r->seconds);
 	health_task_result(m, tid, w, r->ok);
-	batches_record(&m->batches, tid, w->id, r);
+	batches_record(&m->batches, tid, w->id, w->host, r);
 }
 
 static void

@@ -8,6 +8,7 @@
 
 #include "blame.h"
 #include "bmc.h"
+#include "hosts.h"
 #include "ladder.h"
 #include "log.h"
 #include "registry.h"
@@ -169,6 +170,27 @@ give_up(struct master *m, struct node *n, const char *why)
 	retire_workers(m, n, "node inactive");
 	if (!m->static_world)
 		log_info("node %s: probed again in %.0f s", n->name, d);
+}
+
+void
+health_hosts_left_out(struct master *m)
+{
+	char (*why)[160], text[sizeof(m->nodes[0].reason)];
+	int i;
+
+	if (!m->cfg.remote || m->static_world)
+		return;
+	why = ft_calloc((size_t)m->cfg.nnodes, sizeof(*why));
+	hosts_read_down(&m->cfg, why);
+	for (i = 0; i < m->cfg.nnodes; i++) {
+		if (!why[i][0])
+			continue;
+		m->nodes[i].outside = 1;
+		snprintf(text, sizeof(text), "host %s did not answer at "
+			 "start: %s", m->cfg.nodes[i].host, why[i]);
+		give_up(m, &m->nodes[i], text);
+	}
+	free(why);
 }
 
 /* Power-cycle N now for WHY (an operator's reboot if BY_OPERATOR): its

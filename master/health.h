@@ -74,5 +74,9 @@ struct node *health_node(struct master *m, const char *name);
 int health_busy(const struct master *m);
 /* Periodic work: drains, reboots, probes, forgetting, no live workers. */
 void health_cron(struct master *m, double now);
+/* Before the first spawn: the nodes whose host the supervisor left out
+ * of the job (hosts.h) are INACTIVE, their workers retired, probed again
+ * with backoff and brought in when their host answers. */
+void health_hosts_left_out(struct master *m);
 
 #endif

@@ -8,6 +8,7 @@
 
 #include "bmc.h"
 #include "child.h"
+#include "hosts.h"
 #include "log.h"
 #include "registry.h"
 
@@ -104,11 +105,22 @@ start_workers(struct master *m, struct node *n)
 			registry_revive(m, &m->workers[k]);
 }
 
+/* Does N wait for a command before its workers come back: its ready
+ * command, or (a node on another host) an ssh to its host?  A spawn
+ * onto a host that does not answer hangs, or ends the whole job when the
+ * host is outside mpirun's hostfile. */
+static int
+has_ready(const struct master *m, const struct node *n)
+{
+	return m->cfg.nodes[n->id].ready_command != NULL ||
+	       !ft_host_is_local(m->cfg.nodes[n->id].host);
+}
+
 /* N has power: its ready command, or its workers. */
 static void
 powered(struct master *m, struct node *n)
 {
-	if (m->cfg.nodes[n->id].ready_command)
+	if (has_ready(m, n))
 		step(n, NS_READY, ft_now());
 	else
 		start_workers(m, n);
@@ -292,10 +304,21 @@ run_ready(struct master *m, struct node *n, double now)
 {
 	double left = n->deadline - now;
 
+	const struct ft_node *cn = &m->cfg.nodes[n->id];
+	char **probe = NULL;
+
 	step(n, NS_READY, INFINITY);	/* until it ends */
-	ready[n->id] = child_start(m->loop, m->cfg.nodes[n->id].ready_command,
-				   m->cfg.dir, fmin(READY_RUN_MAX, left),
+	if (cn->ready_command == NULL) {
+		char *cmd = hosts_probe_cmd(m->worker_exe);
+
+		probe = hosts_remote_argv(&m->cfg, cn->host, cmd);
+		free(cmd);
+	}
+	ready[n->id] = child_start(m->loop, probe ? probe : cn->ready_command,
+				   m->cfg.dir, fmin(probe ? HOSTS_PROBE_BOUND :
+						    READY_RUN_MAX, left),
 				   on_ready, n);
+	hosts_argv_free(probe);
 }
 
 /* ---- the cron ---- */

@@ -29,6 +29,7 @@
 #include "farm.h"
 #include "gangs.h"
 #include "fence.h"
+#include "health.h"
 #include "http.h"
 #include "log.h"
 #include "loop.h"
@@ -176,6 +177,7 @@ run(struct master *m, int dynamic)
 	    commands_open(m, err, sizeof(err)) == -1 ||
 	    http_open(m, err, sizeof(err)) == -1)
 		goto fail;
+	health_hosts_left_out(m);
 	if (registry_start(m, err, sizeof(err)) == -1)
 		goto fail;
 	write_pid(m);

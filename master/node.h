@@ -83,6 +83,9 @@ struct node {
 	double probe_delay;		/* inactive: seconds to the next probe */
 	double probe_at;		/* when (monotonic) */
 	int probes;			/* probes since it was last in service */
+	int outside;			/* its host was left out of mpirun's
+					 * hostfile (it did not answer at
+					 * start): spawn with "add-host" */
 };
 
 void node_init(struct node *n, int id, const char *name);

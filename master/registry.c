@@ -2,11 +2,14 @@
 #include "registry.h"
 
 #include <math.h>
+#include <stdint.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "child.h"
+#include "hosts.h"
 #include "log.h"
 #include "spawn.h"
 
@@ -22,6 +25,7 @@
 #define IDLE_NAP_MAX 0.5	/* longest nap of an idle worker */
 
 static struct registry_ops ops;
+static struct master *lm;		/* for the probes' callbacks */
 
 /* ---- set-up ---- */
 
@@ -37,6 +41,7 @@ registry_init(struct master *m, const struct registry_ops *o)
 	};
 	int i, k, slot = 0;
 
+	lm = m;
 	ops = *o;
 	m->nworkers = m->cfg.nworkers;
 	m->workers = ft_calloc((size_t)m->nworkers, sizeof(*m->workers));
@@ -113,6 +118,7 @@ spawn_args(const struct master *m, const struct worker *w,
 {
 	a->exe = m->worker_exe;
 	a->host = m->cfg.nodes[w->node].host;
+	a->add_host = m->nodes[w->node].outside;
 	a->slot = w->id;
 	a->node = w->node_name;
 	a->state_dir = m->cfg.state_dir;
@@ -177,7 +183,7 @@ start_more(struct master *m)
 int
 registry_start(struct master *m, char *err, size_t n)
 {
-	int i, up = 0;
+	int i, up = 0, tried = 0;
 
 	if (m->static_world) {
 		if (spawn_static_check(m->nworkers, err, n) == -1)
@@ -191,12 +197,15 @@ registry_start(struct master *m, char *err, size_t n)
 		return 0;
 	}
 	for (i = 0; i < m->nworkers; i++) {
+		if (m->workers[i].state != W_NEW)
+			continue;	/* its host was left out */
 		spawn_now(m, &m->workers[i]);
 		up += m->workers[i].state == W_STARTING;
+		tried++;
 	}
-	if (up == 0)
+	if (tried > 0 && up == 0)
 		snprintf(err, n, "no worker could be spawned (see master.log)");
-	return up > 0 ? 0 : -1;
+	return tried > 0 && up == 0 ? -1 : 0;
 }
 
 /* ---- sending ---- */
@@ -258,7 +267,7 @@ send_picks(struct master *m, struct worker *w, struct sched_pick *picks,
 		count++;
 		ev_task_assigned(&m->events, picks[i].task->batch,
 				 picks[i].task->index, picks[i].attempt, w->id,
-				 picks[i].duplicate);
+				 w->host, picks[i].duplicate);
 	}
 	proto_set_count(&msg, count);
 	send_msg(m, w, FT_MSG_ASSIGN, &msg);
@@ -450,17 +459,52 @@ on_link_failed(void *ctx, int id, const char *reason)
 
 /* ---- death ---- */
 
-/* SIGKILL W's process if it runs here and the MPI survives that; only
- * the very process W was (pid and start time), never one that reused its
- * pid.  Returns 1 if a signal was sent. */
+static void
+remote_killed(void *arg, const struct child_result *r)
+{
+	char what[CHILD_OUT_MAX + 64];
+
+	child_describe(r, what, sizeof(what));
+	log_info("worker %d: kill over ssh %s", (int)(intptr_t)arg, what);
+}
+
+/* SIGKILL the process of W, on another host, over ssh (in the
+ * background: the host may not answer, and the pid means nothing here).
+ * Only the very process W was: its start time must match there. */
+static void
+kill_remote(struct master *m, struct worker *w)
+{
+	char cmd[160], **argv;
+	struct child *c;
+
+	snprintf(cmd, sizeof(cmd), "[ \"$(cut -d' ' -f22 /proc/%d/stat)\" = "
+		 "%llu ] && kill -9 %d", (int)w->pid, w->start, (int)w->pid);
+	argv = hosts_remote_argv(&m->cfg, w->host, cmd);
+	c = child_start(m->loop, argv, m->cfg.dir, HOSTS_PROBE_BOUND,
+			remote_killed, (void *)(intptr_t)w->id);
+	hosts_argv_free(argv);
+	(void)c;		/* it ends by itself within the bound */
+	log_info("worker %d: killing pid %d on %s over ssh", w->id,
+		 (int)w->pid, w->host);
+}
+
+/* SIGKILL W's process if the MPI survives that; only the very process W
+ * was (pid and start time), never one that reused its pid.  On another
+ * host, over ssh, in the background.  Returns 1 if a signal was sent
+ * here. */
 static int
 kill_worker(struct master *m, struct worker *w)
 {
 	char entry[64], entry2[64];
 	int killed, strays;
 
-	if (!m->can_kill || w->pid <= 0 || !ft_host_is_local(w->host))
+	if (!m->can_kill || w->pid <= 0)
 		return 0;
+	if (!ft_host_is_local(w->host)) {
+		if (w->start)
+			kill_remote(m, w);
+		return 0;
+	}
 	killed = ft_proc_is(w->pid, w->start) && kill(w->pid, SIGKILL) == 0;
 	/* Its tasks' processes would run on beside their next attempt. */
 	snprintf(entry, sizeof(entry), "%s=%d", FT_WORKER_ENV, (int)w->pid);
@@ -596,12 +640,67 @@ respawn_ready(const struct worker *w, double now)
 	       now > w->respawn_at + RESPAWN_WAIT_MAX;
 }
 
+/* W's host probe has ended with R: respawn W at the next cron, or fail
+ * the respawn (node health takes it from there). */
+static void
+probed(void *arg, const struct child_result *r)
+{
+	struct worker *w = arg;
+	struct master *m = lm;
+	char what[CHILD_OUT_MAX + 64], why[CHILD_OUT_MAX + 160];
+
+	w->probing = 0;
+	if (m->stopping || !w->respawn_due ||
+	    (w->state != W_DEAD && w->state != W_INACTIVE))
+		return;
+	if (r->started && r->exit == 0 && !r->timed_out && !r->signal) {
+		w->probed = 1;
+		master_kick(m);
+		return;
+	}
+	child_describe(r, what, sizeof(what));
+	snprintf(why, sizeof(why), "host %s does not answer: %s", w->host,
+		 what);
+	w->respawn_due = 0;
+	w->spawn_gen++;
+	worker_set(w, W_SPAWNING, NULL, &m->events);
+	down(m, w, W_DEAD, why);
+}
+
+/* Must W's host answer a probe before W is spawned there again? */
+static int
+needs_probe(const struct master *m, const struct worker *w)
+{
+	return m->async_spawn && !w->probed &&
+	       !ft_host_is_local(m->cfg.nodes[w->node].host);
+}
+
+static void
+start_probe(struct master *m, struct worker *w)
+{
+	char *cmd = hosts_probe_cmd(m->worker_exe);
+	char **argv = hosts_remote_argv(&m->cfg, m->cfg.nodes[w->node].host,
+					cmd);
+
+	w->probing = 1;
+	child_start(m->loop, argv, m->cfg.dir, HOSTS_PROBE_BOUND, probed, w);
+	hosts_argv_free(argv);
+	free(cmd);
+}
+
 /* Spawn W again, on a spawner thread when there is one. */
 static void
 respawn(struct master *m, struct worker *w)
 {
 	struct spawn_args a;
 
+	if (w->probing)
+		return;
+	if (needs_probe(m, w)) {
+		start_probe(m, w);
+		return;
+	}
+	w->probed = 0;
 	if (!m->async_spawn) {
 		spawn_now(m, w);
 		return;

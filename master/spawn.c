@@ -48,7 +48,7 @@ mpi_error(int rc, const char *what, char *err, size_t n)
 /* A spawn's own copy of its arguments, for a thread. */
 struct spawn_req {
 	char exe[4096], host[256], node[256], state_dir[4096], slot[16];
-	int nslot;
+	int nslot, add_host;
 	unsigned gen;
 	MPI_Comm self;			/* its own duplicate of MPI_COMM_SELF */
 	int rc, code;
@@ -65,6 +65,7 @@ req_fill(struct spawn_req *r, const struct spawn_args *a)
 	snprintf(r->state_dir, sizeof(r->state_dir), "%s", a->state_dir);
 	snprintf(r->slot, sizeof(r->slot), "%d", a->slot);
 	r->nslot = a->slot;
+	r->add_host = a->add_host;
 }
 
 /* Run R's MPI_Comm_spawn on R->self (the caller's thread). */
@@ -76,7 +77,9 @@ req_spawn(struct spawn_req *r)
 	MPI_Info info;
 
 	MPI_Info_create(&info);
-	MPI_Info_set(info, "host", r->host);
+	/* A host outside the hostfile is "already filled" for "host";
+	 * "add-host" starts a daemon there first. */
+	MPI_Info_set(info, r->add_host ? "add-host" : "host", r->host);
 	MPI_Info_set(info, "bind_to", "none");
 	r->comm = MPI_COMM_NULL;
 	r->code = MPI_SUCCESS;

@@ -23,6 +23,8 @@
 struct spawn_args {
 	const char *exe;		/* the ftfarm-worker program */
 	const char *host;		/* MPI's "host" info */
+	int add_host;			/* ... given as "add-host": the host is
+					 * not in mpirun's hostfile */
 	int slot;
 	const char *node;		/* its node's name (argv: --node) */
 	const char *state_dir;		/* the cluster's (argv: --state-dir) */

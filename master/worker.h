@@ -63,6 +63,11 @@ struct worker {
 	double respawn_at;
 	pid_t old_pid;
 	unsigned spawn_gen;		/* which spawn is the current one */
+	/* On another host, a respawn waits for an ssh probe of it: a spawn
+	 * onto a host that does not answer blocks in MPI for as long as
+	 * it does not, and slows the master's other MPI traffic. */
+	int probing;			/* a probe runs */
+	int probed;			/* it answered: spawn now */
 	const char *doomed;		/* a failure found inside a tick, for after it */
 	int held;			/* its node takes no tasks now */
 	/* Its last death, for node health's blame: the task it was running

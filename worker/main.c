@@ -26,6 +26,7 @@ main(int argc, char **argv)
 		{ "node", required_argument, NULL, 'n' },
 		{ "state-dir", required_argument, NULL, 'd' },
 		{ "epoch", required_argument, NULL, 'e' },
+		{ "version", no_argument, NULL, 'v' },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct ft_plugins pl;
@@ -34,6 +35,11 @@ main(int argc, char **argv)
 	int c, provided, slot = -1, rank, rc;
 
 	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+		if (c == 'v') {
+			/* Without MPI: what a host probe checks. */
+			printf(FT_WORKER_VERSION_FMT "\n", FT_PROTO_VERSION);
+			return 0;
+		}
 		if (c == 's')
 			slot = atoi(optarg);
 		else if (c != 'n' && c != 'd' && c != 'e')

@@ -186,10 +186,9 @@ def test_unavailable_says_why_in_one_line(monkeypatch):
 @pytest.mark.timeout(180)
 def test_ftfarm_batch_across_ssh_hosts(netns_hosts, make_cluster):
     net = netns_hosts
-    hf = net.write_hostfile(slots=1, local_slots=1)
     c = make_cluster(heartbeat_ms=500, start_timeout_s=60,
-                     mpirun_args=["--hostfile", str(hf), *net.mpirun_args(btl=False),
-                                  "--mca", "orte_tmpdir_base",
+                     ssh=f"ssh -F {net.ssh_config}", network=net.cidr,
+                     mpirun_args=["--mca", "orte_tmpdir_base",
                                   str(net.dir / "sess")])
     c.cfg["nodes"] = [{"name": f"node{i}", "host": h, "workers": 1}
                       for i, h in enumerate(net.hosts, 1)]

@@ -127,7 +127,7 @@ run_next(struct fx *f, int ok, const char *out)
 	r.reason_len = strlen(r.reason);
 	assert_int_equal(sched_done(f->sched, 0, p.tid, p.attempt, 0.001,
 				    ft_now()), SCHED_ACCEPTED);
-	batches_record(&f->bs, p.tid, 0, &r);
+	batches_record(&f->bs, p.tid, 0, "h1", &r);
 	return p.task->index;
 }
 
@@ -259,7 +259,7 @@ test_job_batch(void **state)
 		pr.reason = r.reason;
 		pr.reason_len = strlen(r.reason);
 		sched_done(f->sched, 0, p.tid, p.attempt, 0, 0);
-		batches_record(&f->bs, p.tid, 0, &pr);
+		batches_record(&f->bs, p.tid, 0, "h1", &pr);
 		free(r.out);
 		free(r.err);
 		json_decref(spec);

@@ -12,6 +12,7 @@
 #include <cmocka.h>
 
 #include "config.h"
+#include "slurm.h"
 #include "util.h"
 
 /* A temp directory per test holding conf/ (the config files). */
@@ -129,7 +130,8 @@ test_wrong_type(void **state)
 	refused(state, "{\"state_dir\": 5, " NODES "}",
 		"%s:1:2: state_dir: expected a string, got an integer");
 	refused(state, "{\"state_dir\": \"s\", \"nodes\": {}}",
-		"%s:1:20: nodes: expected an array, got an object");
+		"%s:1:20: nodes: expected an array of nodes or \"slurm\", "
+		"got an object");
 	refused(state, "{\"state_dir\": \"s\", \"nodes\": [\"n1\"]}",
 		"%s:1:30: nodes[0]: expected an object, got a string");
 	refused(state, "{\"state_dir\": \"s\", " NODES ", \"task_events\": 1}",
@@ -563,6 +565,72 @@ test_shipped_configs(void **state)
 	}
 }
 
+/* "ssh" and "network": defaults, a remote node, bad values. */
+static void
+test_hosts_keys(void **state)
+{
+	struct ft_config cfg;
+
+	accepted(state, "{\"state_dir\": \"s\", " NODES "}", &cfg);
+	assert_string_equal(cfg.ssh, "ssh");
+	assert_null(cfg.network);
+	assert_int_equal(cfg.remote, 0);
+	ft_config_free(&cfg);
+	accepted(state, "{\"state_dir\": \"s\", \"ssh\": \"ssh -F /x\", "
+		 "\"network\": \"10.1.2.0/24\", \"nodes\": [{\"name\": \"a\", "
+		 "\"host\": \"h1.example\"}]}", &cfg);
+	assert_string_equal(cfg.ssh, "ssh -F /x");
+	assert_string_equal(cfg.network, "10.1.2.0/24");
+	assert_int_equal(cfg.remote, 1);
+	ft_config_free(&cfg);
+	refused(state, "{\"state_dir\": \"s\", " NODES ",\n \"network\": "
+		"\"10.1.2.0\"}", "%s:2:2: network: must be a subnet in CIDR "
+		"form, such as \"10.0.0.0/24\"");
+	refused(state, "{\"state_dir\": \"s\", " NODES ", \"network\": "
+		"\"10.1.2.0/33\"}", "%s:1:47: network: must be a subnet in "
+		"CIDR form, such as \"10.0.0.0/24\"");
+	refused(state, "{\"state_dir\": \"s\", " NODES ", \"ssh\": \" \"}",
+		"%s:1:47: ssh: must name a program");
+}
+
+/* "nodes": "slurm" takes the allocation's hosts and tasks. */
+static void
+test_slurm_nodes(void **state)
+{
+	struct ft_config cfg;
+	char err[256], **names = NULL;
+	int counts[4];
+
+	assert_int_equal(slurm_hostlist("a1,sl[01-02,7]", &names, err,
+					sizeof(err)), 4);
+	assert_string_equal(names[1], "sl01");
+	assert_string_equal(names[3], "sl7");
+	slurm_names_free(names);
+	assert_int_equal(slurm_hostlist("sl[1-", &names, err, sizeof(err)),
+			 -1);
+	assert_int_equal(slurm_tasks("3,1(x2),2", counts, 4, err,
+				     sizeof(err)), 0);
+	assert_int_equal(counts[0] * 1000 + counts[1] * 100 + counts[2] * 10 +
+			 counts[3], 3112);
+	assert_int_equal(slurm_tasks("2(x3)", counts, 4, err, sizeof(err)),
+			 -1);
+	unsetenv("SLURM_JOB_NODELIST");
+	refused(state, "{\"state_dir\": \"s\", \"nodes\": \"slurm\"}",
+		"%s:1:20: nodes: \"slurm\" needs a Slurm allocation (run "
+		"inside salloc or sbatch)");
+	setenv("SLURM_JOB_NODELIST", "x[1-3]", 1);
+	setenv("SLURM_TASKS_PER_NODE", "2(x3)", 1);
+	accepted(state, "{\"state_dir\": \"s\", \"nodes\": \"slurm\"}", &cfg);
+	assert_int_equal(cfg.nnodes, 3);
+	assert_int_equal(cfg.nworkers, 6);
+	assert_int_equal(cfg.slurm, 1);
+	assert_string_equal(cfg.nodes[2].name, "x3");
+	assert_string_equal(cfg.nodes[2].host, "x3");
+	ft_config_free(&cfg);
+	unsetenv("SLURM_JOB_NODELIST");
+	unsetenv("SLURM_TASKS_PER_NODE");
+}
+
 int
 main(void)
 {
@@ -582,6 +650,8 @@ main(void)
 		T(test_full),
 		T(test_bmc),
 		T(test_bad_bmc),
+		T(test_hosts_keys),
+		T(test_slurm_nodes),
 		cmocka_unit_test(test_shipped_configs),
 #undef T
 	};

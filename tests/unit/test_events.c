@@ -29,8 +29,8 @@ emit(int task_events)
 	path = ft_asprintf("%s/events.jsonl", dir);
 	assert_int_equal(events_open(&ev, path, task_events), 0);
 	ev_batch_submitted(&ev, 7, "n\"x", 3, NULL);
-	ev_task_assigned(&ev, 7, 0, 1, 2, 1);
-	ev_task_done(&ev, 7, 0, 1, 2, "ok");
+	ev_task_assigned(&ev, 7, 0, 1, 2, "h1", 1);
+	ev_task_done(&ev, 7, 0, 1, 2, "h1", "ok");
 	ev_batch_done(&ev, 7, 3, 2, 1, 0.5, "job failed");
 	ev_master_stopped(&ev);
 	events_close(&ev);

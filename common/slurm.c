@@ -1,0 +1,160 @@
+/* slurm: the allocation's node list and tasks (see slurm.h). */
+#include "slurm.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "util.h"
+
+#define NAMES_MAX 65536		/* more hosts than any allocation has */
+
+struct names {
+	char **v;
+	int n;
+};
+
+static int
+add(struct names *a, char *s)
+{
+	if (a->n >= NAMES_MAX) {
+		free(s);
+		return -1;
+	}
+	a->v = ft_realloc(a->v, (size_t)(a->n + 2) * sizeof(char *));
+	a->v[a->n++] = s;
+	a->v[a->n] = NULL;
+	return 0;
+}
+
+/* One range "A" or "A-B" of bracket text R (its digits keep their
+ * zero padding) after PREFIX.  0 or -1. */
+static int
+add_range(struct names *a, const char *prefix, size_t plen, const char *r,
+	  size_t rlen)
+{
+	char buf[64], *end;
+	const char *dash = memchr(r, '-', rlen);
+	size_t width = dash ? (size_t)(dash - r) : rlen;
+	long lo, hi, i;
+
+	if (rlen == 0 || rlen >= sizeof(buf))
+		return -1;
+	memcpy(buf, r, rlen);
+	buf[rlen] = '\0';
+	lo = strtol(buf, &end, 10);
+	hi = lo;
+	if (end == buf || (*end != '\0' && *end != '-'))
+		return -1;
+	if (*end == '-') {
+		hi = strtol(end + 1, &end, 10);
+		if (*end != '\0' || hi < lo)
+			return -1;
+	}
+	for (i = lo; i <= hi; i++)
+		if (add(a, ft_asprintf("%.*s%0*ld", (int)plen, prefix,
+				       (int)width, i)) == -1)
+			return -1;
+	return 0;
+}
+
+/* One item "name" or "prefix[r1,r2-r3]" of length LEN.  0 or -1. */
+static int
+add_item(struct names *a, const char *s, size_t len)
+{
+	const char *open = memchr(s, '[', len), *p, *comma;
+	const char *close = open ? memchr(open, ']', len - (size_t)(open - s))
+				 : NULL;
+
+	if (len == 0)
+		return -1;
+	if (open == NULL)
+		return add(a, ft_asprintf("%.*s", (int)len, s));
+	if (close == NULL || close != s + len - 1)
+		return -1;	/* a suffix after "]" is not supported */
+	for (p = open + 1; p < close; p = comma + 1) {
+		comma = memchr(p, ',', (size_t)(close - p));
+		if (comma == NULL)
+			comma = close;
+		if (add_range(a, s, (size_t)(open - s), p,
+			      (size_t)(comma - p)) == -1)
+			return -1;
+	}
+	return 0;
+}
+
+int
+slurm_hostlist(const char *list, char ***names, char *err, size_t n)
+{
+	struct names a = { 0 };
+	const char *s = list, *p;
+	int depth;
+
+	*names = NULL;
+	while (*s) {
+		/* An item ends at a comma outside brackets. */
+		for (p = s, depth = 0; *p && (*p != ',' || depth); p++)
+			depth += *p == '[' ? 1 : *p == ']' ? -1 : 0;
+		if (add_item(&a, s, (size_t)(p - s)) == -1) {
+			snprintf(err, n, "cannot read the node list \"%s\"",
+				 list);
+			slurm_names_free(a.v);
+			return -1;
+		}
+		s = *p ? p + 1 : p;
+	}
+	if (a.n == 0) {
+		snprintf(err, n, "the node list is empty");
+		return -1;
+	}
+	*names = a.v;
+	return a.n;
+}
+
+int
+slurm_tasks(const char *tpn, int *counts, int n, char *err, size_t len)
+{
+	const char *s = tpn;
+	char *end;
+	long c, times;
+	int k = 0;
+
+	while (*s) {
+		c = strtol(s, &end, 10);
+		times = 1;
+		if (end == s || c < 1)
+			goto bad;
+		if (strncmp(end, "(x", 2) == 0) {
+			times = strtol(end + 2, &end, 10);
+			if (times < 1 || *end != ')')
+				goto bad;
+			end++;
+		}
+		while (times-- > 0) {
+			if (k >= n)
+				goto bad;
+			counts[k++] = (int)c;
+		}
+		if (*end == ',')
+			end++;
+		else if (*end != '\0')
+			goto bad;
+		s = end;
+	}
+	if (k == n)
+		return 0;
+bad:
+	snprintf(err, len, "SLURM_TASKS_PER_NODE \"%s\" does not give the "
+		 "tasks of %d nodes", tpn, n);
+	return -1;
+}
+
+void
+slurm_names_free(char **names)
+{
+	int i;
+
+	for (i = 0; names && names[i]; i++)
+		free(names[i]);
+	free(names);
+}

@@ -1,0 +1,25 @@
+/*
+ * slurm: the nodes of the Slurm allocation ftfarm runs in.
+ *
+ * Inside salloc/sbatch, SLURM_JOB_NODELIST names the allocated hosts in
+ * Slurm's compressed form ("sl[1-3]", "a1,b[01-02,7]") and
+ * SLURM_TASKS_PER_NODE their tasks in node order ("2(x3)", "3,1(x2)").
+ * A config with "nodes": "slurm" gets one node per allocated host, named
+ * as Slurm names it, with as many workers as the host has tasks.
+ */
+#ifndef FT_SLURM_H
+#define FT_SLURM_H
+
+#include <stddef.h>
+
+/* Expand the node list LIST into *NAMES (a new NULL-terminated array of
+ * new strings).  The number of names, or -1 with ERR (bad syntax). */
+int slurm_hostlist(const char *list, char ***names, char *err, size_t n);
+
+/* Expand the tasks-per-node string TPN into COUNTS (N of them).  0, or
+ * -1 with ERR when it does not give exactly N counts >= 1. */
+int slurm_tasks(const char *tpn, int *counts, int n, char *err, size_t len);
+
+void slurm_names_free(char **names);
+
+#endif
