@@ -20,11 +20,13 @@ unit: $(UNIT_BIN)
 	done
 
 # Integration tests run PYTEST_JOBS at a time (pytest-xdist): most of
-# their time is spent waiting for deadlines, not computing.
+# their time is spent waiting for deadlines, not computing.  The Slurm
+# ones run after them, one at a time in pytest itself.
 PYTEST_JOBS ?= 3
 
 integration: all
-	timeout 900 /usr/bin/python3 -m pytest -q -n $(PYTEST_JOBS) tests/integration $(PYTEST_ARGS)
+	timeout 900 /usr/bin/python3 -m pytest -q -n $(PYTEST_JOBS) -m "not slurm" tests/integration $(PYTEST_ARGS)
+	timeout 600 /usr/bin/python3 -m pytest -q -p no:xdist -m slurm tests/integration $(PYTEST_ARGS)
 
 # libFuzzer harnesses (clang) over the control request parser and the batch
 # reader: `make fuzz` runs each for FUZZ_SECONDS (a short run is part of

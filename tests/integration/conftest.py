@@ -392,6 +392,11 @@ def pytest_configure(config):
     config.addinivalue_line(
         "markers", "cluster_opts(**kw): options of the `cluster` fixture's "
         "config (heartbeat_ms=..., respawn_limit=..., launch=...)")
+    config.addinivalue_line(
+        "markers", "slurm: runs a Slurm cluster; `make integration` runs "
+        "these one at a time outside pytest-xdist (under its workers, "
+        "salloc's mpirun loses its ORTE daemons at launch; cause not "
+        "found)")
 
 
 @pytest.fixture

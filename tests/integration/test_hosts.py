@@ -182,6 +182,7 @@ def test_hung_remote_worker_killed_there(netns_hosts, make_cluster):
 
 # ---- Slurm ----
 
+@pytest.mark.slurm
 @pytest.mark.timeout(240)
 def test_slurm_batch_with_a_node_cut(slurm_cluster, make_cluster, tmp_path):
     sl = slurm_cluster
@@ -247,6 +248,7 @@ echo "stop $?"
     assert not late, late[:3]
 
 
+@pytest.mark.slurm
 @pytest.mark.timeout(150)
 def test_sbatch_script(slurm_cluster, make_cluster, tmp_path):
     sl = slurm_cluster

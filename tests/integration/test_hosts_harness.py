@@ -222,6 +222,7 @@ def test_ftfarm_batch_across_ssh_hosts(netns_hosts, make_cluster):
 
 # ---- Slurm ----
 
+@pytest.mark.slurm
 @pytest.mark.timeout(90)
 def test_salloc_mpirun_runs_on_every_node(slurm_cluster):
     sl = slurm_cluster
@@ -233,6 +234,7 @@ def test_salloc_mpirun_runs_on_every_node(slurm_cluster):
     assert sl.timings["setup"] < 15, sl.timings
 
 
+@pytest.mark.slurm
 @pytest.mark.timeout(90)
 def test_slurm_teardown_leaves_nothing(tmp_path):
     reason = SlurmCluster.unavailable()
