@@ -1,9 +1,9 @@
 /*
  * grun: one attempt of a gang task, run from the master's loop.
  *
- * The master's side of the gang protocol (worker/gang/README.md), as
- * tests/gang/mon_gang.c runs it standalone, cut into steps that never
- * block: grun_tick moves the attempt on and returns at once.
+ * The master's side of the gang protocol (worker/gang/README.md), cut
+ * into steps that never block: grun_tick moves the attempt on and
+ * returns at once.
  *
  *   spawn    one MPI_Comm_spawn of every rank (bind_to none) on a thread
  *            of its own; given up on after SPAWN_TIMEOUT (it can hang in

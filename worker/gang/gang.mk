@@ -1,9 +1,9 @@
-# Gang tasks: the rank program (ftfarm-gang), the gang plugins (bin/gangs/)
-# and the standalone monitor that stands in for the master in tests.
+# Gang tasks: the rank program (ftfarm-gang) and the gang plugins
+# (bin/gangs/).
 #
 # Included by the main Makefile (its variables and pattern rules are used):
 # `make` builds the programs and plugins, `make unit` runs the gang unit
-# tests, `make gang` also builds the standalone monitor.
+# tests.
 
 GANG_DIR := worker/gang
 GANG_CPPFLAGS := -iquote $(GANG_DIR)
@@ -53,17 +53,6 @@ $(BINDIR)/gangs/pipeline.so: $(PIPE_SRC) $(GANG_PLUGIN_COMMON) $(GANG_PLUGIN_HDR
 	@mkdir -p $(dir $@)
 	$(MPICC) $(GANG_PLUGIN_FLAGS) -o $@ $(PIPE_SRC) $(GANG_PLUGIN_COMMON) $(LDLIBS)
 
-# The monitor: a master for one gang job, for tests and demonstrations.
-GANG_MON_SRC := tests/gang/monitor.c tests/gang/mon_gang.c
-gang_mon_o := $(GANG_MON_SRC:%.c=$(OBJ)/%.o)
-$(gang_mon_o): CC := $(MPICC)
-$(gang_mon_o): CPPFLAGS += $(GANG_CPPFLAGS) -iquote tests/gang
-GANG_MONITOR := $(OBJ)/tests/gang-monitor
-
-$(GANG_MONITOR): $(gang_mon_o) $(gang_shared_o) $(OBJ)/common/treq.o $(gang_common_o)
-	@mkdir -p $(dir $@)
-	$(MPICC) $(CFLAGS) -o $@ $^ $(LDLIBS) -ldl
-
 # Unit tests of the pure parts (no MPI at run time).
 GANG_UNIT := $(OBJ)/tests/test_ftar_plan
 $(OBJ)/tests/test_ftar_plan: tests/gang/test_ftar_plan.c $(GANG_DIR)/ftar_plan.c common/util.c
@@ -73,16 +62,12 @@ $(OBJ)/tests/test_ftar_plan: tests/gang/test_ftar_plan.c $(GANG_DIR)/ftar_plan.c
 
 GANG_PROGRAMS := $(BINDIR)/ftfarm-gang $(BINDIR)/gangs/ftallreduce.so \
 	$(BINDIR)/gangs/pipeline.so
-GANG_ALL := $(GANG_PROGRAMS) $(GANG_MONITOR) $(GANG_UNIT)
+GANG_ALL := $(GANG_PROGRAMS) $(GANG_UNIT)
 all: $(GANG_PROGRAMS)
 unit: gang-unit
 
-.PHONY: gang gang-unit gang-test
+.PHONY: gang gang-unit
 gang: $(GANG_ALL)
 
 gang-unit: $(GANG_UNIT)
 	timeout 60 $(GANG_UNIT)
-
-gang-test: gang gang-unit
-	timeout 1200 /usr/bin/python3 -m pytest -q \
-		tests/gang/test_gang_standalone.py $(PYTEST_ARGS)
