@@ -325,7 +325,11 @@ def test_paused_master_steps_down_without_writing(make_cluster):
             "the paused master did not leave"
         assert [f.stat().st_size for f in files] == sizes, \
             "the master wrote after losing its lease"
-        assert "stepping down" in (c.dir / "launcher.log").read_text()
+        # Its last words reach the log through the launcher, a moment
+        # after it is gone.
+        assert wait_until(lambda: "stepping down" in
+                          (c.dir / "launcher.log").read_text(), 10), \
+            (c.dir / "launcher.log").read_text()
     finally:
         try:
             os.killpg(p.pid, signal.SIGKILL)

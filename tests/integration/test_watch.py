@@ -119,17 +119,21 @@ def test_watch_piped_prints_lines(cluster):
         rc, out, err = c.submit(sleeps(60, name="piped"))
         assert rc == 0, err
         bid = batch_id_of(out)
-        lines = []
-        end = time.monotonic() + 20
-        while time.monotonic() < end:
-            r, _, _ = select.select([p.stdout], [], [], 1)
+        # Read the pipe's bytes as they come: a readline after select
+        # would leave lines in Python's buffer that select never reports.
+        text, fd = "", p.stdout.fileno()
+        end = time.monotonic() + 30
+        final = f"batch {bid} (piped): 60/60 100%, in"
+        while time.monotonic() < end and final not in text:
+            r, _, _ = select.select([fd], [], [], 1)
             if r:
-                line = p.stdout.readline()
-                lines.append(line)
-                if f"batch {bid} (piped): 60/60 100%, in" in line:
+                chunk = os.read(fd, 65536)
+                if not chunk:
                     break
-        else:
-            pytest.fail("no final batch line:\n" + "".join(lines))
+                text += chunk.decode()
+        lines = text.splitlines(keepends=True)
+        if final not in text:
+            pytest.fail("no final batch line:\n" + text)
         assert not any("\x1b" in line for line in lines)   # no escapes
         p.send_signal(signal.SIGTERM)
         assert p.wait(10) == 0
