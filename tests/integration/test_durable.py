@@ -113,7 +113,7 @@ def test_result_lines_carry_checksums(cluster):
 
 @pytest.mark.parametrize("launch", ["dynamic", "static"])
 def test_restart_replays_journal(make_cluster, launch):
-    c = make_cluster(launch=launch, heartbeat_ms=200, master_silence_ms=3000)
+    c = make_cluster(launch=launch, heartbeat_ms=1000, master_silence_ms=3000)
     c.start()
     n = 300
     batch = {"name": "replay",
@@ -167,7 +167,7 @@ def _damage(path, how):
 
 @pytest.mark.parametrize("how", ["cut0.1", "cut0.5", "cut0.99", "flip"])
 def test_damaged_journal_is_repaired(make_cluster, how):
-    c = make_cluster(heartbeat_ms=200, master_silence_ms=3000)
+    c = make_cluster(heartbeat_ms=500, master_silence_ms=3000)
     c.start()
     n = 120
     rc, out, err = c.submit(
@@ -221,7 +221,7 @@ def fill(path):
 
 
 def test_full_state_dir_loses_nothing(make_cluster, small_tmpfs):
-    c = make_cluster(heartbeat_ms=200, fsync="always",
+    c = make_cluster(heartbeat_ms=500, fsync="always",
                      state_dir=str(small_tmpfs / "state"))
     c.state_dir = small_tmpfs / "state"
     c.start()
@@ -288,7 +288,7 @@ def read_lease(path):
 def test_paused_master_steps_down_without_writing(make_cluster):
     """A master paused while another epoch took its lease writes nothing
     when it resumes: it leaves, status 3."""
-    c = make_cluster(heartbeat_ms=200, master_silence_ms=60000)
+    c = make_cluster(heartbeat_ms=500, master_silence_ms=60000)
     cfg = json.loads(c.config.read_text())
     # The master alone, under the launcher, without a supervisor.
     argv = ["mpirun.openmpi", "--allow-run-as-root", "--oversubscribe",
@@ -371,7 +371,7 @@ def test_token_gets_the_same_batch(cluster):
 
 @pytest.mark.parametrize("policy", ["none", "always"])
 def test_fsync_policies_finish(make_cluster, policy):
-    c = make_cluster(heartbeat_ms=200, fsync=policy)
+    c = make_cluster(heartbeat_ms=500, fsync=policy)
     c.start()
     rc, out, err = c.submit({"name": policy, "tasks": [
         exec_task("echo $0", i) for i in range(50)]})
