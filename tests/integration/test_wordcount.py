@@ -114,8 +114,10 @@ def write(path, data):
     return path
 
 
-def block_workers(c, n=6, seconds=1.5):
-    """Keep every worker busy for a while: the next batch's tasks wait."""
+def block_workers(c, n=6, seconds=4):
+    """Keep every worker busy for a while (8 s on 3 workers: room for the
+    test's next steps on a loaded machine): the next batch's tasks
+    wait."""
     rc, so, se = c.submit({"name": "block", "tasks": [
         {"type": "sleep", "seconds": seconds}] * n}, wait=False)
     assert rc == 0, se
@@ -124,7 +126,7 @@ def block_workers(c, n=6, seconds=1.5):
 @pytest.fixture(scope="module")
 def wc(tmp_path_factory):
     """One 3-worker cluster for the tests that do not harm it."""
-    c = Cluster(tmp_path_factory.mktemp("wc"), name="wc", heartbeat_ms=200)
+    c = Cluster(tmp_path_factory.mktemp("wc"), name="wc", heartbeat_ms=500)
     try:
         c.start()
         yield c
