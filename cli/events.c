@@ -159,6 +159,7 @@ cli_events(struct cli *c)
 {
 	struct ctl_stream s;
 	struct sigaction sa = { .sa_handler = on_stop };
+	sigset_t stops, waiting;
 	json_t *req, *ans = NULL;
 	char err[512] = "the master did not answer";
 	double since = 0;
@@ -173,8 +174,19 @@ cli_events(struct cli *c)
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
 	signal(SIGPIPE, SIG_IGN);
+	/* The stop signals come only while waiting for the master: one
+	 * that came between the check of the flag and the wait would
+	 * otherwise be slept through. */
+	sigemptyset(&stops);
+	sigaddset(&stops, SIGINT);
+	sigaddset(&stops, SIGTERM);
+	sigprocmask(SIG_BLOCK, &stops, &waiting);
+	sigdelset(&waiting, SIGINT);
+	sigdelset(&waiting, SIGTERM);
 	req = request(c, c->since != NULL, since);
-	if (ctl_stream_open(&s, c->cfg.state_dir, err, sizeof(err)) == -1 ||
+	if (ctl_stream_open(&s, c->cfg.state_dir, err, sizeof(err)) == 0)
+		s.wait_mask = &waiting;
+	if (s.fd == -1 ||
 	    ctl_stream_send(&s, req, err, sizeof(err)) == -1 ||
 	    ctl_stream_next(&s, 30, &ans, err, sizeof(err)) != 1) {
 		cli_err("%s", err);

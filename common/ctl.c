@@ -8,6 +8,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "util.h"
@@ -400,15 +401,18 @@ ctl_stream_next(struct ctl_stream *s, double timeout, json_t **msg,
 		char *err, size_t n)
 {
 	struct pollfd pfd = { .fd = s->fd, .events = POLLIN };
-	double end = ft_now() + timeout;
+	double end = ft_now() + timeout, left;
+	struct timespec ts;
 	ssize_t r;
 	int rc;
 
 	for (;;) {
 		if (s->in.len > 0 && (rc = stream_line(s, msg, err, n)) != 0)
 			return rc;
-		rc = poll(&pfd, 1, timeout < 0 ? -1 :
-			  (int)fmax(0, ceil((end - ft_now()) * 1000)));
+		left = fmax(0, end - ft_now());
+		ts.tv_sec = (time_t)left;
+		ts.tv_nsec = (long)((left - (double)ts.tv_sec) * 1e9);
+		rc = ppoll(&pfd, 1, timeout < 0 ? NULL : &ts, s->wait_mask);
 		if (rc == 0 || (rc == -1 && errno == EINTR))
 			return 0;
 		if (rc == -1)

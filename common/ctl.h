@@ -16,6 +16,7 @@
 #define FT_CTL_H
 
 #include <jansson.h>
+#include <signal.h>
 #include <stddef.h>
 
 #include "jcheck.h"
@@ -240,6 +241,10 @@ struct ctl_stream {
 	size_t off;			/* where the next line starts in in */
 	const char *line;		/* the last line read, as it came */
 	size_t line_len;		/* (no newline; valid until the next) */
+	/* When set, the signal mask while waiting (ppoll): a caller that
+	 * blocks its stop signals elsewhere and unblocks them here cannot
+	 * miss one between its check of a flag and the wait. */
+	const sigset_t *wait_mask;
 };
 
 /* Connect to the master of STATE_DIR.  0, or -1 with ERR. */
