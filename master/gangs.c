@@ -1,6 +1,7 @@
 /* gangs: gang tasks, MPI jobs of several ranks (see gangs.h). */
 #include "gangs.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,11 +13,10 @@
 #include "spawn.h"
 #include "util.h"
 
-/* The gang side's own timing (worker/gang/README.md, measured here):
- * detection 1.5-1.7 s after a kill at these figures. */
-#define GANG_HEARTBEAT 0.2	/* seconds between pings of each rank */
-#define GANG_PING_TIMEOUT 1.5	/* seconds a pong may take */
-#define GANG_SILENCE 5.0	/* ranks leave after this long without us */
+/* Ranks are pinged as workers are: every "heartbeat_ms", a pong due
+ * within "heartbeat_timeout_ms".  Ranks leave after GANG_SILENCE (at
+ * least a few heartbeats) without a word from the master. */
+#define GANG_SILENCE 5.0
 #define GANG_TIMEOUT 600.0	/* seconds an attempt may take, without the
 				 * job's "timeout" */
 
@@ -196,8 +196,11 @@ start_attempt(struct gtask *t)
 {
 	struct grun_params p = {
 		.exe = gs.exe, .plugin_dir = gs.dir,
-		.heartbeat = GANG_HEARTBEAT, .ping_timeout = GANG_PING_TIMEOUT,
-		.silence = GANG_SILENCE, .timeout = t->timeout,
+		.heartbeat = gs.m->cfg.heartbeat,
+		.ping_timeout = gs.m->cfg.heartbeat_timeout,
+		.silence = fmax(GANG_SILENCE, 4 * (gs.m->cfg.heartbeat +
+					gs.m->cfg.heartbeat_timeout)),
+		.timeout = t->timeout,
 	};
 	struct grun_ops o = {
 		.ctx = t, .started = on_started, .dead = on_dead,

@@ -2,9 +2,13 @@
 """Gang tasks: ftallreduce against MPI_Allreduce, pipeline against its model.
 
     /usr/bin/python3 scripts/bench/gang.py [--reps 3] [--rounds 20]
-        [--big-reps 1] [--keep]
+        [--big-reps 1] [--heartbeat-ms 100] [--only allreduce,death,pipeline]
+        [--keep]
 
-One cluster (1 node x 1 worker, heartbeat 200 ms) runs gang jobs:
+Clusters of 1 node x 1 worker run gang jobs: "one death" on one that
+pings every --heartbeat-ms (pongs due in 3/4 of it, the default), the
+rest on one at the default 1000 ms (the MPI_Allreduce rounds block in the
+collective and cannot answer pings):
 
   allreduce   ftallreduce of 1 MiB vectors (131072 doubles) on 8 active
               ranks, 0 spares: the job's "mpi_rounds" time plain
@@ -48,14 +52,15 @@ LENGTH = 131072
 
 
 class Cluster:
-    def __init__(self, work, binp):
+    def __init__(self, work, binp, heartbeat_ms):
+        os.makedirs(work, exist_ok=True)
         self.work = work
         self.bin = binp
         self.cfg = os.path.join(work, "cluster.json")
         self.state = os.path.join(work, "state")
         with open(self.cfg, "w") as f:
             json.dump({"name": "bench-gang", "state_dir": self.state,
-                       "heartbeat_ms": 200, "max_attempts": 3,
+                       "heartbeat_ms": heartbeat_ms, "max_attempts": 3,
                        "nodes": [{"name": "node1", "host": "localhost",
                                   "workers": 1}]}, f)
         self.n = 0
@@ -192,53 +197,81 @@ def pipeline(c, work, grid, routes, sizes, chunks, reps):
     return rows
 
 
-def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--reps", type=int, default=3)
-    ap.add_argument("--rounds", type=int, default=20)
-    ap.add_argument("--big-reps", type=int, default=1,
-                    help="repetitions on the 8 x 8 grid")
-    ap.add_argument("--keep", action="store_true")
-    a = ap.parse_args()
-    bl.install_signal_handlers()
-    info = bl.machine_info()
-    work = bl.make_workdir("ftfarm-bench-gang-")
-    binp = os.path.join(work, "bin")
-    import shutil
-    shutil.copytree(os.path.join(bl.REPO, "bin"), binp)
-    c = Cluster(work, binp)
-    c.start()
-    try:
-        mpi, mpi_min, ftar, ftar_min = allreduce(c, work, a.reps, a.rounds)
-        deaths, detect = one_death(c, work, a.reps)
-        p2 = pipeline(c, work, (2, 2), 2, [1 << 20, 16 << 20],
-                      [1, 4, 16, 64], a.reps)
-        p8 = pipeline(c, work, (8, 8), 1, [1 << 20, 16 << 20], [1, 16, 64],
-                      a.big_reps)
-    finally:
-        c.stop()
-    print(bl.machine_line(info))
-    print(f"\nCommand: `/usr/bin/python3 scripts/bench/gang.py --reps "
-          f"{a.reps} --rounds {a.rounds} --big-reps {a.big_reps}`\n")
+def print_allreduce(mpi, mpi_min, ftar, ftar_min):
     print(bl.table(["allreduce, 8 ranks, 1 MiB", "median ms", "fastest ms"], [
         ["MPI_Allreduce", bl.fmt(bl.median(mpi) * 1e3, 2),
          bl.fmt(min(mpi_min) * 1e3, 2)],
         ["ftallreduce (no fault)", bl.fmt(bl.median(ftar) * 1e3, 2),
          bl.fmt(min(ftar_min) * 1e3, 2)],
         ["ratio", bl.fmt(bl.median(ftar) / bl.median(mpi), 2), ""]]))
+
+
+def print_death(deaths, detect, heartbeat_ms):
     nf, od = bl.median(deaths["no fault"]), bl.median(deaths["one death"])
     print()
-    print(bl.table(["ftallreduce, 8 + 2 spares, 1 MiB, steps paused 300 ms",
-                    "median s"], [
+    print(bl.table([f"ftallreduce, 8 + 2 spares, 1 MiB, steps paused 300 ms,"
+                    f" heartbeat {heartbeat_ms} ms", "median s"], [
         ["no fault", bl.fmt(nf)], ["one death (rank 3 at step 2)",
                                    bl.fmt(od)],
         ["extra time of the death", bl.fmt(od - nf)],
         ["detection (kill to gang_rank_dead)", bl.fmt(bl.median(detect))],
         ["recovery (extra time - detection)",
          bl.fmt(od - nf - bl.median(detect))]]))
-    print()
-    print(bl.table(["grid", "routes", "L", "K", "measured ms", "MB/s",
-                    "model ms", "seed model L*Tb ms"], p2 + p8))
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--reps", type=int, default=3)
+    ap.add_argument("--rounds", type=int, default=20)
+    ap.add_argument("--big-reps", type=int, default=1,
+                    help="repetitions on the 8 x 8 grid")
+    ap.add_argument("--heartbeat-ms", type=int, default=100)
+    ap.add_argument("--only", default="allreduce,death,pipeline",
+                    help="comma-separated parts to run")
+    ap.add_argument("--bin", default=os.path.join(bl.REPO, "bin"),
+                    help="the build to measure")
+    ap.add_argument("--keep", action="store_true")
+    a = ap.parse_args()
+    parts = set(a.only.split(","))
+    bl.install_signal_handlers()
+    info = bl.machine_info()
+    work = bl.make_workdir("ftfarm-bench-gang-")
+    binp = os.path.join(work, "bin")
+    import shutil
+    shutil.copytree(a.bin, binp)
+    if "death" in parts:
+        c = Cluster(os.path.join(work, "hb"), binp, a.heartbeat_ms)
+        c.start()
+        try:
+            deaths, detect = one_death(c, work, a.reps)
+        finally:
+            c.stop()
+    # The rest at the default heartbeat: the MPI_Allreduce rounds block
+    # in the collective, unable to answer pings meanwhile.
+    c = Cluster(os.path.join(work, "default"), binp, 1000)
+    c.start()
+    try:
+        if "allreduce" in parts:
+            ar = allreduce(c, work, a.reps, a.rounds)
+        if "pipeline" in parts:
+            p2 = pipeline(c, work, (2, 2), 2, [1 << 20, 16 << 20],
+                          [1, 4, 16, 64], a.reps)
+            p8 = pipeline(c, work, (8, 8), 1, [1 << 20, 16 << 20],
+                          [1, 16, 64], a.big_reps)
+    finally:
+        c.stop()
+    print(bl.machine_line(info))
+    print(f"\nCommand: `/usr/bin/python3 scripts/bench/gang.py --reps "
+          f"{a.reps} --rounds {a.rounds} --big-reps {a.big_reps} "
+          f"--heartbeat-ms {a.heartbeat_ms} --only {a.only}`\n")
+    if "allreduce" in parts:
+        print_allreduce(*ar)
+    if "death" in parts:
+        print_death(deaths, detect, a.heartbeat_ms)
+    if "pipeline" in parts:
+        print()
+        print(bl.table(["grid", "routes", "L", "K", "measured ms", "MB/s",
+                        "model ms", "seed model L*Tb ms"], p2 + p8))
     bl.finish(work, a.keep)
 
 
