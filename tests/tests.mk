@@ -25,8 +25,8 @@ unit: $(UNIT_BIN)
 PYTEST_JOBS ?= 3
 
 integration: all
-	timeout 900 /usr/bin/python3 -m pytest -q -n $(PYTEST_JOBS) -m "not slurm" tests/integration $(PYTEST_ARGS)
-	timeout 600 /usr/bin/python3 -m pytest -q -p no:xdist -m slurm tests/integration $(PYTEST_ARGS)
+	timeout 900 /usr/bin/python3 -m pytest -q -n $(PYTEST_JOBS) -m "not slurm and not long" tests/integration $(PYTEST_ARGS)
+	timeout 600 /usr/bin/python3 -m pytest -q -p no:xdist -m "slurm and not long" tests/integration $(PYTEST_ARGS)
 
 # libFuzzer harnesses (clang) over the control request parser and the batch
 # reader: `make fuzz` runs each for FUZZ_SECONDS (a short run is part of
@@ -70,11 +70,13 @@ test: deps
 	$(MAKE) fuzz
 	$(MAKE) integration
 
-# The long runs, before a release: the soak ten times longer (30,000
-# one-task batches, 200 batches of 10,000 tasks) and each fuzzer for ten
-# minutes.
+# The long runs, before a release: 32 idle workers for a minute, the soak
+# ten times longer (30,000 one-task batches, 200 batches of 10,000 tasks)
+# and each fuzzer for ten minutes.
 test-long: deps
 	$(MAKE) all
+	timeout 600 /usr/bin/python3 -m pytest -q -p no:xdist -m long \
+		tests/integration
 	FTFARM_SOAK_SCALE=10 timeout 3600 /usr/bin/python3 -m pytest -q -s \
 		tests/integration/test_daemon.py -k soak
 	$(MAKE) fuzz FUZZ_SECONDS=600

@@ -393,6 +393,9 @@ def pytest_configure(config):
         "markers", "cluster_opts(**kw): options of the `cluster` fixture's "
         "config (heartbeat_ms=..., respawn_limit=..., launch=...)")
     config.addinivalue_line(
+        "markers", "long: minutes of a big or long-lived cluster; in "
+        "`make test-long`, not `make test`")
+    config.addinivalue_line(
         "markers", "slurm: runs a Slurm cluster; `make integration` runs "
         "these one at a time outside pytest-xdist (under its workers, "
         "salloc's mpirun loses its ORTE daemons at launch; cause not "
