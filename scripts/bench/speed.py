@@ -115,6 +115,7 @@ def shortcmd(a, bindir, work, out, problems):
 def start(a, bindir, work, out, problems):
     sizes = [int(x) for x in a.start_sizes.split(",")]
     times = {s: [] for s in sizes}
+    floor = {s: [] for s in sizes}
     for r in range(a.rounds):
         for s in (sizes if r % 2 == 0 else sizes[::-1]):
             nn = 4 if s <= 4 else 8
@@ -131,13 +132,37 @@ def start(a, bindir, work, out, problems):
             finally:
                 c.stop()
             times[s].append(dt)
-            B.log(f"start round {r + 1}: {s} workers in {dt:.2f} s")
+            floor[s].append(mpi_floor(bindir, s + 1))
+            B.log(f"start round {r + 1}: {s} workers in {dt:.2f} s; "
+                  f"mpirun -np {s + 1}: {floor[s][-1]:.2f} s")
     rows = [[s, len(times[s]), B.fmt(B.median(times[s]), 2),
              f"{B.fmt(min(times[s]), 2)}-{B.fmt(max(times[s]), 2)}",
-             B.fmt(B.median(times[s]) / s * 1000, 0)] for s in sizes]
+             B.fmt(B.median(times[s]) / s * 1000, 0),
+             B.fmt(B.median(floor[s]), 2),
+             B.fmt(B.median(times[s]) / B.median(floor[s]), 2)]
+            for s in sizes]
     out.append("### Start: `ftfarm start` until every worker registered\n")
+    out.append("Beside it, the floor: `mpirun -np N+1` of a program that "
+               "only initialises MPI and leaves (`ftfarm-master --probe`), "
+               "one static world of as many processes.\n")
     out.append(B.table(["workers", "rounds", "median s", "(range)",
-                        "ms per worker"], rows) + "\n")
+                        "ms per worker", "mpirun -np N+1 s",
+                        "ftfarm/mpirun"], rows) + "\n")
+
+
+def mpi_floor(bindir, n):
+    """Seconds for `mpirun -np N` of MPI_Init and out, with the transports
+    `ftfarm start` picks."""
+    env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1",
+               OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
+    t0 = time.perf_counter()
+    subprocess.run(["mpirun.openmpi", "--oversubscribe", "--bind-to", "none",
+                    "-np", str(n), "--mca", "btl", "self,vader,tcp",
+                    "--mca", "pml", "ob1",
+                    os.path.join(bindir, "ftfarm-master"), "--probe"],
+                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                   env=env, check=True, timeout=300)
+    return time.perf_counter() - t0
 
 
 # ---- idle cost ----
