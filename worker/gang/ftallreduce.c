@@ -187,7 +187,7 @@ step(struct ftar *a, int q, int L)
 {
 	int partner = a->lo.pos_rank[q ^ (a->lo.d << (L - a->lo.level))];
 	int tag = gang_tag(a->epoch, K_STEP, L);
-	double *theirs = vec(a), *sum;
+	double *theirs = vec(a);
 	enum ar_rc rc;
 
 	gang_isend(a->g, &a->rq, a->node[L], count(a), MPI_DOUBLE, partner,
@@ -195,13 +195,13 @@ step(struct ftar *a, int q, int L)
 	gang_irecv(a->g, &a->rq, theirs, count(a), MPI_DOUBLE, partner, tag);
 	if ((rc = ar_wait(a)) != AR_OK)
 		return rc;
-	sum = vec(a);
+	/* The sum goes over the partner's node, still in cache: node[L]
+	 * stays, a survivor may need it in a recovery. */
 	if (((a->hold.leaf >> L) & 1) == 0)
-		ftar_add(a->node[L], theirs, sum, a->p.length);
+		ftar_add(a->node[L], theirs, theirs, a->p.length);
 	else
-		ftar_add(theirs, a->node[L], sum, a->p.length);
-	vec_put(theirs);
-	a->node[L + 1] = sum;
+		ftar_add(theirs, a->node[L], theirs, a->p.length);
+	a->node[L + 1] = theirs;
 	a->hold.l = L + 1;
 	return AR_OK;
 }

@@ -44,7 +44,8 @@ int ftar_load_row(const struct ftar_params *p, int i, double *out,
  * the input.  0, or -1 with ERR. */
 int ftar_load_leaf(const struct ftar_params *p, int b, double *out,
 		   char *err, size_t n);
-/* OUT = LO + HI elementwise, LO always the left operand. */
+/* OUT = LO + HI elementwise, LO always the left operand; OUT may be LO
+ * or HI. */
 void ftar_add(const double *lo, const double *hi, double *out, size_t n);
 
 #endif
