@@ -128,8 +128,12 @@ print_events(struct ctl_stream *s, int follow)
 	while (!stop) {
 		rc = ctl_stream_next(s, 0, &msg, err, sizeof(err));
 		if (rc == 0) {
-			/* Nothing more for now: out with what was printed. */
+			/* Nothing more for now: out with what was printed.
+			 * A stop signal taken in that last look is seen here;
+			 * none can come between this check and the wait. */
 			fflush(stdout);
+			if (stop)
+				break;
 			rc = ctl_stream_next(s, -1, &msg, err, sizeof(err));
 		}
 		if (rc == -1) {
@@ -189,7 +193,10 @@ cli_events(struct cli *c)
 	if (s.fd == -1 ||
 	    ctl_stream_send(&s, req, err, sizeof(err)) == -1 ||
 	    ctl_stream_next(&s, 30, &ans, err, sizeof(err)) != 1) {
-		cli_err("%s", err);
+		if (stop)
+			rc = 0;		/* interrupted before the answer */
+		else
+			cli_err("%s", err);
 	} else if (!json_is_true(json_object_get(ans, "ok"))) {
 		cli_err("%s", json_string_value(json_object_get(ans, "error")));
 		rc = 2;
