@@ -23,12 +23,15 @@ collective and cannot answer pings):
               (steps' pauses included, the same in both), the detection
               (kill to gang_rank_dead) and the extra time of the run with
               a death (its seconds minus the median without).
-  pipeline    L bytes from corner to corner of a W x H grid in K chunks,
-              pipelined: 2 x 2 with 2 routes (4 processes) and 8 x 8 with 1
-              route (15 processes on 2 cores: oversubscribed); the measured
-              time, the model (ceil(K/routes) + hops - 1) x (Ts + L/K x Tb)
-              from the measured hop latency Ts and bandwidth 1/Tb, and the
-              seed's model L x Tb.
+  pipeline    L bytes (1, 16, 64 MiB) from corner to corner of a W x H
+              grid in K chunks, pipelined, and store-and-forward (the
+              whole message per hop): 2 x 2 with 2 routes and with 1 (4 and
+              3 processes), 8 x 8 with 1 route (15 processes on 2 cores:
+              oversubscribed) and with 2 (28 processes; 1 and 16 MiB); the
+              measured time, the model ((ceil(K/routes) + hops - 1) x (Ts +
+              L/K x Tb) pipelined, hops x (Ts + L/routes x Tb) store and
+              forward) from the measured hop latency Ts and bandwidth 1/Tb,
+              and the seed's model L x Tb.
 
 Every output is checked against tests/gang/gang_ref.py (the allreduce's
 bits) or the pipeline's own verification; each batch must have exactly one
@@ -171,16 +174,20 @@ def one_death(c, work, reps):
 
 
 def pipeline(c, work, grid, routes, sizes, chunks, reps):
+    """Rows of the pipelined runs (K chunks each), then of the store-and-
+    forward one (the whole message per hop) for every size."""
     rows = []
     for L in sizes:
-        for K in chunks:
+        for K in chunks + ["sf"]:
+            mode = "store_forward" if K == "sf" else "pipelined"
+            K = 1 if K == "sf" else K
             t, model, seed_model, bw = [], [], [], []
             for i in range(reps):
                 out = os.path.join(work, "recv.bin")
                 res = c.wait(c.submit({
                     "type": "pipeline", "width": grid[0], "height": grid[1],
                     "routes": routes, "bytes": L, "chunks": K, "seed": 3,
-                    "output": out}))
+                    "mode": mode, "output": out}))
                 fig = res["figures"]
                 if not fig["verified"] or os.path.getsize(out) != L:
                     raise SystemExit(f"pipeline {grid} {L} {K}: not verified")
@@ -189,12 +196,14 @@ def pipeline(c, work, grid, routes, sizes, chunks, reps):
                 model.append(fig["model_seconds"])
                 seed_model.append(fig["model_seed_seconds"])
                 bw.append(fig["bandwidth_MBps"])
-            rows.append([f"{grid[0]}x{grid[1]}", routes, f"{L >> 20} MiB", K,
+            rows.append([f"{grid[0]}x{grid[1]}", routes, mode,
+                         f"{L >> 20} MiB", K,
                          bl.fmt(bl.median(t) * 1e3, 1),
                          bl.fmt(bl.median(bw), 1),
                          bl.fmt(bl.median(model) * 1e3, 2),
                          bl.fmt(bl.median(seed_model) * 1e3, 2)])
-            bl.log(f"pipeline {grid} L={L} K={K}: {bl.median(t):.3f} s")
+            bl.log(f"pipeline {grid} x{routes} {mode} L={L} K={K}: "
+                   f"{bl.median(t):.3f} s")
     return rows
 
 
@@ -255,10 +264,14 @@ def main():
         if "allreduce" in parts:
             ar = allreduce(c, work, a.reps, a.rounds)
         if "pipeline" in parts:
-            p2 = pipeline(c, work, (2, 2), 2, [1 << 20, 16 << 20],
-                          [1, 4, 16, 64], a.reps)
-            p8 = pipeline(c, work, (8, 8), 1, [1 << 20, 16 << 20],
-                          [1, 16, 64], a.big_reps)
+            mib = [1 << 20, 16 << 20, 64 << 20]
+            p2 = (pipeline(c, work, (2, 2), 2, mib, [1, 4, 16, 64], a.reps)
+                  + pipeline(c, work, (2, 2), 1, mib, [1, 4, 16, 64],
+                             a.reps))
+            p8 = (pipeline(c, work, (8, 8), 1, mib, [1, 16, 64],
+                           a.big_reps)
+                  + pipeline(c, work, (8, 8), 2, mib[:2], [16, 64],
+                             a.big_reps))
     finally:
         c.stop()
     if "allreduce" in parts:
@@ -286,7 +299,8 @@ def main():
         print_death(deaths, detect, a.heartbeat_ms)
     if "pipeline" in parts:
         print()
-        print(bl.table(["grid", "routes", "L", "K", "measured ms", "MB/s",
+        print(bl.table(["grid", "routes", "mode", "L", "K", "measured ms",
+                        "MB/s",
                         "model ms", "seed model L*Tb ms"], p2 + p8))
     bl.finish(work, a.keep)
 
