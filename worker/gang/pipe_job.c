@@ -115,11 +115,11 @@ pipe_size(const json_t *job, int *active, int *spares)
 }
 
 int
-pipe_load(const struct pipe_params *p, unsigned char *out, char *err,
-	  size_t n)
+pipe_load(const struct pipe_params *p, uint64_t off, unsigned char *out,
+	  size_t len, char *err, size_t n)
 {
 	if (p->input)
-		return gdata_read_at(p->input, 0, out, p->bytes, err, n);
-	gdata_bytes(p->seed, 0, out, p->bytes);
+		return gdata_read_at(p->input, off, out, len, err, n);
+	gdata_bytes(p->seed, off, out, len);
 	return 0;
 }

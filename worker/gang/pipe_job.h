@@ -38,8 +38,9 @@ int pipe_validate(const json_t *job, const char *path, struct jerr *err);
 void pipe_params(const json_t *job, struct pipe_params *p);
 /* The gang plugin's size hook. */
 void pipe_size(const json_t *job, int *active, int *spares);
-/* The L bytes to send into OUT.  0, or -1 with ERR. */
-int pipe_load(const struct pipe_params *p, unsigned char *out, char *err,
-	      size_t n);
+/* Bytes OFF..OFF+LEN of the L bytes to send into OUT.  0, or -1 with
+ * ERR. */
+int pipe_load(const struct pipe_params *p, uint64_t off, unsigned char *out,
+	      size_t len, char *err, size_t n);
 
 #endif
