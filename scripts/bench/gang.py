@@ -7,8 +7,10 @@
 
 Clusters of 1 node x 1 worker run gang jobs: "one death" on one that
 pings every --heartbeat-ms (pongs due in 3/4 of it, the default), the
-rest on one at the default 1000 ms (the MPI_Allreduce rounds block in the
-collective and cannot answer pings):
+rest on one at the default 1000 ms with pongs due in 3 s (the
+MPI_Allreduce rounds block in the collective, and a rank of the 8 x 8 grid
+copying 64 MiB in one message blocks inside MPI; neither answers pings
+meanwhile):
 
   allreduce   ftallreduce of 1 MiB vectors (131072 doubles) on 8 active
               ranks, 0 spares: the job's "mpi_rounds" time plain
@@ -55,7 +57,7 @@ LENGTH = 131072
 
 
 class Cluster:
-    def __init__(self, work, binp, heartbeat_ms, env=None):
+    def __init__(self, work, binp, heartbeat_ms, env=None, timeout_ms=None):
         os.makedirs(work, exist_ok=True)
         self.env = dict(os.environ, **(env or {}))
         self.work = work
@@ -65,6 +67,8 @@ class Cluster:
         with open(self.cfg, "w") as f:
             json.dump({"name": "bench-gang", "state_dir": self.state,
                        "heartbeat_ms": heartbeat_ms, "max_attempts": 3,
+                       "heartbeat_timeout_ms": timeout_ms or
+                       heartbeat_ms * 3 // 4,
                        "nodes": [{"name": "node1", "host": "localhost",
                                   "workers": 1}]}, f)
         self.n = 0
@@ -256,9 +260,12 @@ def main():
             deaths, detect = one_death(c, work, a.reps)
         finally:
             c.stop()
-    # The rest at the default heartbeat: the MPI_Allreduce rounds block
-    # in the collective, unable to answer pings meanwhile.
-    c = Cluster(os.path.join(work, "default"), binp, 1000)
+    # The rest at the default heartbeat, pongs due in 3 s: the
+    # MPI_Allreduce rounds block in the collective, and a rank of the
+    # oversubscribed 8 x 8 grid copying 64 MiB in one message (one call
+    # inside MPI) missed 0.75 s deadlines; neither can answer meanwhile.
+    c = Cluster(os.path.join(work, "default"), binp, 1000,
+                timeout_ms=3000)
     c.start()
     try:
         if "allreduce" in parts:
