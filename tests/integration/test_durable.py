@@ -263,13 +263,18 @@ def test_full_state_dir_loses_nothing(make_cluster, small_tmpfs):
     res = c.results(bid)
     assert not check_exactly_once(res, n,
                                   lambda i: f"{i} {payload}\n")
-    # Nothing ran twice for the full disk: a second attempt only where a
+    # Nothing ran twice for the full disk: a second attempt only as the
+    # scheduler's copy of a straggler (README, "Slow workers") or after a
     # worker was declared dead (a missed pong on a loaded machine).
     evs = c.events()
-    again = [r for r in res if r["attempt"] != 1]
+    copies = {(e["task"], e["attempt"]) for e in evs
+              if e["event"] == "task_assigned" and e.get("duplicate")}
     dead = [e for e in evs if e["event"] == "worker_dead"]
+    again = [r for r in res if r["attempt"] != 1 and
+             (r["task"], r["attempt"]) not in copies]
     assert not again or dead, (again[:3], [
         e for e in evs if e["event"] in ("master_up", "worker_dead",
+                                         "worker_slow", "task_reassigned",
                                          "store_failed", "store_recovered")])
     assert any(e["event"] == "store_failed" for e in evs)
     assert any(e["event"] == "store_recovered" for e in evs)
