@@ -79,6 +79,14 @@ expo_sample(struct ft_buf *b, const char *name, const struct expo_label *l,
 }
 
 void
+expo_single(struct ft_buf *b, const char *name, const char *type,
+	    const char *help, double v)
+{
+	expo_family(b, name, type, help);
+	expo_sample(b, name, NULL, 0, v);
+}
+
+void
 expo_histogram(struct ft_buf *b, const char *name, const struct expo_label *l,
 	       int nl, const struct hist *h)
 {

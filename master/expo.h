@@ -25,6 +25,9 @@ void expo_family(struct ft_buf *b, const char *name, const char *type,
 /* One sample of NAME with the NL labels L (L may be NULL when NL is 0). */
 void expo_sample(struct ft_buf *b, const char *name,
 		 const struct expo_label *l, int nl, double v);
+/* Family NAME of TYPE with its one sample V, without labels. */
+void expo_single(struct ft_buf *b, const char *name, const char *type,
+		 const char *help, double v);
 /* Histogram H as NAME_bucket{...,le="..."} (cumulative, +Inf last),
  * NAME_sum and NAME_count, each with the NL labels L. */
 void expo_histogram(struct ft_buf *b, const char *name,

@@ -27,16 +27,15 @@ master_part(struct master *m, struct ft_buf *b)
 	expo_family(b, P "info", "gauge", "The cluster's name, launch mode "
 		    "and MPI (always 1)");
 	expo_sample(b, P "info", info, 3, 1);
-	expo_family(b, P "uptime_seconds", "gauge",
-		    "Seconds since the master started");
-	expo_sample(b, P "uptime_seconds", NULL, 0, ft_now() - m->started);
-	expo_family(b, P "tasks_queued", "gauge",
-		    "Tasks waiting for a worker");
-	expo_sample(b, P "tasks_queued", NULL, 0,
+	expo_single(b, P "uptime_seconds", "gauge",
+		    "Seconds since the master started",
+		    ft_now() - m->started);
+	expo_single(b, P "tasks_queued", "gauge",
+		    "Tasks waiting for a worker",
 		    (double)sched_queued(m->sched));
-	expo_family(b, P "tasks_open", "gauge",
-		    "Tasks neither done nor failed yet");
-	expo_sample(b, P "tasks_open", NULL, 0, (double)sched_open(m->sched));
+	expo_single(b, P "tasks_open", "gauge",
+		    "Tasks neither done nor failed yet",
+		    (double)sched_open(m->sched));
 }
 
 /* The master's counters (master.h). */
@@ -46,8 +45,7 @@ counters_part(struct master *m, struct ft_buf *b)
 	struct counters k = master_counters(m);
 
 #define METRICS_COUNTER(name, metric, help)				\
-	expo_family(b, P metric "_total", "counter", help);		\
-	expo_sample(b, P metric "_total", NULL, 0, (double)k.name);
+	expo_single(b, P metric "_total", "counter", help, (double)k.name);
 	FT_COUNTERS(METRICS_COUNTER)
 #undef METRICS_COUNTER
 }
@@ -171,13 +169,11 @@ batches_part(struct master *m, struct ft_buf *b)
 	int n = shown_batches(m, &bv), i;
 	size_t f;
 
-	expo_family(b, P "batches_submitted_total", "counter",
-		    "Batches accepted");
-	expo_sample(b, P "batches_submitted_total", NULL, 0,
+	expo_single(b, P "batches_submitted_total", "counter",
+		    "Batches accepted",
 		    (double)m->stats.batches_submitted);
-	expo_family(b, P "batches_finished_total", "counter",
-		    "Batches finished");
-	expo_sample(b, P "batches_finished_total", NULL, 0,
+	expo_single(b, P "batches_finished_total", "counter",
+		    "Batches finished",
 		    (double)m->stats.batches_finished);
 	expo_family(b, P "batch_info", "gauge", "A batch's name and job type "
 		    "(always 1)");
@@ -275,37 +271,37 @@ nodes_part(struct master *m, struct ft_buf *b)
 static void
 health_part(struct master *m, struct ft_buf *b)
 {
-#define METRICS_HIST(field, metric, help)					expo_family(b, P metric, "histogram", help);				expo_histogram(b, P metric, NULL, 0, &m->stats.field);
+#define METRICS_HIST(field, metric, help)				\
+	expo_family(b, P metric, "histogram", help);			\
+	expo_histogram(b, P metric, NULL, 0, &m->stats.field);
 	FT_HISTOGRAMS(METRICS_HIST)
 #undef METRICS_HIST
-	expo_family(b, P "loop_lag_max_seconds", "gauge", "The worst lateness "
-		    "of the master's periodic timer since the last snapshot");
-	expo_sample(b, P "loop_lag_max_seconds", NULL, 0,
+	expo_single(b, P "loop_lag_max_seconds", "gauge",
+		    "The worst lateness of the master's periodic timer since "
+		    "the last snapshot",
 		    stats_lag_max(&m->stats));
-	expo_family(b, P "events_write_errors_total", "counter",
-		    "Failed writes of events.jsonl");
-	expo_sample(b, P "events_write_errors_total", NULL, 0,
+	expo_single(b, P "events_write_errors_total", "counter",
+		    "Failed writes of events.jsonl",
 		    (double)m->events.write_errors);
-	expo_family(b, P "state_dir_writable", "gauge", "1 while the state "
-		    "dir takes every write and sync, 0 while results wait");
-	expo_sample(b, P "state_dir_writable", NULL, 0, store_ok(&m->store));
-	expo_family(b, P "state_dir_failures_total", "counter",
-		    "Rounds of writes or syncs of the state dir that failed");
-	expo_sample(b, P "state_dir_failures_total", NULL, 0,
+	expo_single(b, P "state_dir_writable", "gauge",
+		    "1 while the state dir takes every write and sync, 0 while "
+		    "results wait",
+		    store_ok(&m->store));
+	expo_single(b, P "state_dir_failures_total", "counter",
+		    "Rounds of writes or syncs of the state dir that failed",
 		    (double)m->store.failures);
-	expo_family(b, P "epoch", "gauge", "The lease epoch this master "
-		    "writes under (0: not supervised)");
-	expo_sample(b, P "epoch", NULL, 0, (double)m->epoch);
-	expo_family(b, P "control_clients", "gauge",
-		    "Clients connected to the control socket");
-	expo_sample(b, P "control_clients", NULL, 0,
+	expo_single(b, P "epoch", "gauge",
+		    "The lease epoch this master writes under (0: not "
+		    "supervised)",
+		    (double)m->epoch);
+	expo_single(b, P "control_clients", "gauge",
+		    "Clients connected to the control socket",
 		    control_nclients(m->control));
-	expo_family(b, P "subscribers", "gauge",
-		    "Control clients subscribed to pushes");
-	expo_sample(b, P "subscribers", NULL, 0, subs_count(m->subs));
-	expo_family(b, P "subscriber_events_dropped_total", "counter",
-		    "Events skipped for subscribers that read too slowly");
-	expo_sample(b, P "subscriber_events_dropped_total", NULL, 0,
+	expo_single(b, P "subscribers", "gauge",
+		    "Control clients subscribed to pushes",
+		    subs_count(m->subs));
+	expo_single(b, P "subscriber_events_dropped_total", "counter",
+		    "Events skipped for subscribers that read too slowly",
 		    (double)subs_dropped(m->subs));
 }
 

@@ -567,6 +567,15 @@ bench_round(struct ftar *a, const json_t *job, double *t)
 	return rc;
 }
 
+/* Sort the N round times T; their median and fastest. */
+static void
+summarize(double *t, int n, double *median, double *fastest)
+{
+	qsort(t, n, sizeof(double), cmp_double);
+	*median = t[n / 2];
+	*fastest = t[0];
+}
+
 /* The job's "bench_rounds" timed rounds: median and fastest. */
 static enum ar_rc
 bench(struct ftar *a, const json_t *job)
@@ -578,10 +587,8 @@ bench(struct ftar *a, const json_t *job)
 	for (i = 0; i < n && rc == AR_OK; i++)
 		rc = bench_round(a, job, &t[i]);
 	if (rc == AR_OK && n > 0) {
-		qsort(t, n, sizeof(double), cmp_double);
 		a->bench_rounds = n;
-		a->bench_median = t[n / 2];
-		a->bench_min = t[0];
+		summarize(t, n, &a->bench_median, &a->bench_min);
 	}
 	free(t);
 	return rc;
@@ -632,10 +639,8 @@ mpi_bench(struct ftar *a, const json_t *job)
 		free(out);
 		MPI_Comm_free(&c);
 		n = i < n ? i + 1 : n;
-		qsort(t, n, sizeof(double), cmp_double);
 		a->mpi_rounds = n;
-		a->mpi_median = t[n / 2];
-		a->mpi_min = t[0];
+		summarize(t, n, &a->mpi_median, &a->mpi_min);
 	}
 	free(t);
 	return AR_OK;

@@ -256,6 +256,13 @@ send_all(struct pipe *pp)
 	return P_OK;
 }
 
+/* The length of the slice at OFF of N bytes. */
+static uint64_t
+slice_at(uint64_t n, uint64_t off)
+{
+	return n - off < TOUCH_SLICE ? n - off : TOUCH_SLICE;
+}
+
 /* N bytes whose pages are already in memory: the transfer is timed,
  * not the first touch of the buffers it lands in.  Touched a slice at a
  * time, the master served between slices (15 ranks touching 64 MiB each
@@ -267,7 +274,7 @@ touched(struct pipe *pp, uint64_t n)
 	uint64_t off, len;
 
 	for (off = 0; off < n; off += len) {
-		len = n - off < TOUCH_SLICE ? n - off : TOUCH_SLICE;
+		len = slice_at(n, off);
 		memset(b + off, 0, len);
 		gang_poll(pp->g);
 	}
@@ -282,8 +289,7 @@ load(struct pipe *pp, unsigned char *out)
 	uint64_t off, len;
 
 	for (off = 0; off < pp->p.bytes; off += len) {
-		len = pp->p.bytes - off < TOUCH_SLICE ? pp->p.bytes - off
-						      : TOUCH_SLICE;
+		len = slice_at(pp->p.bytes, off);
 		if (pipe_load(&pp->p, off, out + off, len, pp->why,
 			      sizeof(pp->why)) == -1)
 			return P_FAIL;
@@ -304,8 +310,7 @@ check(struct pipe *pp)
 
 	pp->verified = 1;
 	for (off = 0; off < pp->p.bytes && rc == P_OK; off += len) {
-		len = pp->p.bytes - off < TOUCH_SLICE ? pp->p.bytes - off
-						      : TOUCH_SLICE;
+		len = slice_at(pp->p.bytes, off);
 		if (pipe_load(&pp->p, off, want, len, pp->why,
 			      sizeof(pp->why)) == -1)
 			rc = P_FAIL;
