@@ -117,11 +117,12 @@ class Cluster:
         self.config = cfg
         self.started = False
         self.pids = set()	# every worker pid seen, for the fallback kill
+        self.env = None		# the CLI's environment (None: ours)
 
     def run(self, *args, timeout=600, check=True):
         p = subprocess.run([self.ftfarm, args[0], "-c", self.cfg, *args[1:]],
                            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                           text=True, timeout=timeout)
+                           text=True, timeout=timeout, env=self.env)
         if check and p.returncode != 0:
             raise RuntimeError(f"{self.name}: ftfarm {' '.join(args)}: exit "
                                f"{p.returncode}: {p.stderr.strip()}")

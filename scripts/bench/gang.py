@@ -43,7 +43,6 @@ import argparse
 import json
 import os
 import signal
-import subprocess
 import sys
 import time
 
@@ -56,57 +55,37 @@ import gang_ref  # noqa: E402
 LENGTH = 131072
 
 
-class Cluster:
+class Cluster(bl.Cluster):
+    """A benchlib cluster of 1 node x 1 worker that runs gang jobs, one
+    batch each, with ENV added to the CLI's environment (and so to
+    mpirun's and the ranks')."""
+
     def __init__(self, work, binp, heartbeat_ms, env=None, timeout_ms=None):
-        os.makedirs(work, exist_ok=True)
+        super().__init__(binp, os.path.dirname(work), os.path.basename(work),
+                         [{"name": "node1", "host": "localhost",
+                           "workers": 1}],
+                         heartbeat_ms=heartbeat_ms, max_attempts=3,
+                         heartbeat_timeout_ms=timeout_ms or
+                         heartbeat_ms * 3 // 4)
         self.env = dict(os.environ, **(env or {}))
-        self.work = work
-        self.bin = binp
-        self.cfg = os.path.join(work, "cluster.json")
-        self.state = os.path.join(work, "state")
-        with open(self.cfg, "w") as f:
-            json.dump({"name": "bench-gang", "state_dir": self.state,
-                       "heartbeat_ms": heartbeat_ms, "max_attempts": 3,
-                       "heartbeat_timeout_ms": timeout_ms or
-                       heartbeat_ms * 3 // 4,
-                       "nodes": [{"name": "node1", "host": "localhost",
-                                  "workers": 1}]}, f)
         self.n = 0
 
-    def cli(self, *args, timeout=300):
-        return subprocess.run([os.path.join(self.bin, "ftfarm"), *args],
-                              capture_output=True, text=True,
-                              timeout=timeout, env=self.env)
-
-    def start(self):
-        r = self.cli("start", "-c", self.cfg, timeout=120)
-        if r.returncode != 0:
-            raise SystemExit(f"start failed: {r.stderr}")
-
-    def stop(self):
-        self.cli("stop", "-c", self.cfg, timeout=120)
-
-    def submit(self, job):
+    def submit_job(self, job):
+        """Submit a batch of the one gang task JOB; its id."""
         self.n += 1
-        path = os.path.join(self.work, f"b{self.n}.json")
+        path = os.path.join(self.dir, f"b{self.n}.json")
         with open(path, "w") as f:
             json.dump({"name": f"b{self.n}", "job": job}, f)
-        r = self.cli("submit", "-c", self.cfg, path)
-        if r.returncode != 0:
-            raise SystemExit(f"submit failed: {r.stderr}")
-        return int(r.stdout.split()[0])
+        return self.submit(path, wait=False)[0]
 
-    def wait(self, bid):
-        self.cli("wait", "-c", self.cfg, str(bid), timeout=600)
-        with open(os.path.join(self.state, "batches", str(bid),
-                               "results.jsonl")) as f:
+    def result(self, bid):
+        """The one result line of batch BID, which must be ok."""
+        self.wait(bid, timeout=600)
+        with open(os.path.join(self.batch_dir(bid), "results.jsonl")) as f:
             lines = [json.loads(x) for x in f if x.strip()]
         if len(lines) != 1 or lines[0]["status"] != "ok":
             raise SystemExit(f"batch {bid}: {lines}")
         return lines[0]
-
-    def status(self):
-        return json.loads(self.cli("status", "-c", self.cfg, "--json").stdout)
 
     def events(self, name, bid):
         with open(os.path.join(self.state, "events.jsonl")) as f:
@@ -127,10 +106,10 @@ def allreduce(c, work, reps, rounds):
     mpi, ftar, ftar_min, mpi_min = [], [], [], []
     for i in range(reps):
         out = os.path.join(work, f"sum{i}.bin")
-        res = c.wait(c.submit({"type": "ftallreduce", "ranks": 8, "spares": 0,
-                               "length": LENGTH, "seed": 5, "output": out,
-                               "mpi_rounds": rounds,
-                               "bench_rounds": rounds}))
+        res = c.result(c.submit_job({
+            "type": "ftallreduce", "ranks": 8, "spares": 0,
+            "length": LENGTH, "seed": 5, "output": out,
+            "mpi_rounds": rounds, "bench_rounds": rounds}))
         check_sum(out, 8, 5)
         fig = res["figures"]
         mpi.append(fig["mpi_median_seconds"])
@@ -162,12 +141,13 @@ def one_death(c, work, reps):
     for i in range(reps):
         for kind in ("no fault", "one death"):
             out = os.path.join(work, f"d{i}.bin")
-            bid = c.submit({"type": "ftallreduce", "ranks": 8, "spares": 2,
-                            "length": LENGTH, "seed": 6, "output": out,
-                            "step_delay_ms": 300})
+            bid = c.submit_job({
+                "type": "ftallreduce", "ranks": 8, "spares": 2,
+                "length": LENGTH, "seed": 6, "output": out,
+                "step_delay_ms": 300})
             if kind == "one death":
                 t_kill = kill_at(c, bid, 3, 2)
-            res = c.wait(bid)
+            res = c.result(bid)
             check_sum(out, 8, 6)
             rows[kind].append(res["figures"]["seconds"])
             if kind == "one death":
@@ -188,7 +168,7 @@ def pipeline(c, work, grid, routes, sizes, chunks, reps):
             t, model, seed_model, bw = [], [], [], []
             for i in range(reps):
                 out = os.path.join(work, "recv.bin")
-                res = c.wait(c.submit({
+                res = c.result(c.submit_job({
                     "type": "pipeline", "width": grid[0], "height": grid[1],
                     "routes": routes, "bytes": L, "chunks": K, "seed": 3,
                     "mode": mode, "output": out}))
