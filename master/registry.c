@@ -273,8 +273,9 @@ send_picks(struct master *m, struct worker *w, struct sched_pick *picks,
 	send_msg(m, w, FT_MSG_ASSIGN, &msg);
 }
 
-void
-registry_dispatch(struct master *m, struct worker *w)
+/* Send W up to MAX tasks (as many as its window takes). */
+static void
+dispatch(struct master *m, struct worker *w, int max)
 {
 	struct sched_pick picks[PICKS_MAX];
 	int n;
@@ -282,19 +283,31 @@ registry_dispatch(struct master *m, struct worker *w)
 	/* No new task while the state dir cannot take their results. */
 	if (!worker_up(w) || m->stopping || !store_ok(&m->store))
 		return;
-	n = sched_take(m->sched, w->id, ft_now(), picks, PICKS_MAX);
+	n = sched_take(m->sched, w->id, ft_now(), picks, max);
 	if (n > 0)
 		send_picks(m, w, picks, n);
 	update_state(m, w);
 }
 
 void
+registry_dispatch(struct master *m, struct worker *w)
+{
+	dispatch(m, w, PICKS_MAX);
+}
+
+/* Every idle worker gets a task before any worker gets a second: a window
+ * of two (short tasks) must not let the first worker in the list take
+ * both tasks of a job's phase while the second stays idle. */
+void
 registry_dispatch_all(struct master *m)
 {
 	int i;
 
 	for (i = 0; i < m->nworkers; i++)
-		registry_dispatch(m, &m->workers[i]);
+		if (sched_inflight(m->sched, i) == 0)
+			dispatch(m, &m->workers[i], 1);
+	for (i = 0; i < m->nworkers; i++)
+		dispatch(m, &m->workers[i], PICKS_MAX);
 }
 
 void

@@ -170,6 +170,29 @@ def test_same_as_serial(rc, ref, tmp_path, case):
     assert "result:" in err and '"S":' in err, err
 
 
+def test_every_worker_gets_a_block_of_every_round(rc, ref, tmp_path):
+    """As many blocks as workers, short rounds: each round's blocks run on
+    as many different workers.  (Tasks this short let a worker hold two at
+    once; the first worker the master looked at took two blocks of a round
+    while another stayed idle, and the round took twice as long.)"""
+    full_strength(rc)
+    n, itmax, blocks, every = 130, 60, 3, 3
+    job = relax_job(tmp_path, n, itmax, blocks, every)
+    code, out, err = rc.submit({"name": "relax", "job": job}, timeout=100)
+    assert code == 0, f"{out} {err}"
+    ref_out, ref_matrix = ref(n, itmax, 1e-8)
+    res = check_job(rc, out, job, ref_out, ref_matrix)
+    by_task = sorted(res, key=lambda r: r["task"])
+    assert len(by_task) == blocks * (itmax // every), len(by_task)
+    shared = []
+    for k in range(0, len(by_task), blocks):
+        round_ = by_task[k:k + blocks]
+        workers = [r["worker"] for r in round_]
+        if len(set(workers)) != blocks:
+            shared.append((k // blocks, workers))
+    assert not shared, f"rounds whose blocks shared a worker: {shared}"
+
+
 def test_no_matrix_asked(rc, ref, tmp_path):
     job = relax_job(tmp_path, 64, 25, 2, 3, matrix=False)
     code, out, err = rc.submit({"name": "relax", "job": job}, timeout=100)
