@@ -8,6 +8,8 @@
 #include "farm.h"
 #include "fence.h"
 #include "log.h"
+#include "registry.h"
+#include "subs.h"
 
 #define HOT_WINDOW 0.002	/* seconds of quiet before polling backs off */
 #define COLD_MIN 0.00005
@@ -19,6 +21,7 @@
 #define COLD_BUSY 0.002
 #define COLD_MAX 0.01
 #define COLD_IDLE 0.1		/* idle: the cron alone polls, this often */
+#define IDLE_SLEEP 1.0		/* ... or, with nobody watching, this long */
 #define QUIET_IDLE 1.0		/* seconds without activity: idle */
 #define CRON_PERIOD 0.01
 #define FLUSH_PERIOD 0.1
@@ -48,28 +51,36 @@ cold_cap(struct master *m, double now)
 }
 
 /* The cron's period now: every CRON_PERIOD while anything is under way,
- * slower when idle (pings still go out every heartbeat). */
+ * slower when idle (pings still go out every heartbeat).  An idle farm
+ * that nobody watches sleeps until its next heartbeat round or request
+ * deadline, IDLE_SLEEP at most (a kick wakes it sooner). */
 static double
 cron_period(struct master *m, double now)
 {
+	double next;
+
 	if (farm_busy(m) || now - last_activity < QUIET_IDLE)
 		return CRON_PERIOD;
-	return fmax(CRON_PERIOD, fmin(COLD_IDLE, m->cfg.heartbeat / 4));
+	if (subs_count(m->subs) > 0)
+		return fmax(CRON_PERIOD, fmin(COLD_IDLE, m->cfg.heartbeat / 4));
+	next = fmin(registry_next_round(m), treq_next_deadline(&m->treqs));
+	return fmax(CRON_PERIOD, fmin(IDLE_SLEEP, next - now));
 }
 
 static void
 poll_mpi(struct master *m)
 {
-	double now = ft_now();
+	double now = ft_now(), late;
 	uint64_t work = m->links.work_in;
 
-	/* Polls come at least every cron period.  A longer gap means the loop
+	/* Polls come at least when the cron is due.  Later means the loop
 	 * was blocked (a spawn, a slow disk) and could read no answer
 	 * meanwhile: deadlines move by the lost time. */
-	if (last_poll > 0 && now - last_poll > STALL) {
+	late = now - fmax(last_poll, cron_due);
+	if (last_poll > 0 && late > STALL) {
 		/* Stopped, maybe, while another master took over. */
 		fence_stalled(m);
-		treq_delay_all(&m->treqs, now - last_poll);
+		treq_delay_all(&m->treqs, late);
 	}
 	last_poll = now;
 	treq_test(&m->treqs, now);
@@ -103,6 +114,13 @@ kick(struct master *m)
 	last_activity = ft_now();
 	if (!hot && m->loop)
 		go_hot(m);
+	/* The cron may be asleep for an idle farm: the work now under way
+	 * wants it at its usual pace. */
+	if (m->loop && cron_w.repeat > CRON_PERIOD) {
+		cron_w.repeat = CRON_PERIOD;
+		ev_timer_again(m->loop, &cron_w);
+		cron_due = last_activity + CRON_PERIOD;
+	}
 }
 
 /* The cron found work under way while the loop polls only from the cron:

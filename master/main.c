@@ -38,6 +38,8 @@
 #include "spawn.h"
 #include "statedir.h"
 
+#define TCP_THREAD_ENV "OMPI_MCA_btl_tcp_progress_thread"
+
 static void
 usage(void)
 {
@@ -207,7 +209,7 @@ main(int argc, char **argv)
 	unsigned long long epoch = 0;
 	char *end;
 	char err[1024];
-	int c, provided, dynamic, rc, only_probe = 0;
+	int c, provided, dynamic, rc, only_probe = 0, thread_ours;
 
 	while ((c = getopt_long(argc, argv, "c:", opts, NULL)) != -1) {
 		if (c == 'c') {
@@ -234,14 +236,20 @@ main(int argc, char **argv)
 	mallopt(M_MMAP_THRESHOLD, 1024 * 1024);
 	treq_set_init(&m.treqs);
 	/* Open MPI's TCP transport reads its sockets on a thread of its own
-	 * in the master (the workers' environment is not ours): read only
-	 * from the loop's polls, pongs that had come in time were seen too
-	 * late now and then (32 idle workers on 2 loaded cores: idle nodes
-	 * lost in 5 starts of 8; none in 16 with the thread).  A user's own
-	 * setting wins. */
-	setenv("OMPI_MCA_btl_tcp_progress_thread", "1", 0);
+	 * in the master: read only from the loop's polls, pongs that had
+	 * come in time were seen too late now and then (32 idle workers on 2
+	 * loaded cores: idle nodes lost in 5 starts of 8; none in 16 with the
+	 * thread).  A user's own setting wins.  Ours is taken back once MPI
+	 * has read it: MPI_Comm_spawn hands the caller's OMPI_MCA_ variables
+	 * to the workers, whose agent wants no such thread (a thread that
+	 * drains the socket first steals the agent's wake-up hint, doze.h). */
+	thread_ours = getenv(TCP_THREAD_ENV) == NULL;
+	if (thread_ours)
+		setenv(TCP_THREAD_ENV, "1", 1);
 	/* Multiple: respawns run on threads of their own (spawn.h). */
 	MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
+	if (thread_ours)
+		unsetenv(TCP_THREAD_ENV);
 	m.async_spawn = provided == MPI_THREAD_MULTIPLE;
 	dynamic = spawn_probe(m.mpi_version, sizeof(m.mpi_version));
 	if (only_probe)

@@ -87,6 +87,7 @@ struct master {
 	int can_kill;			/* may SIGKILL hung workers (not MPICH static) */
 	int async_spawn;		/* respawns run on spawner threads */
 	double started;			/* monotonic */
+	double ping_round;		/* the next heartbeat round, monotonic */
 
 	struct ev_loop *loop;
 	struct treq_set treqs;

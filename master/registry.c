@@ -762,20 +762,43 @@ collect_spawns(struct master *m)
 
 /* ---- cron ---- */
 
-/* Ping W if a heartbeat is due, or sooner when it holds the last tasks. */
+/* Ping W in a heartbeat round, or every quarter heartbeat when it holds
+ * the last tasks. */
 static void
-maybe_ping(struct master *m, struct worker *w, double now)
+maybe_ping(struct master *m, struct worker *w, int round, double now)
 {
 	const struct link *l = &m->links.v[w->id];
-	double every = m->cfg.heartbeat;
 
 	if (l->ping != NULL || !worker_up(w) || !l->open)
 		return;
-	if (sched_queued(m->sched) == 0 && sched_inflight(m->sched, w->id) > 0)
-		every /= 4;
-	if (now - l->last_ping >= every &&
-	    link_ping(&m->links, w->id, now) == -1)
+	if (!round && !(sched_queued(m->sched) == 0 &&
+			sched_inflight(m->sched, w->id) > 0 &&
+			now - l->last_ping >= m->cfg.heartbeat / 4))
+		return;
+	if (link_ping(&m->links, w->id, now) == -1)
 		registry_fail(m, w, "MPI send failed");
+}
+
+/* Is a heartbeat round due?  All workers are pinged in the same round,
+ * so that an idle master wakes once for the pings and once for their
+ * deadlines, and their answers come in one burst. */
+static int
+ping_round_due(struct master *m, double now)
+{
+	double hb = m->cfg.heartbeat;
+
+	if (now < m->ping_round)
+		return 0;
+	m->ping_round += hb;
+	if (m->ping_round < now + hb / 2)	/* late: start again from now */
+		m->ping_round = now + hb;
+	return 1;
+}
+
+double
+registry_next_round(const struct master *m)
+{
+	return m->ping_round;
 }
 
 /* Deadlines of W's start: its spawn, then its hello. */
@@ -799,7 +822,7 @@ check_start(struct master *m, struct worker *w, double now)
 void
 registry_cron(struct master *m, double now)
 {
-	int i;
+	int i, round = ping_round_due(m, now);
 
 	if (m->async_spawn) {
 		collect_spawns(m);
@@ -812,7 +835,7 @@ registry_cron(struct master *m, double now)
 		if ((w->state == W_DEAD || w->state == W_INACTIVE) &&
 		    !m->stopping && respawn_ready(w, now))
 			respawn(m, w);
-		maybe_ping(m, w, ft_now());
+		maybe_ping(m, w, round, ft_now());
 		update_state(m, w);
 	}
 }

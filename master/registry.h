@@ -73,6 +73,8 @@ void registry_slow(struct master *m, struct worker *w, uint64_t tid);
 /* Periodic work: finished spawns, hello deadlines, respawns, pings,
  * states. */
 void registry_cron(struct master *m, double now);
+/* When the next heartbeat round pings the workers (monotonic). */
+double registry_next_round(const struct master *m);
 /* Is any worker being started, or waiting for a respawn? */
 int registry_starting(const struct master *m);
 /* Is an MPI_Comm_spawn under way on a spawner thread?  (Killing the

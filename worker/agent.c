@@ -17,18 +17,18 @@
 /* MPI has no descriptor to sleep on: the agent naps between polls (see
  * doze.h), longer the longer nothing has happened.  Results wake it at
  * once, and so does a message that comes with a hint on the MPI's
- * sockets.  A message may come without one (read into the library's
- * buffers by an earlier poll, or over shared memory), so no nap is longer
- * than the welcome's idle_nap, within the ping timeout: right after
- * activity (the next phase of a job, the next short task) naps are short;
- * once the worker has been idle a while they grow to idle_nap.  (Naps as
- * long as the master's silence bound, when hints had always come, lost
- * pings on a loaded machine; an idle worker wakes a few times a second
- * either way.) */
+ * sockets.  Right after activity (the next phase of a job, the next short
+ * task) naps are short; once the worker has been idle a while they grow
+ * to the welcome's idle_nap, within the ping timeout, for a message may
+ * come without a hint (over shared memory, another MPI).  Once the hints
+ * have proved right (doze_trusted) an idle worker sleeps until one comes,
+ * or TRUSTED_NAP: the last MPI call before each sleep is the test of the
+ * receive, so no message can wait in the library's buffers unseen. */
 #define NAP_SOON 0.001		/* cap for QUIET_SOON seconds after activity */
 #define QUIET_SOON 0.05
 #define NAP_MAX 0.01		/* cap while busy or active lately */
 #define QUIET_IDLE 1.0		/* idle past this: naps up to idle_nap */
+#define TRUSTED_NAP 2.0		/* ... or this, when hints are trusted */
 #define BYE_TIMEOUT 5.0
 
 /* A send in flight: its buffer lives until MPI is done with it. */
@@ -311,6 +311,8 @@ nap_cap(struct agent *a, double now)
 		return NAP_SOON;
 	if (quiet < QUIET_IDLE || runner_busy(a->runner))
 		return NAP_MAX;
+	if (doze_trusted(&a->doze))
+		return fmax(a->idle_nap, fmin(TRUSTED_NAP, a->master_timeout / 4));
 	return a->idle_nap;
 }
 
@@ -334,12 +336,14 @@ agent_run(MPI_Comm comm, int rank, int slot, const struct ft_plugins *pl)
 		int active, got;
 
 		now = ft_now();
+		active = flush_results(&a);
+		test_sends(&a, now);
+		/* Last before a nap: see TRUSTED_NAP. */
 		got = poll_recv(&a, now);
 		if (dozed)
 			doze_learn(&a.doze, got > 0);
 		dozed = 0;
-		active = (got > 1) | flush_results(&a);
-		test_sends(&a, now);
+		active |= got > 1;
 		if (now - a.last_heard > a.master_timeout)
 			die(&a, a.welcomed ? "the master went silent"
 					   : "no welcome from the master");
@@ -347,7 +351,7 @@ agent_run(MPI_Comm comm, int rank, int slot, const struct ft_plugins *pl)
 			spins = 0;
 			nap = NAP_MIN;
 			a.last_activity = now;
-		} else if (++spins > SPIN_ITERS) {
+		} else if (got == 0 && ++spins > SPIN_ITERS) {
 			doze(&a.doze, runner_fd(a.runner), nap);
 			dozed = 1;
 			nap = fmin(nap * 2, nap_cap(&a, now));
