@@ -32,6 +32,7 @@
 #include <jansson.h>
 
 #include "config.h"
+#include "ctl.h"
 
 struct cli {
 	const char *config;		/* -c */
@@ -76,9 +77,9 @@ int cli_rotate(struct cli *c);
  * if it says ok; otherwise prints the error and returns NULL with
  * c->status the exit status it calls for (2: bad input, else 1). */
 json_t *cli_call(struct cli *c, json_t *req, double timeout);
-/* The same with LEN bytes of BODY after the request line. */
-json_t *cli_call_body(struct cli *c, json_t *req, const void *body,
-		      size_t len, double timeout);
+/* The same with BODY after the request line. */
+json_t *cli_call_body(struct cli *c, json_t *req, const struct ctl_body *body,
+		      double timeout);
 /* ROWS as a table of the titled columns of COLS (N of them). */
 struct ctl_col;
 void cli_print_table(const struct ctl_col *cols, int n, json_t *rows);

@@ -1,11 +1,13 @@
 /* The ftfarm commands that talk to a running master. */
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "batch.h"
@@ -36,11 +38,11 @@ enum call_end {
  * after printing the refusal (c->status: the exit status it calls for);
  * CALL_BROKEN with ERR, nothing printed. */
 static enum call_end
-call_once(struct cli *c, json_t *req, const void *body, size_t len,
+call_once(struct cli *c, json_t *req, const struct ctl_body *body,
 	  double timeout, json_t **ans, char *err, size_t n)
 {
-	json_t *a = ctl_request_body(c->cfg.state_dir, req, body, len,
-				     timeout, err, n);
+	json_t *a = ctl_request_body(c->cfg.state_dir, req, body, timeout,
+				     err, n);
 	json_t *status;
 
 	*ans = NULL;
@@ -73,13 +75,13 @@ call_once(struct cli *c, json_t *req, const void *body, size_t len,
 }
 
 json_t *
-cli_call_body(struct cli *c, json_t *req, const void *body, size_t len,
+cli_call_body(struct cli *c, json_t *req, const struct ctl_body *body,
 	      double timeout)
 {
 	char err[1024];
 	json_t *ans;
 
-	if (call_once(c, req, body, len, timeout, &ans, err, sizeof(err)) ==
+	if (call_once(c, req, body, timeout, &ans, err, sizeof(err)) ==
 	    CALL_BROKEN)
 		cli_err("%s", err);
 	return ans;
@@ -88,7 +90,7 @@ cli_call_body(struct cli *c, json_t *req, const void *body, size_t len,
 json_t *
 cli_call(struct cli *c, json_t *req, double timeout)
 {
-	return cli_call_body(c, req, NULL, 0, timeout);
+	return cli_call_body(c, req, NULL, timeout);
 }
 
 /*
@@ -210,7 +212,7 @@ new_token(char out[33])
  * answers with the batch id it already gave (or takes the batch).  The
  * answer, or NULL with c->status set (said). */
 static json_t *
-submit_call(struct cli *c, json_t *req, const void *body, size_t len,
+submit_call(struct cli *c, json_t *req, const struct ctl_body *body,
 	    const char *what)
 {
 	struct reconnect r;
@@ -222,7 +224,7 @@ submit_call(struct cli *c, json_t *req, const void *body, size_t len,
 	new_token(token);
 	json_object_set_new(req, "token", json_string(token));
 	reconnect_init(&r, c, what);
-	while ((end = call_once(c, req, body, len, 600, &ans, err,
+	while ((end = call_once(c, req, body, 600, &ans, err,
 				sizeof(err))) == CALL_BROKEN) {
 		tries++;
 		if (reconnect_wait(&r))
@@ -345,7 +347,7 @@ wait_call(struct cli *c, json_int_t id)
 	reconnect_init(&r, c, what);
 	for (;;) {
 		t0 = ft_now();
-		end = call_once(c, req, NULL, 0, WAIT_SLICE, &ans, err,
+		end = call_once(c, req, NULL, WAIT_SLICE, &ans, err,
 				sizeof(err));
 		if (end != CALL_BROKEN)
 			break;
@@ -427,7 +429,7 @@ send_batch(struct cli *c, json_t *batch, int wait)
 	json_t *req = ctl_request_new(CTL_SUBMIT), *ans;
 
 	json_object_set_new(req, "batch", batch);
-	ans = submit_call(c, req, NULL, 0, "the batch");
+	ans = submit_call(c, req, NULL, "the batch");
 	json_decref(req);
 	return submitted(c, ans, wait);
 }
@@ -437,26 +439,30 @@ send_batch(struct cli *c, json_t *batch, int wait)
 int
 cli_submit(struct cli *c)
 {
+	struct ctl_body body = { .fd = -1 };
 	json_t *req, *ans;
 	uint32_t ntasks;
-	size_t len;
-	char *text;
+	struct stat st;
 
 	if (c->argc != 1) {
 		cli_err("usage: ftfarm submit -c CFG BATCH.json [--wait]");
 		return 2;
 	}
-	text = ft_read_file(c->argv[0], &len);
-	if (text == NULL || len == 0) {
-		free(text);
+	body.fd = open(c->argv[0], O_RDONLY | O_CLOEXEC);
+	if (body.fd == -1 || fstat(body.fd, &st) == -1 ||
+	    !S_ISREG(st.st_mode) || st.st_size == 0) {
+		/* Not a file we can send: say why as `check` would. */
+		if (body.fd != -1)
+			close(body.fd);
 		return check_file(c->argv[0], &ntasks);
 	}
+	body.len = (size_t)st.st_size;
 	req = ctl_request_new(CTL_SUBMIT);
-	json_object_set_new(req, "bytes", json_integer((json_int_t)len));
+	json_object_set_new(req, "bytes", json_integer((json_int_t)body.len));
 	json_object_set_new(req, "file", json_string(c->argv[0]));
-	ans = submit_call(c, req, text, len, c->argv[0]);
+	ans = submit_call(c, req, &body, c->argv[0]);
 	json_decref(req);
-	free(text);
+	close(body.fd);
 	return submitted(c, ans, c->wait);
 }
 

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/sendfile.h>
 #include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
@@ -265,11 +266,61 @@ read_line(int fd, struct ft_buf *b, double timeout, char *err, size_t n)
 json_t *
 ctl_call(int fd, json_t *req, double timeout, char *err, size_t n)
 {
-	return ctl_call_body(fd, req, NULL, 0, timeout, err, n);
+	return ctl_call_body(fd, req, NULL, timeout, err, n);
+}
+
+/* Send the LEN bytes of the file FROM to TO.  0, or -1 with errno
+ * (ENODATA: the file ended before LEN bytes). */
+static int
+send_file(int to, int from, size_t len)
+{
+	char buf[65536];
+	off_t off = 0;
+	ssize_t w;
+
+	while ((size_t)off < len) {
+		w = sendfile(to, from, &off, len - (size_t)off);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w < 0 && (errno == EINVAL || errno == ENOSYS))
+			break;		/* no sendfile here: read and write */
+		if (w <= 0) {
+			if (w == 0)
+				errno = ENODATA;
+			return -1;
+		}
+	}
+	while ((size_t)off < len) {
+		size_t want = len - (size_t)off < sizeof(buf) ?
+			      len - (size_t)off : sizeof(buf);
+
+		w = pread(from, buf, want, off);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0) {
+			if (w == 0)
+				errno = ENODATA;
+			return -1;
+		}
+		if (ft_write_all(to, buf, (size_t)w) == -1)
+			return -1;
+		off += w;
+	}
+	return 0;
+}
+
+static int
+send_body(int fd, const struct ctl_body *b)
+{
+	if (b == NULL || b->len == 0)
+		return 0;
+	if (b->fd >= 0)
+		return send_file(fd, b->fd, b->len);
+	return ft_write_all(fd, b->data, b->len);
 }
 
 json_t *
-ctl_call_body(int fd, json_t *req, const void *body, size_t len,
+ctl_call_body(int fd, json_t *req, const struct ctl_body *body,
 	      double timeout, char *err, size_t n)
 {
 	struct ft_buf line = { 0 };
@@ -284,10 +335,13 @@ ctl_call_body(int fd, json_t *req, const void *body, size_t len,
 		return NULL;
 	}
 	if (ft_write_all(fd, text, strlen(text)) == -1 ||
-	    ft_write_all(fd, "\n", 1) == -1 ||
-	    (len > 0 && ft_write_all(fd, body, len) == -1)) {
-		ft_snprintf(err, n, "cannot send to the master: %s",
-			    strerror(errno));
+	    ft_write_all(fd, "\n", 1) == -1 || send_body(fd, body) == -1) {
+		if (errno == ENODATA)
+			ft_snprintf(err, n, "the file got shorter while it was "
+				    "sent");
+		else
+			ft_snprintf(err, n, "cannot send to the master: %s",
+				    strerror(errno));
 		goto out;
 	}
 	if (read_line(fd, &line, timeout, err, n) == -1)
@@ -308,19 +362,20 @@ json_t *
 ctl_request(const char *state_dir, json_t *req, double timeout, char *err,
 	    size_t n)
 {
-	return ctl_request_body(state_dir, req, NULL, 0, timeout, err, n);
+	return ctl_request_body(state_dir, req, NULL, timeout, err, n);
 }
 
 json_t *
-ctl_request_body(const char *state_dir, json_t *req, const void *body,
-		 size_t len, double timeout, char *err, size_t n)
+ctl_request_body(const char *state_dir, json_t *req,
+		 const struct ctl_body *body, double timeout, char *err,
+		 size_t n)
 {
 	int fd = ctl_connect(state_dir, err, n);
 	json_t *ans;
 
 	if (fd == -1)
 		return NULL;
-	ans = ctl_call_body(fd, req, body, len, timeout, err, n);
+	ans = ctl_call_body(fd, req, body, timeout, err, n);
 	close(fd);
 	return ans;
 }

@@ -223,14 +223,22 @@ int ctl_connect(const char *state_dir, char *err, size_t n);
  * and wait up to TIMEOUT seconds (<= 0: forever) for the answer line.
  * The answer, or NULL with ERR. */
 json_t *ctl_call(int fd, json_t *req, double timeout, char *err, size_t n);
-/* The same with LEN bytes of BODY sent right after the request line. */
-json_t *ctl_call_body(int fd, json_t *req, const void *body, size_t len,
+/* Bytes sent right after a request line: LEN bytes at DATA, or, when FD
+ * is not -1, the first LEN bytes of the file FD (sent by the kernel from
+ * the page cache: a batch of megabytes is never copied into the client). */
+struct ctl_body {
+	const void *data;
+	int fd;
+	size_t len;
+};
+/* The same with BODY (NULL: none) sent right after the request line. */
+json_t *ctl_call_body(int fd, json_t *req, const struct ctl_body *body,
 		      double timeout, char *err, size_t n);
 /* Connect, call, close. */
 json_t *ctl_request(const char *state_dir, json_t *req, double timeout,
 		    char *err, size_t n);
 json_t *ctl_request_body(const char *state_dir, json_t *req,
-			 const void *body, size_t len, double timeout,
+			 const struct ctl_body *body, double timeout,
 			 char *err, size_t n);
 
 /* A connection that carries pushes (subscribe) as well as answers: lines

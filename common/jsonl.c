@@ -184,17 +184,26 @@ jsonl_end(struct jsonl *j)
 	j->in_line = 0;
 }
 
+/* ,"K": (no comma before the first member), with one reservation. */
 static void
 key(struct jsonl *j, const char *k)
 {
 	struct ft_buf *b = &j->pending;
+	size_t n = strlen(k);
+	char *p;
 
+	ft_buf_reserve(b, n + 4);
+	p = b->data + b->len;
 	if (!j->first)
-		ft_buf_add(b, ",", 1);
+		*p++ = ',';
 	j->first = 0;
-	ft_buf_add(b, "\"", 1);
-	ft_buf_adds(b, k);
-	ft_buf_add(b, "\":", 2);
+	*p++ = '"';
+	memcpy(p, k, n);
+	p += n;
+	*p++ = '"';
+	*p++ = ':';
+	*p = '\0';
+	b->len = (size_t)(p - b->data);
 }
 
 /* Decimal digits of V, written backwards ending at END; returns the start.

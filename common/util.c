@@ -550,7 +550,7 @@ ft_host_is_local(const char *host)
 }
 
 void
-ft_buf_reserve(struct ft_buf *b, size_t more)
+ft_buf_grow(struct ft_buf *b, size_t more)
 {
 	size_t cap;
 
@@ -561,21 +561,6 @@ ft_buf_reserve(struct ft_buf *b, size_t more)
 		cap *= 2;
 	b->data = ft_realloc(b->data, cap);
 	b->cap = cap;
-}
-
-void
-ft_buf_add(struct ft_buf *b, const void *p, size_t n)
-{
-	ft_buf_reserve(b, n);
-	memcpy(b->data + b->len, p, n);
-	b->len += n;
-	b->data[b->len] = '\0';
-}
-
-void
-ft_buf_adds(struct ft_buf *b, const char *s)
-{
-	ft_buf_add(b, s, strlen(s));
 }
 
 void

@@ -6,6 +6,7 @@
 
 #include <stddef.h>
 #include <sys/types.h>
+#include <string.h>
 
 #define FT_ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
 
@@ -87,18 +88,43 @@ int ft_kill_session(pid_t sid);
 /* Is HOST this machine ("localhost", "127.*", our host name)? */
 int ft_host_is_local(const char *host);
 
-/* Append S (LEN bytes) to OUT as the body of a JSON string (escaped, no
- * quotes).  OUT is a growing buffer. */
+/* A growing buffer, NUL-terminated after its LEN bytes once anything
+ * was added.  The adds are inline: the master formats a results line out
+ * of a dozen of them per task. */
 struct ft_buf {
 	char *data;
 	size_t len;
 	size_t cap;
 };
-void ft_buf_reserve(struct ft_buf *b, size_t more);
-void ft_buf_add(struct ft_buf *b, const void *p, size_t n);
-void ft_buf_adds(struct ft_buf *b, const char *s);
+/* Make room for MORE bytes and the NUL (out of line: the rare case). */
+void ft_buf_grow(struct ft_buf *b, size_t more);
+
+static inline void
+ft_buf_reserve(struct ft_buf *b, size_t more)
+{
+	if (b->cap - b->len <= more)
+		ft_buf_grow(b, more);
+}
+
+static inline void
+ft_buf_add(struct ft_buf *b, const void *p, size_t n)
+{
+	ft_buf_reserve(b, n);
+	memcpy(b->data + b->len, p, n);
+	b->len += n;
+	b->data[b->len] = '\0';
+}
+
+static inline void
+ft_buf_adds(struct ft_buf *b, const char *s)
+{
+	ft_buf_add(b, s, strlen(s));
+}
+
 void ft_buf_printf(struct ft_buf *b, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
+/* Append S (LEN bytes) as the body of a JSON string (escaped, no
+ * quotes). */
 void ft_buf_json_str(struct ft_buf *b, const char *s, size_t len);
 void ft_buf_free(struct ft_buf *b);
 
