@@ -444,7 +444,10 @@ start_instance(struct sched *s, int worker, uint64_t tid, double now,
  * than a straggler may and has no copy yet; 0 if none.  A straggler has
  * run more than dup_min, three times the mean service time, and twice
  * what SKIP's own last task took: the last tasks of a phase of long tasks
- * are not stragglers just because the phase's first one has ended. */
+ * are not stragglers just because the phase's first one has ended.  A
+ * task that has lost an instance already is not copied: a task that kills
+ * its worker would kill every idle worker given a copy, and while a copy
+ * lived it could never run out of attempts. */
 static uint64_t
 find_straggler(struct sched *s, int skip, double now)
 {
@@ -462,7 +465,9 @@ find_straggler(struct sched *s, int skip, double now)
 		for (i = 0; i < w->n; i++) {
 			struct inflight *in = ring_at(w, i);
 
-			if (task_of(s, in->tid)->ninst == 1 &&
+			const struct sched_task *t = task_of(s, in->tid);
+
+			if (t->ninst == 1 && t->failures == 0 &&
 			    now - in->start > limit && in->start < oldest) {
 				oldest = in->start;
 				best = in->tid;

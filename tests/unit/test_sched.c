@@ -791,6 +791,44 @@ test_duplicate_survives_loss_of_original(void **st)
 	sched_free(s);
 }
 
+/* A task whose instance was lost (its worker died running it) gets no
+ * copy: copies of a task that kills its worker killed every idle worker
+ * in turn, and with a copy always alive the task never failed. */
+static void
+test_no_copy_of_a_task_that_lost_an_instance(void **st)
+{
+	struct sched_params prm;
+	struct sched *s;
+	struct sched_pick p;
+
+	(void)st;
+	sched_params_default(&prm);
+	prm.dup_min = 0.5;
+	prm.max_attempts = 3;
+	s = mk(3, &prm);
+	add_n(s, 1, 100);
+	sched_worker_up(s, 0);
+	sched_worker_up(s, 1);
+	sched_worker_up(s, 2);
+	take1(s, 0, 0);
+	sched_worker_down(s, 0, "killed", 1);
+	assert_int_equal(nkind(&R, EV_REASSIGNED), 1);
+	p = take1(s, 1, 1);
+	assert_int_equal(p.tid, 1);
+	assert_int_equal(p.duplicate, 0);
+	/* Long past a straggler's time, worker 2 is idle: no copy. */
+	take_none(s, 2, 30);
+	sched_worker_down(s, 1, "killed", 31);
+	sched_worker_up(s, 0);
+	p = take1(s, 0, 32);
+	assert_int_equal(p.attempt, 3);
+	take_none(s, 2, 60);
+	sched_worker_down(s, 0, "killed", 61);
+	assert_int_equal(nkind(&R, EV_FAILED), 1);
+	assert_int_equal(sched_open(s), 0);
+	sched_free(s);
+}
+
 /* ---- the TOP-C slow rule ---- */
 
 /* Worker 0 holds task 1 (seq 1); worker 1 runs tasks one at a time with
@@ -1473,6 +1511,7 @@ main(void)
 		cmocka_unit_test(test_straggler_original_wins),
 		cmocka_unit_test(test_no_duplicate_while_queue_or_busy),
 		cmocka_unit_test(test_duplicate_survives_loss_of_original),
+		cmocka_unit_test(test_no_copy_of_a_task_that_lost_an_instance),
 		cmocka_unit_test(test_slow_then_hung),
 		cmocka_unit_test(test_slow_worker_catches_up),
 		cmocka_unit_test(test_slow_cleared_by_worker_down),
