@@ -195,7 +195,10 @@ def test_cli_gives_up_on_hung_master(cluster):
             rc, err = None, ""
         took = time.monotonic() - t0
     finally:
-        os.kill(master, signal.SIGCONT)
+        try:
+            os.kill(master, signal.SIGCONT)
+        except ProcessLookupError:
+            pass    # hung past lease_ms: the supervisor killed it (below)
     assert rc is not None, \
         f"`ftfarm status` still hung after {took:.0f} s on a hung master"
     assert rc != 0 and err.strip(), (rc, err)
