@@ -180,9 +180,6 @@ static int
 cmd_subscribe(struct master *m, struct client *c, json_t *req, json_t **ans,
 	      char *err, size_t n)
 {
-	/* An idle master's cron may sleep a second: a watcher wants it at
-	 * the pace of its pushes from now on. */
-	master_kick(m);
 	return subs_subscribe(m->subs, c, req, ans, err, n);
 }
 
@@ -443,7 +440,6 @@ cmd_drain(struct master *m, struct client *c, json_t *req, json_t **ans,
 	(void)c;
 	if (nd == NULL || health_drain(m, nd, err, n) == -1)
 		return -1;
-	master_kick(m);		/* the cron carries the drain on */
 	*ans = json_pack("{s:b, s:o}", "ok", 1, "node", node_row(m, nd));
 	return 0;
 }
@@ -458,7 +454,6 @@ cmd_undrain(struct master *m, struct client *c, json_t *req, json_t **ans,
 	(void)c;
 	if (nd == NULL || health_undrain(m, nd, err, n) == -1)
 		return -1;
-	master_kick(m);
 	*ans = json_pack("{s:b, s:o}", "ok", 1, "node", node_row(m, nd));
 	return 0;
 }
@@ -587,7 +582,6 @@ cmd_reboot(struct master *m, struct client *c, json_t *req, json_t **ans,
 						n) == -1)
 			commands_reboot_ended(m, &m->nodes[i], 0, err);
 	free(targets);
-	master_kick(m);		/* the cron carries the reboots on */
 	return 1;
 }
 

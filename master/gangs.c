@@ -84,6 +84,7 @@ gangs_submit(struct master *m, uint32_t batch, uint32_t index,
 	struct gtask *t = ft_calloc(1, sizeof(*t));
 	struct jerr jerr;
 
+	(void)m;
 	t->batch = batch;
 	t->index = index;
 	t->job = json_dumps(job, JSON_COMPACT);
@@ -100,7 +101,6 @@ gangs_submit(struct master *m, uint32_t batch, uint32_t index,
 	gs.tail = t;
 	log_info("batch %u: gang task %u (%s, %d + %d ranks) queued", batch,
 		 index, t->type, t->active, t->spares);
-	master_kick(m);		/* the cron starts it (an idle one sleeps) */
 }
 
 /* Take T out of the queue and free it. */

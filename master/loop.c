@@ -33,6 +33,7 @@ static ev_signal term_w, int_w, hup_w;
 static ev_prepare defer_w;
 static double last_activity, backoff, last_flush, last_poll, last_second;
 static double cron_due;		/* when the cron should run next */
+static int cron_asleep;		/* the cron sleeps for an idle farm */
 static int hot;
 
 /* How long the loop may go without polling MPI now; 0 when the farm is
@@ -53,18 +54,32 @@ cold_cap(struct master *m, double now)
 /* The cron's period now: every CRON_PERIOD while anything is under way,
  * slower when idle (pings still go out every heartbeat).  An idle farm
  * that nobody watches sleeps until its next heartbeat round or request
- * deadline, IDLE_SLEEP at most (a kick wakes it sooner). */
+ * deadline, IDLE_SLEEP at most (see cron_soon for what wakes it). */
 static double
 cron_period(struct master *m, double now)
 {
 	double next;
 
+	cron_asleep = 0;
 	if (farm_busy(m) || now - last_activity < QUIET_IDLE)
 		return CRON_PERIOD;
 	if (subs_count(m->subs) > 0)
 		return fmax(CRON_PERIOD, fmin(COLD_IDLE, m->cfg.heartbeat / 4));
+	cron_asleep = 1;
 	next = fmin(registry_next_round(m), treq_next_deadline(&m->treqs));
 	return fmax(CRON_PERIOD, fmin(IDLE_SLEEP, next - now));
+}
+
+/* Bring the cron back to its usual pace now: something was sent, or (seen
+ * before the loop blocks) the farm has work under way that only the cron
+ * carries on (a gang queued, a drain, a reboot) or a watcher to push to. */
+static void
+cron_soon(struct master *m)
+{
+	cron_w.repeat = CRON_PERIOD;
+	ev_timer_again(m->loop, &cron_w);
+	cron_due = ft_now() + CRON_PERIOD;
+	cron_asleep = 0;
 }
 
 static void
@@ -114,13 +129,8 @@ kick(struct master *m)
 	last_activity = ft_now();
 	if (!hot && m->loop)
 		go_hot(m);
-	/* The cron may be asleep for an idle farm: the work now under way
-	 * wants it at its usual pace. */
-	if (m->loop && cron_w.repeat > CRON_PERIOD) {
-		cron_w.repeat = CRON_PERIOD;
-		ev_timer_again(m->loop, &cron_w);
-		cron_due = last_activity + CRON_PERIOD;
-	}
+	if (m->loop && cron_w.repeat > CRON_PERIOD)
+		cron_soon(m);
 }
 
 /* The cron found work under way while the loop polls only from the cron:
@@ -209,6 +219,8 @@ on_prepare(struct ev_loop *loop, ev_prepare *w, int revents)
 		m->events.urgent = 0;
 		farm_flush(m);
 	}
+	if (cron_asleep && (farm_busy(m) || subs_count(m->subs) > 0))
+		cron_soon(m);
 }
 
 static void

@@ -781,12 +781,13 @@ static void
 maybe_ping(struct master *m, struct worker *w, int round, double now)
 {
 	const struct link *l = &m->links.v[w->id];
+	int last_tasks;
 
 	if (l->ping != NULL || !worker_up(w) || !l->open)
 		return;
-	if (!round && !(sched_queued(m->sched) == 0 &&
-			sched_inflight(m->sched, w->id) > 0 &&
-			now - l->last_ping >= m->cfg.heartbeat / 4))
+	last_tasks = sched_queued(m->sched) == 0 &&
+		     sched_inflight(m->sched, w->id) > 0;
+	if (!round && !(last_tasks && now - l->last_ping >= m->cfg.heartbeat / 4))
 		return;
 	if (link_ping(&m->links, w->id, now) == -1)
 		registry_fail(m, w, "MPI send failed");
