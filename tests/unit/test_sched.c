@@ -673,21 +673,31 @@ test_late_result_cancels_new_instance(void **st)
 
 /* ---- straggler copies ---- */
 
-static void
-test_straggler_duplicate(void **st)
+/* NW workers, all up, one task of 100 s, and copies of instances older
+ * than 0.5 s. */
+static struct sched *
+straggler_sched(int nw)
 {
 	struct sched_params prm;
 	struct sched *s;
+	int k;
+
+	sched_params_default(&prm);
+	prm.dup_min = 0.5;
+	s = mk(nw, &prm);
+	add_n(s, 1, 100);
+	for (k = 0; k < nw; k++)
+		sched_worker_up(s, k);
+	return s;
+}
+
+static void
+test_straggler_duplicate(void **st)
+{
+	struct sched *s = straggler_sched(3);
 	struct sched_pick p;
 
 	(void)st;
-	sched_params_default(&prm);
-	prm.dup_min = 0.5;
-	s = mk(3, &prm);
-	add_n(s, 1, 100);
-	sched_worker_up(s, 0);
-	sched_worker_up(s, 1);
-	sched_worker_up(s, 2);
 	p = take1(s, 0, 0);
 	assert_int_equal(p.duplicate, 0);
 	/* Not running long enough yet. */
@@ -715,16 +725,9 @@ test_straggler_duplicate(void **st)
 static void
 test_straggler_original_wins(void **st)
 {
-	struct sched_params prm;
-	struct sched *s;
+	struct sched *s = straggler_sched(2);
 
 	(void)st;
-	sched_params_default(&prm);
-	prm.dup_min = 0.5;
-	s = mk(2, &prm);
-	add_n(s, 1, 100);
-	sched_worker_up(s, 0);
-	sched_worker_up(s, 1);
 	take1(s, 0, 0);
 	assert_int_equal(take1(s, 1, 1).duplicate, 1);
 	assert_int_equal(sched_done(s, 0, 1, 1, 1.5, 1.5), SCHED_ACCEPTED);
@@ -767,16 +770,9 @@ test_no_duplicate_while_queue_or_busy(void **st)
 static void
 test_duplicate_survives_loss_of_original(void **st)
 {
-	struct sched_params prm;
-	struct sched *s;
+	struct sched *s = straggler_sched(2);
 
 	(void)st;
-	sched_params_default(&prm);
-	prm.dup_min = 0.5;
-	s = mk(2, &prm);
-	add_n(s, 1, 100);
-	sched_worker_up(s, 0);
-	sched_worker_up(s, 1);
 	take1(s, 0, 0);
 	assert_int_equal(take1(s, 1, 1).duplicate, 1);
 	sched_worker_down(s, 0, "killed", 2);
@@ -797,19 +793,10 @@ test_duplicate_survives_loss_of_original(void **st)
 static void
 test_no_copy_of_a_task_that_lost_an_instance(void **st)
 {
-	struct sched_params prm;
-	struct sched *s;
+	struct sched *s = straggler_sched(3);	/* 3 attempts, the default */
 	struct sched_pick p;
 
 	(void)st;
-	sched_params_default(&prm);
-	prm.dup_min = 0.5;
-	prm.max_attempts = 3;
-	s = mk(3, &prm);
-	add_n(s, 1, 100);
-	sched_worker_up(s, 0);
-	sched_worker_up(s, 1);
-	sched_worker_up(s, 2);
 	take1(s, 0, 0);
 	sched_worker_down(s, 0, "killed", 1);
 	assert_int_equal(nkind(&R, EV_REASSIGNED), 1);
