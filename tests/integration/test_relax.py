@@ -312,10 +312,11 @@ class Killer(threading.Thread):
 
 FAULT_CASES = [
     # signals, (n, itmax, blocks, checkpoint_every, maxeps); each job lasts
-    # a second or two without faults
-    ((signal.SIGKILL,), (1026, 800, 4, 10, None)),
-    ((signal.SIGSTOP,), (514, 6000, 3, 7, 0.2)),    # stops at 1765
-    ((signal.SIGKILL, signal.SIGSTOP), (770, 1500, 5, 25, None)),
+    # about a second without faults, long enough for the killer to land
+    # (since a round's blocks run side by side, half the sizes took 0.35 s)
+    ((signal.SIGKILL,), (1026, 1600, 4, 10, None)),
+    ((signal.SIGSTOP,), (770, 6000, 3, 7, 0.2)),    # stops at 2668
+    ((signal.SIGKILL, signal.SIGSTOP), (770, 3000, 5, 25, None)),
 ]
 
 
