@@ -174,23 +174,42 @@ def test_every_worker_gets_a_block_of_every_round(rc, ref, tmp_path):
     """As many blocks as workers, short rounds: each round's blocks run on
     as many different workers.  (Tasks this short let a worker hold two at
     once; the first worker the master looked at took two blocks of a round
-    while another stayed idle, and the round took twice as long.)"""
-    full_strength(rc)
+    while another stayed idle, and the round took twice as long.)
+
+    Judged on the rounds whose blocks each ended on their first instance:
+    where a straggler copy won (the machine was busy) or a block ran again,
+    the result names the copy's worker, not where the block was put.  The
+    rule is about idle workers: a worker lost during the job makes it run
+    again."""
     n, itmax, blocks, every = 130, 60, 3, 3
-    job = relax_job(tmp_path, n, itmax, blocks, every)
-    code, out, err = rc.submit({"name": "relax", "job": job}, timeout=100)
-    assert code == 0, f"{out} {err}"
-    ref_out, ref_matrix = ref(n, itmax, 1e-8)
-    res = check_job(rc, out, job, ref_out, ref_matrix)
+    rounds = itmax // every
+    for attempt in range(3):
+        full_strength(rc)
+        seen = len(rc.events())
+        job = relax_job(tmp_path / f"try{attempt}", n, itmax, blocks, every)
+        code, out, err = rc.submit({"name": "relax", "job": job}, timeout=100)
+        assert code == 0, f"{out} {err}"
+        ref_out, ref_matrix = ref(n, itmax, 1e-8)
+        res = check_job(rc, out, job, ref_out, ref_matrix)
+        lost = [e for e in rc.events()[seen:]
+                if e["event"] in ("worker_dead", "worker_inactive")]
+        if not lost:
+            break
+    assert not lost, f"a worker was lost in every try: {lost}"
     by_task = sorted(res, key=lambda r: r["task"])
-    assert len(by_task) == blocks * (itmax // every), len(by_task)
-    shared = []
+    assert len(by_task) == blocks * rounds, len(by_task)
+    judged, shared = 0, []
     for k in range(0, len(by_task), blocks):
         round_ = by_task[k:k + blocks]
+        if any(r["attempt"] != 1 for r in round_):
+            continue
+        judged += 1
         workers = [r["worker"] for r in round_]
         if len(set(workers)) != blocks:
             shared.append((k // blocks, workers))
     assert not shared, f"rounds whose blocks shared a worker: {shared}"
+    assert judged >= rounds // 4, \
+        f"only {judged} of {rounds} rounds ended on first instances"
 
 
 def test_no_matrix_asked(rc, ref, tmp_path):
