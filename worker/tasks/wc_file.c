@@ -21,12 +21,10 @@ wc_strerror(int e, char *buf, size_t n)
 }
 
 void
-wc_out_reserve(struct wc_out *o, size_t more)
+wc_out_grow(struct wc_out *o, size_t more)
 {
 	size_t cap = o->cap ? o->cap : 4096;
 
-	if (o->len + more <= o->cap)
-		return;
 	while (cap < o->len + more)
 		cap *= 2;
 	o->data = ft_realloc(o->data, cap);

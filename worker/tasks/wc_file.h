@@ -19,6 +19,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #define WC_MAGIC "FTWC1\n"
 #define WC_MAGIC_LEN 6
@@ -29,7 +30,16 @@ struct wc_out {
 	size_t len, cap;
 };
 
-void wc_out_reserve(struct wc_out *o, size_t more);
+/* Make room for MORE bytes after the data (out of line: it grows). */
+void wc_out_grow(struct wc_out *o, size_t more);
+
+static inline void
+wc_out_reserve(struct wc_out *o, size_t more)
+{
+	if (o->len + more > o->cap)
+		wc_out_grow(o, more);
+}
+
 void wc_out_free(struct wc_out *o);
 
 static inline void
@@ -45,9 +55,41 @@ wc_out_varint(struct wc_out *o, uint64_t v)
 	o->len = (size_t)(p - o->data);
 }
 
+/* Room enough for about N records of words of usual lengths (the buffer
+ * still grows past it): reserving it first spares the copies of growing
+ * one record at a time. */
+static inline size_t
+wc_out_guess(size_t n)
+{
+	return WC_MAGIC_LEN + 11 + (n + n / 4) * 16;
+}
+
 /* Append one record (the magic first when O is empty). */
 void wc_out_record(struct wc_out *o, const uint8_t *word, size_t n,
 		   uint64_t count);
+/* Append the record of a table slot's word: WORD has at least 24
+ * readable bytes (a short word's zero-padded key, or a long word's key
+ * and its padding), so a short one is copied as three 8-byte words. */
+static inline void
+wc_out_slot_record(struct wc_out *o, const uint8_t *word, size_t n,
+		   uint64_t count)
+{
+	uint8_t *p;
+
+	if (n > 24 || o->len == 0) {
+		wc_out_record(o, word, n, count);
+		return;
+	}
+	wc_out_reserve(o, 24 + 20);
+	wc_out_varint(o, n);
+	p = o->data + o->len;
+	memcpy(p, word, 8);
+	memcpy(p + 8, word + 8, 8);
+	memcpy(p + 16, word + 16, 8);
+	o->len += n;
+	wc_out_varint(o, count);
+}
+
 /* Append the trailer after NRECORDS records (and the magic if none). */
 void wc_out_finish(struct wc_out *o, uint64_t nrecords);
 

@@ -392,6 +392,8 @@ map_write(struct map *m, const char *dir, unsigned shard, unsigned parts)
 	unsigned p;
 	int rc = 0;
 
+	for (p = 0; p < parts; p++)
+		wc_out_reserve(&out[p], wc_out_guess(m->tab.used / parts));
 	for (i = 0; i <= m->tab.mask; i++) {
 		const struct wc_slot *s = &m->tab.slots[i];
 
@@ -399,7 +401,7 @@ map_write(struct map *m, const char *dir, unsigned shard, unsigned parts)
 			continue;
 		p = (unsigned)(wc_slot_hash(s) >> 32) % parts;
 		w = wc_slot_word(s, &len);
-		wc_out_record(&out[p], w, len, wc_slot_count(s));
+		wc_out_slot_record(&out[p], w, len, wc_slot_count(s));
 		nrec[p]++;
 	}
 	for (p = 0; p < parts; p++) {

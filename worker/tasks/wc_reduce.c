@@ -72,9 +72,10 @@ reduce_write(struct wc_table *t, const char *dir, const char *name,
 	int rc = 0;
 
 	wc_table_sort(list, t->used);
+	wc_out_reserve(&out, wc_out_guess(t->used));
 	for (i = 0; i < t->used; i++) {
 		w = wc_slot_word(list[i], &n);
-		wc_out_record(&out, w, n, wc_slot_count(list[i]));
+		wc_out_slot_record(&out, w, n, wc_slot_count(list[i]));
 	}
 	wc_out_finish(&out, t->used);
 	if (*task->cancel)
