@@ -420,6 +420,30 @@ ft_pid_alive(pid_t pid)
 	return alive;
 }
 
+#define PF_EXITING_FLAG 0x4	/* the kernel's PF_EXITING, /proc/PID/stat */
+
+int
+ft_pid_staying(pid_t pid)
+{
+	char path[64], *text, *p, state = 0;
+	unsigned long flags = 0;
+	int ok;
+
+	if (pid <= 0)
+		return 0;
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	if ((text = ft_read_file(path, NULL)) == NULL)
+		return 0;
+	/* After the command's closing parenthesis: the state (field 3), then
+	 * ppid, pgrp, session, tty, tpgid, and the flags (field 9). */
+	p = strrchr(text, ')');
+	ok = p && sscanf(p + 1, " %c %*d %*d %*d %*d %*d %lu", &state,
+			 &flags) == 2;
+	free(text);
+	return ok && state != 'Z' && state != 'X' &&
+	       !(flags & PF_EXITING_FLAG);
+}
+
 /* Does the environment block ENV (LEN bytes of NUL-separated entries)
  * hold ENTRY? */
 static int

@@ -70,6 +70,11 @@ int ft_fsync_parent(const char *path);
 
 /* Is PID a live process (not a zombie)? */
 int ft_pid_alive(pid_t pid);
+/* Is PID live and not on its way out?  A killed process is exiting from
+ * the moment it takes the signal, before its descriptors are closed: a
+ * peer that sees its sockets close finds it exiting or gone, never
+ * staying. */
+int ft_pid_staying(pid_t pid);
 /* The start time of PID (clock ticks since boot, /proc/PID/stat), or 0
  * when there is no such process.  A pid and its start time name one
  * process for good: pids are reused, the pair is not. */

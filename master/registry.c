@@ -532,23 +532,14 @@ kill_worker(struct master *m, struct worker *w)
 
 /* Is W's process still there (and so hung rather than dead)?  Known only
  * for processes on this machine.  A killed process is seen dead by MPI (its
- * sockets closed) a moment before the kernel has made it a zombie: it gets
- * HUNG_GRACE to go before it counts as hung (a death that is the task's
- * doing would otherwise be charged to the node). */
-#define HUNG_GRACE 0.1
+ * sockets closed) a moment before the kernel has made it a zombie; it is
+ * exiting by then, which is not "still there" (a death that is the task's
+ * doing must not be charged to the node). */
 static int
 still_there(const struct worker *w)
 {
-	double until = ft_now() + HUNG_GRACE;
-
-	if (w->pid <= 0 || !ft_host_is_local(w->host))
-		return 0;
-	while (ft_pid_alive(w->pid)) {
-		if (ft_now() >= until)
-			return 1;
-		ft_sleep(0.005);
-	}
-	return 0;
+	return w->pid > 0 && ft_host_is_local(w->host) &&
+	       ft_pid_staying(w->pid);
 }
 
 /* Take W's process out of service: kill it, close its link, move W to TO

@@ -1,0 +1,145 @@
+/* Unit tests of common/util.c's process checks on real processes: a
+ * running, a stopped, a zombie and a reaped child, and a killed one seen
+ * through its socket's end, which must never look "staying" (the master
+ * would charge a task's doing to the node as a hang). */
+#include <poll.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "util.h"
+
+static void *
+idle_thread(void *arg)
+{
+	(void)arg;
+	for (;;)
+		pause();
+	return NULL;
+}
+
+/* A child that holds the other end of *SOCK and waits, with two threads
+ * (as a worker has) when THREADS. */
+static pid_t
+child(int *sock, int threads)
+{
+	int sv[2];
+	pthread_t t;
+	pid_t pid;
+
+	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		close(sv[0]);
+		if (threads) {
+			pthread_create(&t, NULL, idle_thread, NULL);
+			pthread_create(&t, NULL, idle_thread, NULL);
+		}
+		for (;;)
+			pause();
+	}
+	close(sv[1]);
+	*sock = sv[0];
+	return pid;
+}
+
+/* Wait until the peer of SOCK is gone (its end of the socket closed). */
+static void
+wait_eof(int sock)
+{
+	struct pollfd p = { .fd = sock, .events = POLLIN };
+	char c;
+
+	assert_int_equal(poll(&p, 1, 10000), 1);
+	assert_int_equal(read(sock, &c, 1), 0);
+}
+
+static void
+test_running_stopped_zombie_reaped(void **state)
+{
+	int sock, status;
+	pid_t pid = child(&sock, 0);
+	unsigned long long start;
+
+	(void)state;
+	usleep(20000);
+	start = ft_proc_start(pid);
+	assert_true(start > 0);
+	assert_true(ft_pid_alive(pid));
+	assert_true(ft_pid_staying(pid));
+	assert_true(ft_proc_is(pid, start));
+	assert_false(ft_proc_is(pid, start + 1));
+
+	kill(pid, SIGSTOP);
+	assert_int_equal(waitpid(pid, &status, WUNTRACED), pid);
+	assert_true(WIFSTOPPED(status));
+	assert_true(ft_pid_staying(pid));	/* a hang, not a death */
+
+	kill(pid, SIGKILL);
+	wait_eof(sock);
+	assert_int_equal(waitid(P_PID, (id_t)pid, &(siginfo_t){ 0 },
+				WEXITED | WNOWAIT), 0);
+	assert_false(ft_pid_alive(pid));	/* a zombie */
+	assert_false(ft_pid_staying(pid));
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_false(ft_pid_alive(pid));
+	assert_false(ft_pid_staying(pid));
+	assert_false(ft_proc_is(pid, start));
+	close(sock);
+}
+
+/* The moment a killed child's socket ends it is a zombie or exiting;
+ * the plain liveness check still calls it alive in a good share of the
+ * rounds (which is why the master cannot use it to tell a hang). */
+static void
+test_killed_is_never_staying(void **state)
+{
+	int i, sock, alive = 0;
+	pid_t pid;
+
+	(void)state;
+	for (i = 0; i < 300; i++) {
+		pid = child(&sock, 1);
+		usleep(1000);
+		kill(pid, SIGKILL);
+		wait_eof(sock);
+		alive += ft_pid_alive(pid);
+		assert_false(ft_pid_staying(pid));
+		close(sock);
+		assert_int_equal(waitpid(pid, NULL, 0), pid);
+	}
+	print_message("alive at the socket's end in %d of %d rounds\n", alive,
+		      i);
+}
+
+static void
+test_no_such_process(void **state)
+{
+	(void)state;
+	assert_false(ft_pid_staying(0));
+	assert_false(ft_pid_staying(-1));
+	assert_false(ft_pid_alive(0));
+	assert_true(ft_pid_staying(getpid()));
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_running_stopped_zombie_reaped),
+		cmocka_unit_test(test_killed_is_never_staying),
+		cmocka_unit_test(test_no_such_process),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
