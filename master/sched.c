@@ -60,6 +60,8 @@ struct sched {
 	double mean_service;		/* over all workers */
 };
 
+#define REFILL_WIDE 16		/* windows this wide are refilled by halves */
+
 void
 sched_params_default(struct sched_params *p)
 {
@@ -486,6 +488,10 @@ sched_take(struct sched *s, int worker, double now, struct sched_pick *out,
 	uint64_t tid;
 
 	if (!w->up || w->paused)
+		return 0;
+	/* A wide window is topped up once half of it has run: fewer, larger
+	 * messages where tasks are short. */
+	if (w->window >= REFILL_WIDE && w->n > w->window / 2)
 		return 0;
 	while (count < max && w->n < w->window && (tid = queue_pop(s)) != 0)
 		start_instance(s, worker, tid, now, &out[count++], 0);

@@ -14,7 +14,9 @@
  * Lost instances (worker down, deadline passed) count as failures: the task
  * goes back to the front of the queue, or fails for good after max_attempts
  * failures.  Workers hold a window of instances sized from their measured
- * service time, so no-op tasks stream while long tasks go one at a time.
+ * service time, so no-op tasks stream while long tasks go one at a time;
+ * a wide window is refilled once half of it has run (fewer, larger
+ * messages).
  *
  * The TOP-C rule finds slow workers: one whose oldest instance lags the
  * newest completed sequence number by more than 3 x the tasks in flight is

@@ -306,6 +306,37 @@ test_window_grows_with_tiny_tasks(void **st)
 	sched_free(s);
 }
 
+/* A wide window is topped up only once half of it has run: short tasks
+ * go out in fewer, larger messages. */
+static void
+test_wide_window_refilled_by_halves(void **st)
+{
+	struct sched *s = mk(1, NULL);
+	struct sched_pick *p = ft_calloc(1000, sizeof(*p));
+	int w, i, left;
+
+	(void)st;
+	add_n(s, 2000, 10);
+	sched_worker_up(s, 0);
+	learn_fast(s, 0, 0);
+	w = sched_window(s, 0);
+	assert_true(w >= 16);
+	assert_int_equal(sched_take(s, 0, 0, p, 1000), w);
+	for (i = 0; sched_inflight(s, 0) > sched_window(s, 0) / 2; i++) {
+		take_none(s, 0, 0);	/* more than half still in flight */
+		assert_int_equal(sched_done(s, 0, p[i].tid, p[i].attempt, 1e-5,
+					    0), SCHED_ACCEPTED);
+	}
+	assert_true(i >= w / 2 - 2);	/* about half had to run first */
+	left = sched_inflight(s, 0);
+	w = sched_window(s, 0);
+	/* Then topped up in one go. */
+	assert_int_equal(sched_take(s, 0, 0, p, 1000), w - left);
+	assert_int_equal(sched_inflight(s, 0), w);
+	free(p);
+	sched_free(s);
+}
+
 static void
 test_window_stays_one_for_long_tasks(void **st)
 {
@@ -1483,6 +1514,7 @@ main(void)
 		cmocka_unit_test(test_reclaim_ended_chunks),
 		cmocka_unit_test(test_no_copy_of_equal_peer),
 		cmocka_unit_test(test_window_grows_with_tiny_tasks),
+		cmocka_unit_test(test_wide_window_refilled_by_halves),
 		cmocka_unit_test(test_window_stays_one_for_long_tasks),
 		cmocka_unit_test(test_window_reset_on_worker_up),
 		cmocka_unit_test(test_done_once_then_duplicate),
