@@ -30,6 +30,7 @@
 #define READY_POLL 0.5		/* longest wait for a status answer at start */
 #define READY_TICK 0.05		/* seconds between status requests at start */
 #define SWAP_TRIES 20		/* lease swaps lost to renewals in a row */
+#define GONE_WAIT 1.0		/* seconds the state dir may be missing */
 
 struct sup {
 	struct cli *c;
@@ -65,6 +66,9 @@ struct sup {
 	char (*down)[160];		/* per node: why its host was left out
 					 * of the job (empty: it was not) */
 	int ndown;
+	dev_t dir_dev;			/* the state dir's identity at the start */
+	ino_t dir_ino;
+	double gone_since;		/* when it was first seen gone (0: not) */
 };
 
 /* ---- small helpers ---- */
@@ -837,12 +841,50 @@ begin_stop(struct sup *s)
 	finish_stop(s);
 }
 
+/* Has the state dir been gone (removed, or another directory in its
+ * place) for GONE_WAIT?  Its control socket and lease went with it:
+ * nobody can reach or stop the job any more. */
+static int
+dir_gone(struct sup *s)
+{
+	struct stat st;
+	int gone;
+
+	if (stat(s->cfg->state_dir, &st) == 0)
+		gone = st.st_dev != s->dir_dev || st.st_ino != s->dir_ino;
+	else
+		gone = errno == ENOENT || errno == ENOTDIR;
+	if (!gone) {
+		s->gone_since = 0;
+		return 0;
+	}
+	if (s->gone_since == 0)
+		s->gone_since = ft_now();
+	return ft_now() - s->gone_since >= GONE_WAIT;
+}
+
+/* The state dir is gone: end the job rather than leave it running
+ * unowned, and leave. */
+static void __attribute__((noreturn))
+abandon(struct sup *s)
+{
+	int n = kill_job(s, s->epoch);
+
+	log_warnx("epoch %llu: the state dir %s is gone; the job ended (%d "
+		  "processes killed)", s->epoch, s->cfg->state_dir, n);
+	report(s, 1, "the state dir %s was removed during the start",
+	       s->cfg->state_dir);
+	exit(1);
+}
+
 /* Act on what the lease says: step down, stop, or go on. */
 static void
 obey_lease(struct sup *s)
 {
 	if (s->stop_signal)
 		begin_stop(s);
+	if (dir_gone(s))
+		abandon(s);
 	switch (look(s)) {
 	case LOOK_LOST:
 		step_down(s);
@@ -1153,6 +1195,8 @@ standby_wait(struct sup *s, char *why, size_t n)
 		wait_events(s, s->tick);
 		if (s->stop_signal)
 			standby_leave(s, "signal received");
+		if (dir_gone(s))
+			standby_leave(s, "the state dir is gone");
 		if (lease_read(&s->lease, &r) == -1)
 			continue;
 		if (r.state != LEASE_ACTIVE)
@@ -1206,6 +1250,7 @@ static int
 setup(struct sup *s, struct cli *c, int standby, int report_fd)
 {
 	char err[512], *path;
+	struct stat st;
 	int rc;
 
 	memset(s, 0, sizeof(*s));
@@ -1235,6 +1280,12 @@ setup(struct sup *s, struct cli *c, int standby, int report_fd)
 		report(s, 1, "%s", err);
 		return -1;
 	}
+	if (stat(s->cfg->state_dir, &st) == -1) {
+		report(s, 1, "%s: %s", s->cfg->state_dir, strerror(errno));
+		return -1;
+	}
+	s->dir_dev = st.st_dev;
+	s->dir_ino = st.st_ino;
 	return 0;
 }
 

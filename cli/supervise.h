@@ -17,6 +17,10 @@
  * too (seq + 1 every lease_ms / 4), so that the lease stands still only
  * when both it and its master are dead or stopped.
  *
+ * When the state dir is gone for a second (removed, or another directory
+ * in its place), nobody can reach or stop the job any more: the supervisor
+ * kills it and exits, and a standby leaves.
+ *
  * When the lease's epoch is no longer its own (a standby took over), it
  * kills its job's remains and steps down, writing nothing but its log.
  * When the lease says stopping (`ftfarm stop`), it restarts nothing more,

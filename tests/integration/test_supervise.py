@@ -9,6 +9,7 @@ environment of each of its processes: that is how the tests (and the
 supervisor) find what is left of a job."""
 import os
 import random
+import shutil
 import signal
 import subprocess
 import time
@@ -187,6 +188,37 @@ def test_supervisor_and_master_killed(make_cluster):
     gone = wait_until(lambda: not tagged_pids(c.tag), bound)
     left = [(p, proc_cmdline(p)) for p in tagged_pids(c.tag)]
     assert gone, f"left {time.monotonic() - t0:.1f} s after the kill: {left}"
+
+
+@pytest.mark.parametrize("how", ["removed", "replaced"])
+def test_state_dir_gone_ends_the_job(make_cluster, how):
+    """A state dir removed (or replaced by another directory) under a
+    running cluster takes its control socket and lease along: nobody can
+    reach or stop the job.  The supervisor kills it, tasks included, and
+    exits; a standby leaves."""
+    c = make_cluster(**FAST)
+    c.start()
+    r = c.cli("start", "--standby", "-c", c.config)
+    assert r.returncode == 0, r.stderr
+    rc, out, err = c.submit({"tasks": [exec_task("sleep 600"),
+                                       exec_task("sleep 600")]}, wait=False)
+    assert rc == 0, err
+
+    def sleepers():
+        return [p for p in tagged_pids(c.tag) if "sleep 600" in
+                proc_cmdline(p)]
+    assert wait_until(sleepers, 20), "the tasks never started"
+    sup = read_pid(c, "supervisor.pid")
+    standby = read_pid(c, f"standby.{os.uname().nodename}.pid")
+    assert sup and pid_alive(sup) and standby and pid_alive(standby)
+    t0 = time.monotonic()
+    shutil.rmtree(c.state_dir)
+    if how == "replaced":
+        c.state_dir.mkdir()
+    gone = wait_until(lambda: not tagged_pids(c.tag), 1.0 + MARGIN)
+    left = [(p, proc_cmdline(p)) for p in tagged_pids(c.tag)]
+    assert gone, f"left {time.monotonic() - t0:.1f} s after the " \
+        f"state dir was {how}: {left}"
 
 
 # ---- the standby ----
