@@ -3,7 +3,7 @@
 
     /usr/bin/python3 scripts/bench/relax.py [--n 4098] [--itmax 100]
         [--reps 9] [--trials 5] [--quiet-busy 0.15] [--quiet-wait 60]
-        [--no-append]
+        [--no-append] [--bin DIR]
 
 Seed 003's relaxation (N = 4098, itmax = 100, as the seed), side by side:
 
@@ -108,10 +108,11 @@ def wait_quiet(a):
 
 # ---- programs ----
 
-def build(work):
-    """Snapshot bin/ into WORK, build relax_mpi and relax_ref there."""
+def build(work, src):
+    """Snapshot SRC (a bin/ directory) into WORK, build relax_mpi and
+    relax_ref there."""
     bindir = os.path.join(work, "bin")
-    shutil.copytree(os.path.join(REPO, "bin"), bindir)
+    shutil.copytree(src, bindir)
     for p in ("ftfarm", "ftfarm-master", "ftfarm-worker", "tasks/relax.so"):
         if not os.path.exists(os.path.join(bindir, p)):
             raise SystemExit(f"bin/{p} missing: run make first")
@@ -530,6 +531,8 @@ def main():
     p.add_argument("--quiet-wait", type=float, default=60,
                    help="but no longer than this (seconds)")
     p.add_argument("--no-append", action="store_true")
+    p.add_argument("--bin", default=os.path.join(REPO, "bin"),
+                   help="the build to run (default: this tree's bin/)")
     a = p.parse_args()
     if a.seed is None:
         a.seed = random.randrange(1 << 30)
@@ -542,7 +545,7 @@ def main():
         raise SystemExit(128 + signum)
     signal.signal(signal.SIGTERM, on_term)
     try:
-        bindir, mpi, ref = build(work)
+        bindir, mpi, ref = build(work, a.bin)
         log(f"serial reference N={a.n} itmax={a.itmax}")
         want = answer(json.loads(subprocess.run(
             [ref, str(a.n), str(a.itmax), repr(a.maxeps)], check=True,
