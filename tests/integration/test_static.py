@@ -16,6 +16,10 @@ from conftest import (LIVE_STATES, assert_no_leftovers,
 pytestmark = pytest.mark.timeout(150)
 
 N = 300
+# A static world cannot replace a worker: one false hang on a loaded
+# machine (the 0.15 s ping deadline of a 200 ms heartbeat) and the faults
+# below leave nobody to finish the work.
+HEARTBEAT_MS = 500
 
 
 def task(i):
@@ -75,7 +79,7 @@ def check_static_run(c, rc, bid, hit):
 
 
 def test_static_openmpi_kill_and_stop(make_cluster):
-    c = make_cluster(launch="static", heartbeat_ms=200)
+    c = make_cluster(launch="static", heartbeat_ms=HEARTBEAT_MS)
     c.start()
     st = c.status()
     assert st["launch"] == "static", st
@@ -100,7 +104,8 @@ def test_static_openmpi_kill_and_stop(make_cluster):
 
 
 def test_static_mpich_sigstop(make_cluster):
-    c = make_cluster(mpi="mpich", launch="static", heartbeat_ms=200)
+    c = make_cluster(mpi="mpich", launch="static",
+                     heartbeat_ms=HEARTBEAT_MS)
     c.start()
     st = c.status()
     assert st["launch"] == "static" and "MPICH" in st["mpi"], st
