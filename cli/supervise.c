@@ -877,7 +877,8 @@ abandon(struct sup *s)
 	exit(1);
 }
 
-/* Act on what the lease says: step down, stop, or go on. */
+/* Act on a stop signal, a state dir gone, or what the lease says: step
+ * down, stop, or go on. */
 static void
 obey_lease(struct sup *s)
 {

@@ -420,30 +420,6 @@ ft_pid_alive(pid_t pid)
 	return alive;
 }
 
-#define PF_EXITING_FLAG 0x4	/* the kernel's PF_EXITING, /proc/PID/stat */
-
-int
-ft_pid_staying(pid_t pid)
-{
-	char path[64], *text, *p, state = 0;
-	unsigned long flags = 0;
-	int ok;
-
-	if (pid <= 0)
-		return 0;
-	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-	if ((text = ft_read_file(path, NULL)) == NULL)
-		return 0;
-	/* After the command's closing parenthesis: the state (field 3), then
-	 * ppid, pgrp, session, tty, tpgid, and the flags (field 9). */
-	p = strrchr(text, ')');
-	ok = p && sscanf(p + 1, " %c %*d %*d %*d %*d %*d %lu", &state,
-			 &flags) == 2;
-	free(text);
-	return ok && state != 'Z' && state != 'X' &&
-	       !(flags & PF_EXITING_FLAG);
-}
-
 /* Does the environment block ENV (LEN bytes of NUL-separated entries)
  * hold ENTRY? */
 static int
@@ -461,27 +437,57 @@ env_has(const char *env, size_t len, const char *entry)
 	return 0;
 }
 
+/* /proc/PID/stat of PID (a new string, NULL if there is no such process),
+ * with *FIELDS at what follows the command's closing parenthesis: " S"
+ * (field 3, the state) and on, or NULL when that cannot be found. */
+static char *
+proc_stat(pid_t pid, const char **fields)
+{
+	char path[64], *text;
+
+	*fields = NULL;
+	if (pid <= 0)
+		return NULL;
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	if ((text = ft_read_file(path, NULL)) != NULL)
+		*fields = strrchr(text, ')');
+	return text;
+}
+
 unsigned long long
 ft_proc_start(pid_t pid)
 {
-	char path[64], *text, *p;
+	const char *p;
+	char *text = proc_stat(pid, &p);
 	unsigned long long start = 0;
 	int field;
 
-	if (pid <= 0)
-		return 0;
-	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-	if ((text = ft_read_file(path, NULL)) == NULL)
-		return 0;
-	/* After the command's closing parenthesis: field 3 is the state,
-	 * field 22 the start time. */
-	p = strrchr(text, ')');
+	/* Field 22 is the start time. */
 	for (field = 2; p && field < 22; field++)
 		p = strchr(p + 1, ' ');
 	if (p)
 		start = strtoull(p + 1, NULL, 10);
 	free(text);
 	return start;
+}
+
+#define PF_EXITING_FLAG 0x4	/* the kernel's PF_EXITING, /proc/PID/stat */
+
+int
+ft_pid_staying(pid_t pid)
+{
+	const char *p;
+	char *text = proc_stat(pid, &p), state = 0;
+	unsigned long flags = 0;
+	int ok;
+
+	/* The state (field 3), then ppid, pgrp, session, tty, tpgid, and
+	 * the flags (field 9). */
+	ok = p && sscanf(p + 1, " %c %*d %*d %*d %*d %*d %lu", &state,
+			 &flags) == 2;
+	free(text);
+	return ok && state != 'Z' && state != 'X' &&
+	       !(flags & PF_EXITING_FLAG);
 }
 
 int

@@ -67,20 +67,22 @@ wc_out_guess(size_t n)
 /* Append one record (the magic first when O is empty). */
 void wc_out_record(struct wc_out *o, const uint8_t *word, size_t n,
 		   uint64_t count);
-/* Append the record of a table slot's word: WORD has at least 24
- * readable bytes (a short word's zero-padded key, or a long word's key
- * and its padding), so a short one is copied as three 8-byte words. */
+/* Append the record of a table slot's word: WORD has at least
+ * WC_SLOT_KEY readable bytes (a short word's zero-padded key, or a long
+ * word's key and its padding: wc_table.h), so a short one is copied as
+ * three 8-byte words. */
+#define WC_SLOT_KEY 24
 static inline void
 wc_out_slot_record(struct wc_out *o, const uint8_t *word, size_t n,
 		   uint64_t count)
 {
 	uint8_t *p;
 
-	if (n > 24 || o->len == 0) {
+	if (n > WC_SLOT_KEY || o->len == 0) {
 		wc_out_record(o, word, n, count);
 		return;
 	}
-	wc_out_reserve(o, 24 + 20);
+	wc_out_reserve(o, WC_SLOT_KEY + 20);	/* and two varints */
 	wc_out_varint(o, n);
 	p = o->data + o->len;
 	memcpy(p, word, 8);

@@ -43,6 +43,10 @@
 #define MAX_WORDS (MASKS * 32)	/* words they can hold */
 #define SHORT_PATH 72		/* characters of a path in a reason */
 
+/* wc_out_slot_record reads WC_SLOT_KEY bytes of a slot's word. */
+_Static_assert(WC_SLOT_KEY <= sizeof(((struct wc_slot *)0)->key.w) &&
+	       WC_SLOT_KEY <= WC_PAD, "a slot's word is shorter than read");
+
 struct map {
 	const struct ft_task *task;
 	struct ft_result *res;
