@@ -90,6 +90,24 @@ def live_master(c, after_epoch=0, timeout=60):
     return got
 
 
+def start_sleepers(c):
+    """Submit two tasks that sleep for ten minutes; wait until they run."""
+    rc, out, err = c.submit({"tasks": [exec_task("sleep 600"),
+                                       exec_task("sleep 600")]}, wait=False)
+    assert rc == 0, err
+
+    def sleepers():
+        return [p for p in tagged_pids(c.tag) if "sleep 600" in
+                proc_cmdline(p)]
+    assert wait_until(sleepers, 20), "the tasks never started"
+
+
+def gone_within(c, bound):
+    """Wait up to BOUND s for every process of C to be gone; those left."""
+    wait_until(lambda: not tagged_pids(c.tag), bound)
+    return [(p, proc_cmdline(p)) for p in tagged_pids(c.tag)]
+
+
 def supervisor_log(c):
     try:
         return (c.state_dir / "supervisor.log").read_text()
@@ -171,23 +189,16 @@ def test_supervisor_and_master_killed(make_cluster):
     silence bound and take their tasks with them; mpirun follows."""
     c = make_cluster(**FAST)
     c.start()
-    rc, out, err = c.submit({"tasks": [exec_task("sleep 600"),
-                                       exec_task("sleep 600")]}, wait=False)
-    assert rc == 0, err
-
-    def sleepers():
-        return [p for p in tagged_pids(c.tag) if "sleep 600" in
-                proc_cmdline(p)]
-    assert wait_until(sleepers, 20), "the tasks never started"
+    start_sleepers(c)
     sup = read_pid(c, "supervisor.pid")
     master = read_lease(c)["master"][1]
     t0 = time.monotonic()
     kill(sup)
     kill(master)
     bound = FAST["master_silence_ms"] / 1000 + MARGIN
-    gone = wait_until(lambda: not tagged_pids(c.tag), bound)
-    left = [(p, proc_cmdline(p)) for p in tagged_pids(c.tag)]
-    assert gone, f"left {time.monotonic() - t0:.1f} s after the kill: {left}"
+    left = gone_within(c, bound)
+    assert not left, f"left {time.monotonic() - t0:.1f} s after the kill: " \
+        f"{left}"
 
 
 @pytest.mark.parametrize("how", ["removed", "replaced"])
@@ -200,14 +211,7 @@ def test_state_dir_gone_ends_the_job(make_cluster, how):
     c.start()
     r = c.cli("start", "--standby", "-c", c.config)
     assert r.returncode == 0, r.stderr
-    rc, out, err = c.submit({"tasks": [exec_task("sleep 600"),
-                                       exec_task("sleep 600")]}, wait=False)
-    assert rc == 0, err
-
-    def sleepers():
-        return [p for p in tagged_pids(c.tag) if "sleep 600" in
-                proc_cmdline(p)]
-    assert wait_until(sleepers, 20), "the tasks never started"
+    start_sleepers(c)
     sup = read_pid(c, "supervisor.pid")
     standby = read_pid(c, f"standby.{os.uname().nodename}.pid")
     assert sup and pid_alive(sup) and standby and pid_alive(standby)
@@ -215,9 +219,8 @@ def test_state_dir_gone_ends_the_job(make_cluster, how):
     shutil.rmtree(c.state_dir)
     if how == "replaced":
         c.state_dir.mkdir()
-    gone = wait_until(lambda: not tagged_pids(c.tag), 1.0 + MARGIN)
-    left = [(p, proc_cmdline(p)) for p in tagged_pids(c.tag)]
-    assert gone, f"left {time.monotonic() - t0:.1f} s after the " \
+    left = gone_within(c, 1.0 + MARGIN)
+    assert not left, f"left {time.monotonic() - t0:.1f} s after the " \
         f"state dir was {how}: {left}"
 
 
