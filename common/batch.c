@@ -19,25 +19,25 @@ int
 ft_batch_check_task(const json_t *task, const char *path, const struct ft_plugins *pl,
 	   struct jerr *err)
 {
-	const struct ft_plugin *p;
 	const json_t *type;
 	char tpath[300];
+	int kind;
 
 	if (!json_is_object(task))
 		return jerr_set(err, path, "expected an object, got %s",
 				jcheck_type_name(task));
 	type = json_object_get(task, "type");
-	jpath_key(tpath, sizeof(tpath), path, "type");
 	if (type == NULL)
 		return jerr_set(err, path, "missing required key \"type\"");
+	kind = ft_plugins_index(pl, json_string_value(type));
+	if (kind >= 0)
+		return pl->v[kind]->validate(task, path, err) == -1 ? -1 : kind;
+	jpath_key(tpath, sizeof(tpath), path, "type");
 	if (!json_is_string(type))
 		return jerr_set(err, tpath, "expected a string, got %s",
 				jcheck_type_name(type));
-	p = ft_plugins_find(pl, json_string_value(type));
-	if (p == NULL)
-		return jerr_set(err, tpath, "unknown task type \"%s\"",
-				json_string_value(type));
-	return p->validate(task, path, err);
+	return jerr_set(err, tpath, "unknown task type \"%s\"",
+			json_string_value(type));
 }
 
 static char *protected_dir;

@@ -32,7 +32,7 @@ int ft_batch_check_top(const json_t *batch, size_t ntasks,
 
 /* Check one task at PATH: an object with a known "type", then whatever
  * its plugin requires.  (Its encoded size is checked by the master, which
- * encodes it anyway.)  0, or -1 with ERR. */
+ * encodes it anyway.)  The index of its type in PL, or -1 with ERR. */
 int ft_batch_check_task(const json_t *task, const char *path,
 			const struct ft_plugins *pl, struct jerr *err);
 

@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "batch.h"
 #include "jcheck.h"
@@ -22,6 +23,7 @@
 #include "util.h"
 
 #define PER_THREAD_MIN 4096	/* fewer tasks than this: one thread */
+#define SPANS_MAPPED (1 << 20)	/* span arrays this big are mapped */
 
 struct scan {
 	const char *s;
@@ -107,17 +109,64 @@ skip_value(struct scan *sc)
 struct top {
 	json_t *obj;			/* name, job; "tasks": []; unknown: null */
 	struct bt_span *spans;
+	size_t mapped;			/* bytes of the spans' mapping, or 0 */
 	uint32_t n, cap;
 	int has_tasks;
 };
 
+/* The spans of a big batch get a mapping of their own, grown with mremap
+ * and unmapped when the batch's tasks are queued.  They are made on the
+ * intake thread and dropped on the loop's: in the intake thread's heap
+ * their pages would stay after them (the master keeps freed heap memory
+ * for the next batch, main.c).  New pages are mapped in one call, not
+ * faulted in one by one. */
+static void
+spans_grow(struct top *t, uint32_t cap)
+{
+	size_t bytes = (size_t)cap * sizeof(*t->spans), old = t->mapped;
+	void *p;
+
+	if (bytes < SPANS_MAPPED) {
+		t->spans = ft_realloc(t->spans, bytes);
+		t->cap = cap;
+		return;
+	}
+	bytes = (bytes + SPANS_MAPPED - 1) & ~(size_t)(SPANS_MAPPED - 1);
+	if (old)
+		p = mremap(t->spans, old, bytes, MREMAP_MAYMOVE);
+	else
+		p = mmap(NULL, bytes, PROT_READ | PROT_WRITE,
+			 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (p == MAP_FAILED) {
+		fprintf(stderr, "ftfarm: out of memory (%zu bytes)\n", bytes);
+		abort();
+	}
+#ifdef MADV_POPULATE_WRITE
+	(void)madvise((char *)p + old, bytes - old, MADV_POPULATE_WRITE);
+#endif
+	if (!old) {
+		memcpy(p, t->spans, (size_t)t->n * sizeof(*t->spans));
+		free(t->spans);
+	}
+	t->spans = p;
+	t->mapped = bytes;
+	t->cap = (uint32_t)(bytes / sizeof(*t->spans));
+}
+
+static void
+spans_free(struct bt_span *v, size_t mapped)
+{
+	if (mapped)
+		munmap(v, mapped);
+	else
+		free(v);
+}
+
 static void
 span_add(struct top *t, size_t off, size_t len)
 {
-	if (t->n == t->cap) {
-		t->cap = t->cap ? t->cap * 2 : 1024;
-		t->spans = ft_realloc(t->spans, t->cap * sizeof(*t->spans));
-	}
+	if (t->n == t->cap)
+		spans_grow(t, t->cap ? t->cap * 2 : 1024);
 	t->spans[t->n].off = (uint32_t)off;
 	t->spans[t->n].len = (uint32_t)len;
 	t->spans[t->n].timeout = 0;
@@ -266,6 +315,7 @@ check_part(void *arg)
 	struct part *p = arg;
 	char path[64];
 	uint32_t i;
+	int kind;
 
 	p->bad = UINT32_MAX;
 	for (i = p->from; i < p->to; i++) {
@@ -285,7 +335,8 @@ check_part(void *arg)
 			break;
 		}
 		jpath_index(path, sizeof(path), "tasks", i);
-		if (ft_batch_check_task(t, path, p->pl, &p->jerr) == -1) {
+		if ((kind = ft_batch_check_task(t, path, p->pl,
+						&p->jerr)) == -1) {
 			json_decref(t);
 			p->bad = i;
 			break;
@@ -298,8 +349,7 @@ check_part(void *arg)
 			break;
 		}
 		sp->timeout = ft_task_timeout(t, 0);
-		sp->kind = ft_plugins_index(p->pl, json_string_value(
-						    json_object_get(t, "type")));
+		sp->kind = kind;
 		json_decref(t);
 	}
 	return NULL;
@@ -407,6 +457,7 @@ batch_text_scan(struct batch_text *bt, const char *file, char *text,
 		goto fail;
 	}
 	bt->spans = t.spans;
+	bt->spans_mapped = t.mapped;
 	bt->ntasks = t.n;
 	t.spans = NULL;
 	bt->name = ft_strdup(ft_batch_name(t.obj));
@@ -415,7 +466,7 @@ batch_text_scan(struct batch_text *bt, const char *file, char *text,
 	return 0;
 fail:
 	json_decref(t.obj);
-	free(t.spans);
+	spans_free(t.spans, t.mapped);
 	batch_text_free(bt);
 	return -1;
 }
@@ -448,7 +499,7 @@ batch_text_free(struct batch_text *bt)
 {
 	free(bt->text);
 	free(bt->name);
-	free(bt->spans);
+	spans_free(bt->spans, bt->spans_mapped);
 	json_decref(bt->job);
 	memset(bt, 0, sizeof(*bt));
 }

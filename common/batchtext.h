@@ -19,12 +19,12 @@
 
 #include "plugins.h"
 
-/* One task's bytes in the text, its "timeout" (0: none given) and its
- * type (the index of its plugin). */
+/* One task's bytes in the text, its "timeout" (0: none given; float as
+ * in the scheduler's task table) and its type (the index of its plugin). */
 struct bt_span {
 	uint32_t off;
 	uint32_t len;
-	double timeout;
+	float timeout;
 	int kind;
 };
 
@@ -34,6 +34,7 @@ struct batch_text {
 	char *name;			/* "name", or "batch" */
 	json_t *job;			/* the "job" object, or NULL */
 	struct bt_span *spans;		/* the tasks, in order */
+	size_t spans_mapped;		/* bytes of their own mapping, or 0 */
 	uint32_t ntasks;
 };
 
