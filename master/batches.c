@@ -20,6 +20,7 @@
 #include "util.h"
 
 #define KEEP_FINISHED 256	/* finished batches kept in memory */
+#define RESULTS_CHUNK (1 << 20)	/* results written once this many wait */
 
 /* A batch's life: its bytes being read; its tasks running; every task
  * ended, its last lines on their way to the disk; finished (summary.json
@@ -733,6 +734,11 @@ batches_record(struct batches *bs, uint64_t tid, int worker,
 	if (!r->ok)
 		jsonl_strn(o, "reason", r->reason, r->reason_len);
 	jsonl_end(o);
+	/* A fast batch writes its lines a chunk at a time rather than only
+	 * at the loop's flush: its buffer stays small, and is not grown (and
+	 * its pages faulted in afresh) to hold a tenth of a second's lines. */
+	if (jsonl_pending(o) >= RESULTS_CHUNK && store_ok(bs->store))
+		store_write(bs->store, o, b->results);
 	ev_task_done(bs->ev, t->batch, t->index, r->attempt, worker, host,
 		     r->ok ? "ok" : "failed");
 	snprintf(reason, sizeof(reason), "%.*s", (int)r->reason_len, r->reason);
