@@ -66,6 +66,7 @@ struct batches {
 	uint64_t shown;			/* bumped when what status shows of a
 					 * batch (done counts, state) moves */
 	struct stats *stats;		/* counts by task type, or NULL */
+	double trim_due;		/* when freed memory goes back, 0: no need */
 };
 
 void batches_init(struct batches *bs, const struct ft_config *cfg,
@@ -122,6 +123,9 @@ json_t *batches_lookup(const struct batches *bs, long id, int *finished);
  * whose lines are all on disk.  0, or -1 when lines are still pending
  * (the store has the failure). */
 int batches_flush(struct batches *bs);
+/* Give the memory finished batches freed back to the system once no
+ * batch has finished for a while (the loop calls it every second). */
+void batches_trim(struct batches *bs, double now);
 
 /* What a replay found. */
 struct replay_stats {

@@ -198,6 +198,7 @@ on_cron(struct ev_loop *loop, ev_timer *w, int revents)
 		store_tick(&m->store);	/* retry a failed state dir */
 		farm_rotate(m, 1);	/* the logs past their size */
 		commands_tick(m, now);	/* idle clients */
+		batches_trim(&m->batches, now);
 		last_second = now;
 	}
 	w->repeat = cron_period(m, now);

@@ -39,6 +39,8 @@
 #include "statedir.h"
 
 #define TCP_THREAD_ENV "OMPI_MCA_btl_tcp_progress_thread"
+#define MMAP_BYTES (64 << 20)	/* blocks this big come from mmap */
+#define KEEP_BYTES (256 << 20)	/* free heap kept before glibc trims it */
 
 static void
 usage(void)
@@ -230,10 +232,13 @@ main(int argc, char **argv)
 		usage();
 	m.started = ft_now();
 	m.lease.fd = -1;
-	/* Big buffers (a batch's bytes, its task index) come from mmap and go
-	 * back when freed: glibc would otherwise raise its threshold after
-	 * the first one and keep the next ones in the heap for good. */
-	mallopt(M_MMAP_THRESHOLD, 1024 * 1024);
+	/* Freed memory stays for the next batch to reuse until the master
+	 * goes quiet (batches_trim gives it back): glibc would otherwise trim
+	 * the heap as soon as a batch's task chunks are freed, and the next
+	 * batch would fault every page in again.  The thresholds are fixed
+	 * (setting them turns glibc's adaptive ones off). */
+	mallopt(M_MMAP_THRESHOLD, MMAP_BYTES);
+	mallopt(M_TRIM_THRESHOLD, KEEP_BYTES);
 	treq_set_init(&m.treqs);
 	/* Open MPI's TCP transport reads its sockets on a thread of its own
 	 * in the master: read only from the loop's polls, pongs that had

@@ -19,7 +19,7 @@ idle      32 workers (8 nodes x 4) and their master left idle: CPU time of
           the launcher's whole process tree over --idle-seconds, as a share
           of one CPU
 memory    the master's RSS after each of --batches batches of 200,000
-          no-op tasks on 2 workers
+          no-op tasks on 2 workers, and 2.5 s after the last
 submit    client-timed `ftfarm submit --wait` of 200,000 no-op tasks on 2
           workers, task events off (from the memory runs)
 
@@ -238,6 +238,9 @@ def rss_kib(pid):
     return 0
 
 
+IDLE_TRIM_WAIT = 2.5    # seconds: the master's trim comes 1-2 s after a batch
+
+
 def memory(a, bindir, work, out, problems, want):
     n = 200000
     batch = B.write_batch(os.path.join(work, "noop.json"), "noop",
@@ -259,6 +262,10 @@ def memory(a, bindir, work, out, problems, want):
                          B.fmt(c.summary(bid)["seconds"], 3)])
             B.log(f"memory batch {i + 1}: RSS {rss / 1024:.1f} MiB, "
                   f"{n / dt:,.0f} tasks/s")
+        # The master keeps what a batch freed for the next one and gives
+        # it back once no batch has finished for a second (or two).
+        time.sleep(IDLE_TRIM_WAIT)
+        idle_rss = rss_kib(master)
     finally:
         c.stop()
     if "memory" in want:
@@ -267,6 +274,8 @@ def memory(a, bindir, work, out, problems, want):
         out.append(f"RSS before the first batch: {base / 1024:.1f} MiB\n")
         out.append(B.table(["batch", "RSS MiB", "client s", "client tasks/s",
                             "master s"], rows) + "\n")
+        out.append(f"RSS {IDLE_TRIM_WAIT:g} s after the last batch: "
+                   f"{idle_rss / 1024:.1f} MiB\n")
     if "submit" in want:
         out.append(f"### Submission: client-timed `submit --wait` of {n:,} "
                    "no-op tasks, 2 workers\n")
