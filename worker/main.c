@@ -9,6 +9,7 @@
  * control).
  */
 #include <getopt.h>
+#include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -17,6 +18,9 @@
 #include "plugins.h"
 #include "proto.h"
 #include "util.h"
+
+#define MMAP_BYTES (64 << 20)	/* blocks this big come from mmap */
+#define KEEP_BYTES (256 << 20)	/* free heap kept before glibc trims it */
 
 int
 main(int argc, char **argv)
@@ -51,6 +55,13 @@ main(int argc, char **argv)
 	setenv(FT_WORKER_ENV, err, 1);
 	snprintf(err, sizeof(err), "%llu", ft_proc_start(getpid()));
 	setenv(FT_WORKER_START_ENV, err, 1);
+	/* Memory a task frees stays for the next task until the runner has
+	 * been idle a while (runner.c trims then): one heap for every thread,
+	 * since glibc's trim cannot shrink a thread's own heap, big blocks in
+	 * it, and no trimming on glibc's own. */
+	mallopt(M_ARENA_MAX, 1);
+	mallopt(M_MMAP_THRESHOLD, MMAP_BYTES);
+	mallopt(M_TRIM_THRESHOLD, KEEP_BYTES);
 	MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided);
 	MPI_Comm_get_parent(&parent);
 	if (parent != MPI_COMM_NULL) {

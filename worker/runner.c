@@ -2,6 +2,7 @@
 #include "runner.h"
 
 #include <errno.h>
+#include <malloc.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -26,8 +27,12 @@ struct runner {
 	struct runner_result *rhead, *rtail;
 	size_t output_cap;
 	int stop;
+	int ran;			/* a task ran since the last trim */
 	atomic_int group;		/* the running task's process group, 0 */
 };
+
+#define TRIM_IDLE 1.0		/* seconds without a task before the
+				 * memory tasks freed goes back */
 
 void
 runner_task_free(struct runner_task *t)
@@ -104,6 +109,29 @@ ring(struct runner *r)
 		;
 }
 
+/* Wait for a task (R's lock held).  The memory a task freed stays for
+ * the next one, which would otherwise fault its pages in again (about
+ * 10 us a page on a paravirtualized VM); once no task has come for
+ * TRIM_IDLE seconds it goes back to the system (main.c keeps glibc from
+ * trimming on its own). */
+static void
+wait_work(struct runner *r)
+{
+	struct timespec until;
+
+	if (!r->ran) {
+		pthread_cond_wait(&r->work, &r->mu);
+		return;
+	}
+	clock_gettime(CLOCK_MONOTONIC, &until);
+	until.tv_sec += (time_t)TRIM_IDLE;
+	if (pthread_cond_timedwait(&r->work, &r->mu, &until) == ETIMEDOUT &&
+	    !r->stop && r->head == NULL) {
+		r->ran = 0;
+		malloc_trim(0);
+	}
+}
+
 static void *
 runner_main(void *arg)
 {
@@ -115,9 +143,10 @@ runner_main(void *arg)
 		struct runner_result *res;
 
 		while (!r->stop && r->head == NULL)
-			pthread_cond_wait(&r->work, &r->mu);
+			wait_work(r);
 		if (r->stop)
 			break;
+		r->ran = 1;
 		t = r->head;
 		r->head = t->next;
 		if (r->head == NULL)
@@ -156,6 +185,7 @@ struct runner *
 runner_start(const struct ft_plugins *pl)
 {
 	struct runner *r = ft_calloc(1, sizeof(*r));
+	pthread_condattr_t ca;
 
 	r->pl = pl;
 	r->output_cap = 65536;
@@ -165,7 +195,10 @@ runner_start(const struct ft_plugins *pl)
 		return NULL;
 	}
 	pthread_mutex_init(&r->mu, NULL);
-	pthread_cond_init(&r->work, NULL);
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&r->work, &ca);
+	pthread_condattr_destroy(&ca);
 	if (pthread_create(&r->thread, NULL, runner_main, r) != 0) {
 		close(r->efd);
 		free(r);
