@@ -402,6 +402,57 @@ def test_soak_fds_and_rss_flat(make_cluster):
     assert ans["ok"] and ans["batch"]["state"] == "finished", ans
 
 
+@pytest.mark.timeout(180)
+def test_memory_goes_back_when_idle(make_cluster, tmp_path):
+    """The master and a worker keep what a batch freed for the next one,
+    and give it back once idle: a second or two after a big batch (the
+    master) and a word count whose map holds a million distinct words (the
+    worker), each process's RSS is back near where it was before."""
+    c = make_cluster(nodes=1, workers_per_node=1, task_events=False)
+    c.start()
+    master = c.master_pid
+    worker = c.worker_pids()[0]
+    small, big = tmp_path / "small.txt", tmp_path / "words.txt"
+    small.write_text("one two three\n")
+    with open(big, "w") as f:
+        for k in range(0, 1_000_000, 10_000):
+            f.write(" ".join(f"w{i}" for i in range(k, k + 10_000)) + "\n")
+    out = tmp_path / "counts.txt"
+
+    def noop(n):
+        return {"name": "noop", "tasks": [{"type": "sleep", "seconds": 0}] * n}
+
+    def count(corpus):
+        return {"name": "wc", "job": {"type": "wordcount",
+                                      "inputs": [str(corpus)],
+                                      "output": str(out), "shards": 1,
+                                      "reducers": 1}}
+
+    # Small batches first, so that what any batch loads for good (MPI's
+    # buffers, the journal's) is in the "before" figure.
+    for batch in (noop(10), count(small)):
+        rc, _, err = c.submit(batch)
+        assert rc == 0, err
+    time.sleep(2.5)
+    before = {"master": rss_kib(master), "worker": rss_kib(worker)}
+    peak = {}
+    for batch in (noop(100000), count(big), noop(100000), count(big)):
+        rc, _, err = c.submit(batch)
+        assert rc == 0, err
+        for who, pid in (("master", master), ("worker", worker)):
+            peak[who] = max(peak.get(who, 0), rss_kib(pid))
+    assert len(out.read_text().splitlines()) == 1_000_000
+
+    def back(who, pid):
+        return rss_kib(pid) <= before[who] + 4 * 1024
+
+    for who, pid in (("master", master), ("worker", worker)):
+        ok = wait_until(lambda: back(who, pid), timeout=10)
+        assert ok, (f"{who} RSS {rss_kib(pid) / 1024:.1f} MiB 10 s after "
+                    f"the last batch; {before[who] / 1024:.1f} before, "
+                    f"{peak[who] / 1024:.1f} at most after a batch")
+
+
 @pytest.mark.long
 @pytest.mark.timeout(240)
 def test_idle_32_workers_stay_up(make_cluster):
