@@ -128,7 +128,9 @@ wait_work(struct runner *r)
 	if (pthread_cond_timedwait(&r->work, &r->mu, &until) == ETIMEDOUT &&
 	    !r->stop && r->head == NULL) {
 		r->ran = 0;
+		pthread_mutex_unlock(&r->mu);	/* the agent may push meanwhile */
 		malloc_trim(0);
+		pthread_mutex_lock(&r->mu);
 	}
 }
 
