@@ -389,10 +389,13 @@ def test_soak_fds_and_rss_flat(make_cluster):
     assert max(fds) - min(fds) <= 2, report
     # Memory grows only until the subscribers' event rings (6 MiB, plus a
     # quarter for compaction) are full, then stays flat: the last third of
-    # the run within 2 MiB, the whole run within the rings and 8 MiB.
+    # the run within 2 MiB.  While batches follow each other the master
+    # also holds what the last one freed, at most 8 MiB for these (it
+    # gives that back once idle: test_memory_goes_back_when_idle): the
+    # whole run within the rings, 8 MiB and that.
     tail = rss[len(rss) * 2 // 3:]
     assert max(tail) - min(tail) < 2 * 1024, report
-    assert max(rss[1:]) - min(rss[1:]) < (8 + 7.5) * 1024, report
+    assert max(rss[1:]) - min(rss[1:]) < (8 + 7.5 + 8) * 1024, report
     # Every batch is there, with its one result line.
     for bid in (ids[0], ids[1234], ids[-1]):
         assert len(c.results(bid)) == 1
