@@ -21,7 +21,8 @@ idle      32 workers (8 nodes x 4) and their master left idle: CPU time of
 memory    the master's RSS after each of --batches batches of 200,000
           no-op tasks on 2 workers, and 2.5 s after the last
 submit    client-timed `ftfarm submit --wait` of 200,000 no-op tasks on 2
-          workers, task events off (from the memory runs)
+          workers, task events off (from the memory runs; --task-events:
+          on, as in a default config)
 
 Every batch's results are checked (each task exactly once, all ok).
 Markdown on stdout, progress on stderr.
@@ -245,7 +246,8 @@ def memory(a, bindir, work, out, problems, want):
     n = 200000
     batch = B.write_batch(os.path.join(work, "noop.json"), "noop",
                           [{"type": "sleep", "seconds": 0}] * n)
-    c = B.Cluster(bindir, work, "mem", nodes(1, 2), task_events=False)
+    c = B.Cluster(bindir, work, "mem", nodes(1, 2),
+                  task_events=a.task_events)
     rows, rates = [], []
     try:
         c.start()
@@ -278,7 +280,8 @@ def memory(a, bindir, work, out, problems, want):
                    f"{idle_rss / 1024:.1f} MiB\n")
     if "submit" in want:
         out.append(f"### Submission: client-timed `submit --wait` of {n:,} "
-                   "no-op tasks, 2 workers\n")
+                   "no-op tasks, 2 workers, task events "
+                   f"{'on' if a.task_events else 'off'}\n")
         out.append(f"Median over {len(rates)} batches: "
                    f"{B.fmt_int(statistics.median(rates))} tasks/s "
                    f"(range {B.fmt_int(min(rates))}-"
@@ -294,6 +297,9 @@ def main():
     ap.add_argument("--idle-seconds", type=float, default=20)
     ap.add_argument("--batches", type=int, default=10)
     ap.add_argument("--keep", action="store_true")
+    ap.add_argument("--task-events", action="store_true",
+                    help="memory and submit with task events on (the "
+                    "default config's setting)")
     a = ap.parse_args()
     want = [x for x in a.only.split(",") if x]
     for x in want:
