@@ -173,7 +173,7 @@ room(struct events *ev)
 			ev->urgent = 1;					\
 		else if ((flags) & EVF_NOW)				\
 			events_flush(ev);				\
-		else if (ev->store &&					\
+		else if (ev->store && store_ok(ev->store) &&		\
 			 jsonl_pending(&ev->out) >= EV_CHUNK)		\
 			ev->urgent = 1;		/* a chunk's worth */	\
 	}
