@@ -21,6 +21,10 @@
 #include "util.h"
 
 #define JSONL_CRC 1			/* jsonl_open flag */
+/* Pending bytes past which a busy writer writes without waiting for its
+ * periodic flush: the buffer stays small instead of growing (copied and
+ * faulted in again) to hold a burst. */
+#define JSONL_CHUNK (1 << 20)
 /* The end of a checksummed line: ,"crc":"XXXXXXXX"}\n */
 #define JSONL_CRC_TAIL ",\"crc\":\""
 #define JSONL_CRC_TAIL_LEN 8

@@ -20,7 +20,6 @@
 #include "util.h"
 
 #define KEEP_FINISHED 256	/* finished batches kept in memory */
-#define RESULTS_CHUNK (1 << 20)	/* results written once this many wait */
 #define TRIM_IDLE 1.0		/* seconds without a finished batch before
 				 * freed memory goes back */
 
@@ -604,8 +603,9 @@ batches_trim(struct batches *bs, double now)
 {
 	/* Batches that follow each other reuse the pages the last one freed
 	 * (a fresh page costs a fault, about 10 us on a paravirtualized VM);
-	 * a master that has gone quiet gives them back, also from the intake
-	 * thread's arena. */
+	 * a master that has gone quiet gives them back (of the intake
+	 * threads' heaps, their free chunks: glibc cannot shrink their tops,
+	 * which is why batchtext maps the big spans itself). */
 	if (bs->trim_due == 0 || now < bs->trim_due)
 		return;
 	bs->trim_due = 0;
@@ -747,10 +747,9 @@ batches_record(struct batches *bs, uint64_t tid, int worker,
 	if (!r->ok)
 		jsonl_strn(o, "reason", r->reason, r->reason_len);
 	jsonl_end(o);
-	/* A fast batch writes its lines a chunk at a time rather than only
-	 * at the loop's flush: its buffer stays small, and is not grown (and
-	 * its pages faulted in afresh) to hold a tenth of a second's lines. */
-	if (jsonl_pending(o) >= RESULTS_CHUNK && store_ok(bs->store))
+	/* A fast batch writes its lines a chunk at a time, not only at the
+	 * loop's flush. */
+	if (jsonl_pending(o) >= JSONL_CHUNK && store_ok(bs->store))
 		store_write(bs->store, o, b->results);
 	ev_task_done(bs->ev, t->batch, t->index, r->attempt, worker, host,
 		     r->ok ? "ok" : "failed");

@@ -10,12 +10,6 @@
 #include "store.h"
 #include "util.h"
 
-/* Lines are written once this many wait, at the loop's next turn (after
- * the results they tell of: farm_flush), not only at its 0.1 s flush: a
- * fast batch's task events would otherwise pile up by megabytes, in a
- * buffer grown, copied and faulted in again for each burst. */
-#define EV_CHUNK (1 << 20)
-
 int
 events_open(struct events *ev, const char *path, int task_events)
 {
@@ -173,9 +167,9 @@ room(struct events *ev)
 			ev->urgent = 1;					\
 		else if ((flags) & EVF_NOW)				\
 			events_flush(ev);				\
-		else if (ev->store && store_ok(ev->store) &&		\
-			 jsonl_pending(&ev->out) >= EV_CHUNK)		\
-			ev->urgent = 1;		/* a chunk's worth */	\
+		else if (jsonl_pending(&ev->out) >= JSONL_CHUNK &&	\
+			 ev->store && store_ok(ev->store))		\
+			ev->urgent = 1;	/* a chunk: after the results */ \
 	}
 FT_EVENTS(EV_DEFINE)
 #undef EV_DEFINE

@@ -164,8 +164,9 @@ struct events {
 	struct jsonl out;
 	struct store *store;		/* writes go through it (NULL: direct) */
 	unsigned long long dropped;	/* events not kept: too much unwritten */
-	int urgent;			/* a NOW event waits: flush before the
-					 * loop sleeps (results first) */
+	int urgent;			/* a NOW event, or JSONL_CHUNK bytes,
+					 * wait: flush at the loop's next turn
+					 * (results first) */
 	int task_events;		/* write EVF_TASK events */
 	char *path;
 	events_tap_fn tap;		/* or NULL */
