@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <jansson.h>
 #include <limits.h>
+#include <malloc.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -418,6 +419,19 @@ ft_pid_alive(pid_t pid)
 	}
 	fclose(f);
 	return alive;
+}
+
+#define KEEP_MMAP_BYTES (64 << 20)	/* blocks this big come from mmap */
+#define KEEP_TRIM_BYTES (256 << 20)	/* free heap glibc keeps untrimmed */
+
+void
+ft_memory_keep(int one_heap)
+{
+	/* Setting the thresholds also turns glibc's adaptive ones off. */
+	if (one_heap)
+		mallopt(M_ARENA_MAX, 1);
+	mallopt(M_MMAP_THRESHOLD, KEEP_MMAP_BYTES);
+	mallopt(M_TRIM_THRESHOLD, KEEP_TRIM_BYTES);
 }
 
 /* Does the environment block ENV (LEN bytes of NUL-separated entries)

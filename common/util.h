@@ -75,6 +75,13 @@ int ft_pid_alive(pid_t pid);
  * peer that sees its sockets close finds it exiting or gone, never
  * staying. */
 int ft_pid_staying(pid_t pid);
+
+/* Keep freed memory for reuse rather than let glibc give it back on its
+ * own: the caller trims (malloc_trim) once it has gone idle.  Blocks of up
+ * to 64 MiB come from the heap; ONE_HEAP puts every thread on the main
+ * heap, the only one whose top malloc_trim can shrink.  Call before any
+ * thread starts. */
+void ft_memory_keep(int one_heap);
 /* The start time of PID (clock ticks since boot, /proc/PID/stat), or 0
  * when there is no such process.  A pid and its start time name one
  * process for good: pids are reused, the pair is not. */

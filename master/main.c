@@ -17,7 +17,6 @@
  */
 #include <errno.h>
 #include <getopt.h>
-#include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -39,8 +38,6 @@
 #include "statedir.h"
 
 #define TCP_THREAD_ENV "OMPI_MCA_btl_tcp_progress_thread"
-#define MMAP_BYTES (64 << 20)	/* blocks this big come from mmap */
-#define KEEP_BYTES (256 << 20)	/* free heap kept before glibc trims it */
 
 static void
 usage(void)
@@ -235,10 +232,8 @@ main(int argc, char **argv)
 	/* Freed memory stays for the next batch to reuse until the master
 	 * goes quiet (batches_trim gives it back): glibc would otherwise trim
 	 * the heap as soon as a batch's task chunks are freed, and the next
-	 * batch would fault every page in again.  The thresholds are fixed
-	 * (setting them turns glibc's adaptive ones off). */
-	mallopt(M_MMAP_THRESHOLD, MMAP_BYTES);
-	mallopt(M_TRIM_THRESHOLD, KEEP_BYTES);
+	 * batch would fault every page in again. */
+	ft_memory_keep(0);
 	treq_set_init(&m.treqs);
 	/* Open MPI's TCP transport reads its sockets on a thread of its own
 	 * in the master: read only from the loop's polls, pongs that had

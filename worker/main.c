@@ -9,7 +9,6 @@
  * control).
  */
 #include <getopt.h>
-#include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -18,9 +17,6 @@
 #include "plugins.h"
 #include "proto.h"
 #include "util.h"
-
-#define MMAP_BYTES (64 << 20)	/* blocks this big come from mmap */
-#define KEEP_BYTES (256 << 20)	/* free heap kept before glibc trims it */
 
 int
 main(int argc, char **argv)
@@ -56,12 +52,9 @@ main(int argc, char **argv)
 	snprintf(err, sizeof(err), "%llu", ft_proc_start(getpid()));
 	setenv(FT_WORKER_START_ENV, err, 1);
 	/* Memory a task frees stays for the next task until the runner has
-	 * been idle a while (runner.c trims then): one heap for every thread,
-	 * since glibc's trim cannot shrink a thread's own heap, big blocks in
-	 * it, and no trimming on glibc's own. */
-	mallopt(M_ARENA_MAX, 1);
-	mallopt(M_MMAP_THRESHOLD, MMAP_BYTES);
-	mallopt(M_TRIM_THRESHOLD, KEEP_BYTES);
+	 * been idle a while (runner.c trims then), on one heap for every
+	 * thread so that the trim gives all of it back. */
+	ft_memory_keep(1);
 	MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided);
 	MPI_Comm_get_parent(&parent);
 	if (parent != MPI_COMM_NULL) {
