@@ -352,6 +352,8 @@ run_job(const char *job_text, const char *dir)
 	size_t i;
 
 	j = job_start(plugin, &pl, job, dir, &tasks, err, sizeof(err));
+	if (j == NULL)
+		fprintf(stderr, "job_start: %s\n", err);
 	assert_non_null(j);
 	while (step == JOB_PHASE) {
 		json_t *phase = tasks;
@@ -446,6 +448,129 @@ test_jobs_every_shard_size(void **state)
 	assert_int_equal(system(job), 0);
 }
 
+/* The bytes of the file PATH (NUL-terminated), and their number. */
+static char *
+slurp(const char *path, size_t *n)
+{
+	FILE *f = fopen(path, "rb");
+	char *data;
+	long len;
+
+	assert_non_null(f);
+	assert_int_equal(fseek(f, 0, SEEK_END), 0);
+	len = ftell(f);
+	rewind(f);
+	data = malloc((size_t)len + 1);
+	assert_int_equal(fread(data, 1, (size_t)len, f), (size_t)len);
+	data[len] = '\0';
+	fclose(f);
+	*n = (size_t)len;
+	return data;
+}
+
+/* Write LEN bytes of words and separators of every kind to PATH (a
+ * pseudo-random text from SEED); the number of words it holds. */
+static uint64_t
+write_text(const char *path, size_t len, uint32_t seed)
+{
+	static const char seps[] = " \n\t,.  \r\n-";
+	static const char alpha[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOP"
+				    "QRSTUVWXYZ0123456789\xc3\xa9\xd0\xbf";
+	FILE *f = fopen(path, "wb");
+	uint64_t words = 0;
+	size_t i = 0, k, wl;
+
+	assert_non_null(f);
+	while (i < len) {
+		seed = seed * 1103515245u + 12345u;
+		/* Mostly short words; now and then one of up to 100 bytes. */
+		wl = (seed >> 16) % 16 == 0 ? 1 + (seed >> 8) % 100
+					     : 1 + (seed >> 20) % 9;
+		for (k = 0; k < wl && i < len; k++, i++) {
+			seed = seed * 1103515245u + 12345u;
+			fputc(alpha[(seed >> 16) % (sizeof(alpha) - 1)], f);
+		}
+		words++;
+		seed = seed * 1103515245u + 12345u;
+		for (k = 0; k < 1 + (seed >> 28) % 3 && i < len; k++, i++)
+			fputc(seps[(seed >> (8 + 2 * k)) % (sizeof(seps) - 1)],
+			      f);
+	}
+	fclose(f);
+	return words;
+}
+
+/* Run the wordcount job on the files of IN into OUT with SHARD_BYTES. */
+static void
+run_sharded(const char *dir, const char *in, const char *out,
+	    size_t shard_bytes, int n)
+{
+	char job[1024], jd[320];
+
+	snprintf(jd, sizeof(jd), "%s/job%d", dir, n);
+	ft_mkdirs(jd);
+	snprintf(job, sizeof(job), "{\"type\": \"wordcount\", "
+		 "\"inputs\": [\"%s\"], \"output\": \"%s\", "
+		 "\"shard_bytes\": %zu, \"reducers\": %d}", in, out,
+		 shard_bytes, 1 + n % 3);
+	assert_int_equal(run_job(job, jd), 0);
+}
+
+/* Sharding the text of LEN bytes (pseudo-random from SEED, in two files
+ * under DIR/NAME) in each of SIZES (N of them) writes the same bytes as
+ * one shard, whose counts add up to the words written. */
+static void
+check_shardings(const char *dir, const char *name, size_t len,
+		uint32_t seed, const size_t *sizes, size_t n)
+{
+	char in[64], path[300], one[320], out[320];
+	uint64_t want, words;
+	size_t i, lines, n1, n2;
+	char *ref, *got;
+
+	snprintf(in, sizeof(in), "%s/%s", dir, name);
+	ft_mkdirs(in);
+	snprintf(path, sizeof(path), "%s/a", in);
+	want = write_text(path, len, seed);
+	snprintf(path, sizeof(path), "%s/b", in);
+	want += write_text(path, 3001, seed + 1);
+	snprintf(one, sizeof(one), "%s/%s.one", dir, name);
+	run_sharded(dir, in, one, len + 3001, 0);
+	output_totals(one, &words, &lines);
+	assert_int_equal(words, want);
+	ref = slurp(one, &n1);
+	for (i = 0; i < n; i++) {
+		snprintf(out, sizeof(out), "%s/%s.out%zu", dir, name, i);
+		run_sharded(dir, in, out, sizes[i], (int)i + 1);
+		got = slurp(out, &n2);
+		assert_int_equal(n2, n1);
+		assert_memory_equal(got, ref, n1);
+		free(got);
+	}
+	free(ref);
+}
+
+/* Shard borders anywhere in longer texts (many 64-byte blocks, scan
+ * batches and read buffers, words across each) count every word once. */
+static void
+test_jobs_long_text_shards(void **state)
+{
+	static const size_t small[] = { 17, 63, 64, 65, 127, 128, 129 };
+	static const size_t big[] = { 1000, 1023, 1024, 1025, 4097, 65537,
+				      262143, 262144, 262145, 400000 };
+	char dir[] = "/tmp/ftfarm-wc-unit-XXXXXX", cmd[64];
+
+	(void)state;
+	assert_non_null(mkdtemp(dir));
+	check_shardings(dir, "small", 5003, 7, small,
+			sizeof(small) / sizeof(small[0]));
+	/* Past two read buffers. */
+	check_shardings(dir, "big", 700000, 11, big,
+			sizeof(big) / sizeof(big[0]));
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+	assert_int_equal(system(cmd), 0);
+}
+
 int
 main(void)
 {
@@ -459,6 +584,7 @@ main(void)
 		cmocka_unit_test(test_path_escape),
 		cmocka_unit_test(test_plan_shards),
 		cmocka_unit_test(test_jobs_every_shard_size),
+		cmocka_unit_test(test_jobs_long_text_shards),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

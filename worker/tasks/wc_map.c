@@ -17,8 +17,9 @@
  * block (SIMD where the CPU has it), whose bit transitions, found with
  * count-trailing-zeros, are word starts and ends.  That costs about one
  * mispredicted branch per block rather than two per word.  The words of
- * MASKS blocks are hashed as they are found, then counted as a batch, each
- * word's slot prefetched a few words before its probe.
+ * MASKS blocks are hashed as they are found, their slots prefetched at
+ * once, then counted as a batch: a slot has the time of a batch's scan to
+ * arrive from memory.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -185,39 +186,65 @@ pad_mask(uint64_t *mask, size_t r)
 		*mask &= keep;
 }
 
+/* Prepare the word BUF[WS..WE) into *W and start loading its slot of
+ * SLOTS (MASK + 1 of them), so that it is at hand when the word is
+ * counted, a batch of words later. */
+static inline void
+found(const uint8_t *buf, const struct wc_slot *slots, size_t mask,
+      struct wc_word *w, size_t ws, size_t we)
+{
+	wc_word_prep(w, buf + ws, we - ws, 1);
+	__builtin_prefetch(&slots[w->h & mask]);
+}
+
 /* Find the words of the NB blocks at S->i whose masks are MASKS, prepared
  * for counting, into W.  Their number; *DONE set when a word starts at or
- * after the shard's end. */
+ * after the shard's end.
+ *
+ * In a block, word starts and ends alternate: once a word carried in from
+ * the block before has taken the first end, the k-th start pairs with the
+ * k-th end.  Only the block holding the shard's end looks at it. */
 static size_t
 scan_words(const struct map *m, struct scan *s, const uint64_t *masks,
 	   size_t nb, struct wc_word *w, int *done)
 {
 	const uint8_t *buf = m->buf;
-	size_t i = s->i, n = s->n, ws = s->ws, pos, nw = 0, j;
+	const struct wc_slot *slots = m->tab.slots;
+	size_t mask = m->tab.mask, i = s->i, n = s->n, ws = s->ws, nw = 0, j;
 	size_t stop = m->lim > s->off ? (size_t)(m->lim - s->off) : 0;
-	uint64_t prev = s->prev, x;
+	uint64_t prev = s->prev, edge, starts, ends, late = 0;
 	int in = s->in;
 
-	for (j = 0; j < nb; j++, i += 64) {
-		x = masks[j] ^ (masks[j] << 1 | prev);
+	for (j = 0; j < nb && !late; j++, i += 64) {
+		edge = masks[j] << 1 | prev;
+		starts = masks[j] & ~edge;
+		ends = ~masks[j] & edge;
 		prev = masks[j] >> 63;
-		while (x) {
-			pos = i + (size_t)__builtin_ctzll(x);
-			x &= x - 1;
-			if (in) {
-				wc_word_prep(&w[nw++], buf + ws, pos - ws,
-					     1);
-				in = 0;
-			} else if (pos >= stop) {
-				*done = 1;
-				break;
-			} else {
-				ws = pos;
-				in = 1;
-			}
+		if (i + 64 > stop) {	/* starts from bit STOP - I are late */
+			late = starts & ~0ULL << (stop > i ? stop - i : 0);
+			starts &= ~late;
 		}
-		if (*done)
-			break;
+		if (in && ends) {
+			found(buf, slots, mask, &w[nw++], ws,
+			      i + (size_t)__builtin_ctzll(ends));
+			ends &= ends - 1;
+			in = 0;
+		}
+		while (starts) {
+			ws = i + (size_t)__builtin_ctzll(starts);
+			starts &= starts - 1;
+			if (ends == 0) {
+				in = 1;	/* the word goes on past the block */
+				break;
+			}
+			found(buf, slots, mask, &w[nw++], ws,
+			      i + (size_t)__builtin_ctzll(ends));
+			ends &= ends - 1;
+		}
+	}
+	if (late) {
+		*done = 1;
+		i -= 64;
 	}
 	s->i = i < n ? i : n;
 	s->ws = ws;

@@ -225,14 +225,16 @@ add_batch(struct wc_table *t, const struct wc_word *w, const uint64_t *counts,
 	uint64_t c, total = 0;
 
 	/* SLOTS and MASK stay in registers: the count stores cannot alias
-	 * them.  Only an insertion (which may grow the table) reloads them. */
-	for (k = 0; k < nw && k < AHEAD; k++)
+	 * them.  Only an insertion (which may grow the table) reloads them.
+	 * The map prefetches its words' slots as it finds them, so only the
+	 * reduce's counted words (COUNTS) are prefetched here. */
+	for (k = 0; counts && k < nw && k < AHEAD; k++)
 		__builtin_prefetch(&slots[w[k].h & mask]);
 	for (k = 0; k < nw; k++) {
 		x = &w[k];
 		c = counts ? counts[k] : 1;
 		total += c;
-		if (k + AHEAD < nw)
+		if (counts && k + AHEAD < nw)
 			__builtin_prefetch(&slots[w[k + AHEAD].h & mask]);
 		if (x->n > WC_SHORT) {
 			wc_table_add_long(t, x->p, x->n, x->h, c);

@@ -93,13 +93,6 @@ wc_word_prep(struct wc_word *w, const uint8_t *p, size_t n, int folded)
 	w->h = wc_hash24(w->w, n);
 }
 
-/* Start loading the slot where the search for hash H begins. */
-static inline void
-wc_table_prefetch(const struct wc_table *t, uint64_t h)
-{
-	__builtin_prefetch(&t->slots[h & t->mask]);
-}
-
 /* Add COUNT to the prepared word W. */
 static inline void
 wc_table_add_word(struct wc_table *t, const struct wc_word *w, uint64_t count)
@@ -127,7 +120,8 @@ wc_table_add_word(struct wc_table *t, const struct wc_word *w, uint64_t count)
 }
 
 /* Add COUNTS[k] (1 when COUNTS is NULL) to each of the NW prepared words
- * W[k], prefetching each word's slot a few words ahead of its probe. */
+ * W[k].  With COUNTS, each word's slot is prefetched a few words ahead of
+ * its probe; without, the caller has prefetched them. */
 void wc_table_add_batch(struct wc_table *t, const struct wc_word *w,
 			const uint64_t *counts, size_t nw);
 
