@@ -187,14 +187,14 @@ pad_mask(uint64_t *mask, size_t r)
 }
 
 /* Prepare the word BUF[WS..WE) into *W and start loading its slot of
- * SLOTS (MASK + 1 of them), so that it is at hand when the word is
- * counted, a batch of words later. */
+ * SLOTS (a table of SHIFT, see wc_home), so that it is at hand when the
+ * word is counted, a batch of words later. */
 static inline void
-found(const uint8_t *buf, const struct wc_slot *slots, size_t mask,
+found(const uint8_t *buf, const struct wc_slot *slots, unsigned shift,
       struct wc_word *w, size_t ws, size_t we)
 {
 	wc_word_prep(w, buf + ws, we - ws, 1);
-	__builtin_prefetch(&slots[w->h & mask]);
+	__builtin_prefetch(&slots[wc_home(w->h, shift)]);
 }
 
 /* Find the words of the NB blocks at S->i whose masks are MASKS, prepared
@@ -210,7 +210,8 @@ scan_words(const struct map *m, struct scan *s, const uint64_t *masks,
 {
 	const uint8_t *buf = m->buf;
 	const struct wc_slot *slots = m->tab.slots;
-	size_t mask = m->tab.mask, i = s->i, n = s->n, ws = s->ws, nw = 0, j;
+	unsigned shift = m->tab.shift;
+	size_t i = s->i, n = s->n, ws = s->ws, nw = 0, j;
 	size_t stop = m->lim > s->off ? (size_t)(m->lim - s->off) : 0;
 	uint64_t prev = s->prev, edge, starts, ends, late = 0;
 	int in = s->in;
@@ -225,7 +226,7 @@ scan_words(const struct map *m, struct scan *s, const uint64_t *masks,
 			starts &= ~late;
 		}
 		if (in && ends) {
-			found(buf, slots, mask, &w[nw++], ws,
+			found(buf, slots, shift, &w[nw++], ws,
 			      i + (size_t)__builtin_ctzll(ends));
 			ends &= ends - 1;
 			in = 0;
@@ -237,7 +238,7 @@ scan_words(const struct map *m, struct scan *s, const uint64_t *masks,
 				in = 1;	/* the word goes on past the block */
 				break;
 			}
-			found(buf, slots, mask, &w[nw++], ws,
+			found(buf, slots, shift, &w[nw++], ws,
 			      i + (size_t)__builtin_ctzll(ends));
 			ends &= ends - 1;
 		}

@@ -67,6 +67,7 @@ wc_table_init(struct wc_table *t, size_t hint)
 	memset(t, 0, sizeof(*t));
 	t->slots = slots_alloc(n);
 	t->mask = n - 1;
+	t->shift = 64 - (unsigned)__builtin_ctzll(n);
 	t->grow_at = n / 2;
 }
 
@@ -103,13 +104,14 @@ grow(struct wc_table *t)
 		s = &old[i];
 		if (s->meta == 0)
 			continue;
-		for (j = wc_slot_hash(s) & (n - 1); t->slots[j].meta;
+		for (j = wc_home(wc_slot_hash(s), t->shift - 1); t->slots[j].meta;
 		     j = (j + 1) & (n - 1))
 			;
 		t->slots[j] = *s;
 	}
 	slots_free(old, t->mask + 1);
 	t->mask = n - 1;
+	t->shift--;
 	t->grow_at = n / 2;
 }
 
@@ -193,7 +195,7 @@ wc_table_add_long(struct wc_table *t, const uint8_t *p, size_t n, uint64_t h,
 	size_t i;
 
 	t->words += count;
-	for (i = h & t->mask;; i = (i + 1) & t->mask) {
+	for (i = wc_home(h, t->shift);; i = (i + 1) & t->mask) {
 		s = &t->slots[i];
 		if (s->meta == 0)
 			break;
@@ -221,6 +223,7 @@ add_batch(struct wc_table *t, const struct wc_word *w, const uint64_t *counts,
 {
 	struct wc_slot *slots = t->slots, *s;
 	size_t mask = t->mask, k, i;
+	unsigned shift = t->shift;
 	const struct wc_word *x;
 	uint64_t c, total = 0;
 
@@ -229,21 +232,23 @@ add_batch(struct wc_table *t, const struct wc_word *w, const uint64_t *counts,
 	 * The map prefetches its words' slots as it finds them, so only the
 	 * reduce's counted words (COUNTS) are prefetched here. */
 	for (k = 0; counts && k < nw && k < AHEAD; k++)
-		__builtin_prefetch(&slots[w[k].h & mask]);
+		__builtin_prefetch(&slots[wc_home(w[k].h, shift)]);
 	for (k = 0; k < nw; k++) {
 		x = &w[k];
 		c = counts ? counts[k] : 1;
 		total += c;
 		if (counts && k + AHEAD < nw)
-			__builtin_prefetch(&slots[w[k + AHEAD].h & mask]);
+			__builtin_prefetch(&slots[wc_home(w[k + AHEAD].h,
+							  shift)]);
 		if (x->n > WC_SHORT) {
 			wc_table_add_long(t, x->p, x->n, x->h, c);
 			t->words -= c;	/* counted below */
 			slots = t->slots;
 			mask = t->mask;
+			shift = t->shift;
 			continue;
 		}
-		for (i = x->h & mask;; i = (i + 1) & mask) {
+		for (i = wc_home(x->h, shift);; i = (i + 1) & mask) {
 			s = &slots[i];
 			if ((s->meta & 0xff) == x->n &&
 			    s->key.w[0] == x->w[0] && s->key.w[1] == x->w[1] &&
@@ -255,6 +260,7 @@ add_batch(struct wc_table *t, const struct wc_word *w, const uint64_t *counts,
 				wc_table_insert_short(t, s, x, c);
 				slots = t->slots;
 				mask = t->mask;
+				shift = t->shift;
 				break;
 			}
 		}

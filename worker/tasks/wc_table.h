@@ -42,6 +42,7 @@ struct wc_chunk;
 struct wc_table {
 	struct wc_slot *slots;
 	size_t mask;		/* number of slots - 1 (a power of 2 minus 1) */
+	unsigned shift;		/* 64 - log2(number of slots) */
 	size_t used;		/* distinct words */
 	size_t grow_at;		/* grow when used reaches this */
 	uint64_t words;		/* sum of all counts */
@@ -93,6 +94,15 @@ wc_word_prep(struct wc_word *w, const uint8_t *p, size_t n, int folded)
 	w->h = wc_hash24(w->w, n);
 }
 
+/* The slot where the search for hash H begins, in a table of 2^(64 -
+ * SHIFT) slots: the hash's top bits, the ones that its every input bit
+ * reaches. */
+static inline size_t
+wc_home(uint64_t h, unsigned shift)
+{
+	return (size_t)(h >> shift);
+}
+
 /* Add COUNT to the prepared word W. */
 static inline void
 wc_table_add_word(struct wc_table *t, const struct wc_word *w, uint64_t count)
@@ -105,7 +115,7 @@ wc_table_add_word(struct wc_table *t, const struct wc_word *w, uint64_t count)
 		return;
 	}
 	t->words += count;
-	for (i = w->h & t->mask;; i = (i + 1) & t->mask) {
+	for (i = wc_home(w->h, t->shift);; i = (i + 1) & t->mask) {
 		s = &t->slots[i];
 		if ((s->meta & 0xff) == w->n && s->key.w[0] == w->w[0] &&
 		    s->key.w[1] == w->w[1] && s->key.w[2] == w->w[2]) {

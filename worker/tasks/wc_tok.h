@@ -110,14 +110,14 @@ wc_final(uint64_t h)
 }
 
 /* Hash of a word of N <= 24 bytes given as its three folded, masked
- * 8-byte chunks (two multiply rounds: the third chunk, rare, is rotated
- * into the second). */
+ * 8-byte chunks: two multiplies side by side (the third chunk, rare, is
+ * rotated into the second) and no finishing round.  So its low bits
+ * depend on the chunks' low bits only: tables index by the top bits
+ * (wc_home), and a word's reducer is taken from bits 32 and up. */
 static inline uint64_t
 wc_hash24(const uint64_t w[3], size_t n)
 {
-	uint64_t h = wc_round((uint64_t)n * WC_K0, w[0]);
-
-	return wc_final(wc_round(h, w[1] ^ (w[2] << 29 | w[2] >> 35)));
+	return (w[0] ^ n) * WC_K1 ^ (w[1] ^ (w[2] << 29 | w[2] >> 35)) * WC_K2;
 }
 
 /* Hash of the word P[0..N) (folded on the fly; N >= 1, WC_PAD bytes of
