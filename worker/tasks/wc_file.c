@@ -100,8 +100,8 @@ in_varint(struct wc_in *in, uint64_t *v)
 }
 
 int
-wc_in_next(struct wc_in *in, const uint8_t **word, size_t *n,
-	   uint64_t *count)
+wc_in_next_slow(struct wc_in *in, const uint8_t **word, size_t *n,
+		uint64_t *count)
 {
 	uint64_t len, total;
 
