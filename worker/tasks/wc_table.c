@@ -84,14 +84,6 @@ wc_table_free(struct wc_table *t)
 	memset(t, 0, sizeof(*t));
 }
 
-uint64_t
-wc_slot_hash(const struct wc_slot *s)
-{
-	if ((s->meta & 0xff) == WC_LONG)
-		return s->key.l.h;
-	return wc_hash24(s->key.w, s->meta & 0xff);
-}
-
 /* Double the slots of T. */
 static void
 grow(struct wc_table *t)

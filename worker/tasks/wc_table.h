@@ -165,7 +165,13 @@ wc_slot_count(const struct wc_slot *s)
 }
 
 /* The hash of the word of used slot S. */
-uint64_t wc_slot_hash(const struct wc_slot *s);
+static inline uint64_t
+wc_slot_hash(const struct wc_slot *s)
+{
+	if ((s->meta & 0xff) == WC_LONG)
+		return s->key.l.h;
+	return wc_hash24(s->key.w, s->meta & 0xff);
+}
 
 /* The used slots of T, in no order, into a new array (T->used entries). */
 struct wc_slot **wc_table_list(const struct wc_table *t);
