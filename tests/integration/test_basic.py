@@ -6,7 +6,7 @@ import time
 import pytest
 
 from conftest import (assert_no_leftovers, batch_id_of, exec_task, pid_alive,
-                      proc_cmdline, wait_until)
+                      proc_cmdline, proc_environ, wait_until)
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -225,3 +225,43 @@ def test_output_encoding_and_cap(cluster):
     assert r[2]["stdout"] == "x" * 65536, len(r[2]["stdout"])
     assert r[2]["stderr"] == "tail\n", r[2]
     assert r[3]["stdout"] == "line1\nline2\n"
+
+
+def thp_offered():
+    try:
+        with open("/sys/kernel/mm/transparent_hugepage/enabled") as f:
+            modes = f.read()
+    except OSError:
+        return False
+    return "[always]" in modes or "[madvise]" in modes
+
+
+@pytest.mark.parametrize("user_tunables", [None, "glibc.malloc.check=0"])
+def test_worker_huge_heap_is_not_inherited(make_cluster, user_tunables):
+    """A worker runs with glibc's heap in transparent huge pages (it execs
+    itself once with glibc.malloc.hugetlb=1), keeps its name and pid, and
+    the processes of its tasks get the user's GLIBC_TUNABLES back, or
+    none."""
+    c = make_cluster(nodes=1, workers_per_node=1, task_events=False)
+    c.env.pop("GLIBC_TUNABLES", None)
+    if user_tunables:
+        c.env["GLIBC_TUNABLES"] = user_tunables
+    c.start()
+    pid = c.worker_pids()[0]
+    with open(f"/proc/{pid}/comm") as f:
+        assert f.read().strip() == "ftfarm-worker"
+    if user_tunables is None:
+        # (glibc cuts the variable it shows at the first tunable it reads,
+        # so only a lone one can be seen.)
+        env = proc_environ(pid)
+        assert (b"GLIBC_TUNABLES=glibc.malloc.hugetlb=1" in env) == \
+            thp_offered(), env
+    rc, out, err = c.submit({"name": "env", "tasks": [exec_task(
+        "echo \"pid=$FTFARM_WORKER_PID\"; env | grep -E TUNABLES || true")]})
+    assert rc == 0, err
+    (r,) = c.results(batch_id_of(out))
+    lines = sorted(r["stdout"].splitlines())
+    want = [f"pid={pid}"]
+    if user_tunables:
+        want = sorted(want + [f"GLIBC_TUNABLES={user_tunables}"])
+    assert lines == want, r
