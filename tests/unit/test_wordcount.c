@@ -226,6 +226,65 @@ test_table_sort(void **state)
 	wc_table_free(&t);
 }
 
+/* Does slot A come before slot B: count descending, then word bytes
+ * (memcmp, a prefix first)? */
+static int
+slot_before(const struct wc_slot *a, const struct wc_slot *b)
+{
+	const uint8_t *wa, *wb;
+	size_t na, nb;
+	int c;
+
+	if (wc_slot_count(a) != wc_slot_count(b))
+		return wc_slot_count(a) > wc_slot_count(b);
+	wa = wc_slot_word(a, &na);
+	wb = wc_slot_word(b, &nb);
+	c = memcmp(wa, wb, na < nb ? na : nb);
+	return c ? c < 0 : na < nb;
+}
+
+/* Counts from 1 to 2^40, many of them shared, words short and long, some
+ * with zero bytes: the order holds between every two neighbours, and
+ * every word is there once. */
+static void
+test_table_sort_counts(void **state)
+{
+	enum { N = 20000 };
+	uint8_t b[32 + WC_PAD];
+	uint64_t x = 88172645463325252ULL, c, sum = 0, got = 0;
+	struct wc_table t;
+	struct wc_slot **l;
+	size_t i, n;
+
+	(void)state;
+	wc_table_init(&t, 0);
+	for (i = 0; i < N; i++) {
+		x ^= x << 13;
+		x ^= x >> 7;
+		x ^= x << 17;
+		/* shared small counts, and spread ones up to 2^40 */
+		c = i % 3 ? 1 + x % 50 : 1 + (x >> 20) % (1ULL << (x % 41));
+		memset(b, 0, sizeof(b));
+		n = (size_t)snprintf((char *)b, 32, "%c%zu", 'a' + (int)(x % 26),
+				     i);
+		if (i % 7 == 0)
+			n += 20;	/* long words too, zero-padded */
+		wc_table_add(&t, b, n, c);
+		sum += c;
+	}
+	assert_int_equal(t.used, N);
+	l = wc_table_list(&t);
+	wc_table_sort(l, t.used);
+	for (i = 0; i < N; i++) {
+		got += wc_slot_count(l[i]);
+		if (i > 0 && !slot_before(l[i - 1], l[i]))
+			fail_msg("slots %zu and %zu out of order", i - 1, i);
+	}
+	assert_true(got == sum);
+	free(l);
+	wc_table_free(&t);
+}
+
 /* ---- files ---- */
 
 static void
@@ -622,6 +681,7 @@ main(void)
 		cmocka_unit_test(test_hash_paths_agree),
 		cmocka_unit_test(test_table_counts),
 		cmocka_unit_test(test_table_sort),
+		cmocka_unit_test(test_table_sort_counts),
 		cmocka_unit_test(test_record_files),
 		cmocka_unit_test(test_record_lengths),
 		cmocka_unit_test(test_path_escape),
