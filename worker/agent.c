@@ -12,7 +12,8 @@
 #include "runner.h"
 
 #define HELLO_TIMEOUT 60.0	/* seconds to wait for the master's welcome */
-#define SPIN_ITERS 200		/* polls before the first nap */
+#define SPIN_ITERS 200		/* polls before the first nap (none while a
+				 * task waits in the runner: has_queued) */
 #define NAP_MIN 0.00005
 /* MPI has no descriptor to sleep on: the agent naps between polls (see
  * doze.h), longer the longer nothing has happened.  Results wake it at
@@ -301,6 +302,18 @@ say_bye(struct agent *a)
 	MPI_Request_free(&a->recv);
 }
 
+/* Does R hold a task that waits behind the running one?  Then nothing
+ * the master may send is urgent: the runner's result wakes the agent,
+ * and spinning on MPI would only take CPU from the task. */
+static int
+has_queued(struct runner *r)
+{
+	uint32_t queued;
+
+	runner_running(r, &queued);
+	return queued > 0;
+}
+
 /* The longest nap for now, NOW. */
 static double
 nap_cap(struct agent *a, double now)
@@ -351,7 +364,8 @@ agent_run(MPI_Comm comm, int rank, int slot, const struct ft_plugins *pl)
 			spins = 0;
 			nap = NAP_MIN;
 			a.last_activity = now;
-		} else if (got == 0 && ++spins > SPIN_ITERS) {
+		} else if (got == 0 &&
+			   (++spins > SPIN_ITERS || has_queued(a.runner))) {
 			doze(&a.doze, runner_fd(a.runner), nap);
 			dozed = 1;
 			nap = fmin(nap * 2, nap_cap(&a, now));
