@@ -15,6 +15,9 @@ new/old (for times, < 1 means the new build is faster).
 
   noop       200,000 no-op tasks on 1 node x 2 workers, task events off:
              the master's time (summary.json) and `submit --wait`'s
+  shortcmd   600 x `true` (exec tasks) on 1 node x 2 workers, task events
+             off: `submit --wait`'s time, and its ratio to `xargs -P2`
+             run in the same round (speed.py's shortcmd)
   recovery   2 workers at a 100 ms heartbeat, 24 x 0.5 s sleeps, a busy
              worker SIGKILLed at a random moment: seconds from the kill to
              worker_dead (scripts/bench/recovery.py's trial)
@@ -31,6 +34,7 @@ import argparse
 import json
 import os
 import random
+import subprocess
 import sys
 import time
 
@@ -39,7 +43,7 @@ import benchlib as B  # noqa: E402
 import recovery  # noqa: E402
 import wordcount  # noqa: E402
 
-BENCHES = ("noop", "recovery", "wordcount", "relax")
+BENCHES = ("noop", "shortcmd", "recovery", "wordcount", "relax")
 
 
 class Build:
@@ -85,6 +89,25 @@ def run_noop(b, work, a, problems):
     problems += [f"{b.label} noop: {p}" for p in c.check_results(bid, a.tasks)]
     b.add("noop", "master s", c.summary(bid)["seconds"])
     b.add("noop", "client s", dt)
+
+
+def run_shortcmd(b, work, a, problems):
+    n = 600
+    c = b.cluster("shortcmd", one_node(2), task_events=False)
+    batch = os.path.join(work, "true.json")
+    lines = os.path.join(work, "lines.txt")
+    if not os.path.exists(batch):
+        B.write_batch(batch, "true", [{"type": "exec", "argv": ["true"]}] * n)
+        with open(lines, "w") as f:
+            f.write("".join(f"{i}\n" for i in range(n)))
+    bid, dt = c.submit(batch)
+    problems += [f"{b.label} shortcmd: {p}" for p in c.check_results(bid, n)]
+    with open(lines) as f:
+        t0 = time.perf_counter()
+        subprocess.run(["xargs", "-P2", "-I{}", "true"], stdin=f, check=True)
+        xargs = time.perf_counter() - t0
+    b.add("shortcmd", "client s", dt)
+    b.add("shortcmd", "x xargs -P2", dt / xargs)
 
 
 def run_recovery(b, work, a, rng, problems):
@@ -206,6 +229,8 @@ def main():
                     B.log(f"round {r + 1}: {bench} on {b.label}")
                     if bench == "noop":
                         run_noop(b, work, a, problems)
+                    elif bench == "shortcmd":
+                        run_shortcmd(b, work, a, problems)
                     elif bench == "recovery":
                         run_recovery(b, work, a, rng, problems)
                     elif bench == "wordcount":
