@@ -278,6 +278,17 @@ def write_batch(path, name, tasks):
     return path
 
 
+def short_commands(work, n):
+    """N x `true` as an exec batch and as N lines for xargs, in WORK.
+    Returns (batch path, lines path)."""
+    lines = os.path.join(work, "lines.txt")
+    with open(lines, "w") as f:
+        f.write("".join(f"{i}\n" for i in range(n)))
+    batch = write_batch(os.path.join(work, "true.json"), "true",
+                        [{"type": "exec", "argv": ["true"]}] * n)
+    return batch, lines
+
+
 def machine_info():
     def sh(cmd):
         try:

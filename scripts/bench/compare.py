@@ -97,9 +97,7 @@ def run_shortcmd(b, work, a, problems):
     batch = os.path.join(work, "true.json")
     lines = os.path.join(work, "lines.txt")
     if not os.path.exists(batch):
-        B.write_batch(batch, "true", [{"type": "exec", "argv": ["true"]}] * n)
-        with open(lines, "w") as f:
-            f.write("".join(f"{i}\n" for i in range(n)))
+        batch, lines = B.short_commands(work, n)
     bid, dt = c.submit(batch)
     problems += [f"{b.label} shortcmd: {p}" for p in c.check_results(bid, n)]
     with open(lines) as f:

@@ -60,11 +60,7 @@ def timed(cmd, **kw):
 
 def shortcmd(a, bindir, work, out, problems):
     n = 600
-    lines = os.path.join(work, "lines.txt")
-    with open(lines, "w") as f:
-        f.write("".join(f"{i}\n" for i in range(n)))
-    batch = B.write_batch(os.path.join(work, "true.json"), "true",
-                          [{"type": "exec", "argv": ["true"]}] * n)
+    batch, lines = B.short_commands(work, n)
     clusters = {}
     times = {}
     try:
