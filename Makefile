@@ -36,7 +36,7 @@ COMMON := common/jpos.c common/jcheck.c common/config.c common/log.c \
 	common/wire.c common/plugins.c common/batch.c \
 	common/util.c common/ctl.c common/proto.c common/jsonl.c \
 	common/batchtext.c common/statedir.c common/crc32c.c common/lease.c \
-	common/progress.c common/hosts.c common/slurm.c
+	common/progress.c common/hosts.c common/slurm.c common/jparse.c
 # Code that calls MPI.
 COMMON_MPI := common/treq.c
 MASTER := master/main.c master/loop.c master/farm.c master/commands.c \

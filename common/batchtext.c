@@ -3,8 +3,9 @@
  *
  * The scan reads only the top level: the root object's keys, the
  * punctuation between members and between the elements of "tasks".  Every
- * value it steps over is parsed by jansson afterwards (the "name", the
- * "job", each task), so no byte escapes a strict parse.  When the scan
+ * value it steps over is parsed afterwards (the "name", the "job" by
+ * jansson, each task by jparse, which agrees with jansson), so no byte
+ * escapes a strict parse.  When the scan
  * finds the text malformed, jansson parses the whole text once more to say
  * where and why, as it would have for any batch file.
  */
@@ -18,6 +19,7 @@
 
 #include "batch.h"
 #include "jcheck.h"
+#include "jparse.h"
 #include "jpos.h"
 #include "proto.h"
 #include "util.h"
@@ -327,8 +329,8 @@ check_part(void *arg)
 			sp->kind = -1;
 			continue;
 		}
-		t = json_loadb(p->text + sp->off, sp->len,
-			       JSON_REJECT_DUPLICATES, &p->je);
+		t = jparse(p->text + sp->off, sp->len,
+			   JSON_REJECT_DUPLICATES, &p->je);
 		if (t == NULL) {
 			p->syntax = 1;
 			p->bad = i;

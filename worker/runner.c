@@ -13,6 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "jparse.h"
 #include "util.h"
 
 struct runner {
@@ -70,7 +71,7 @@ static void
 run_one(struct runner *r, struct runner_task *t, struct runner_result *res)
 {
 	json_error_t jerr;
-	json_t *spec = json_loadb(t->spec, t->spec_len, 0, &jerr);
+	json_t *spec = jparse(t->spec, t->spec_len, 0, &jerr);
 	const struct ft_plugin *p = NULL;
 	struct ft_task task;
 	double t0 = ft_now();
