@@ -753,7 +753,10 @@ batches_record(struct batches *bs, uint64_t tid, int worker,
 		store_write(bs->store, o, b->results);
 	ev_task_done(bs->ev, t->batch, t->index, r->attempt, worker, host,
 		     r->ok ? "ok" : "failed");
-	snprintf(reason, sizeof(reason), "%.*s", (int)r->reason_len, r->reason);
+	reason[0] = '\0';
+	if (b->job)		/* only a job reads it: no printf per task */
+		snprintf(reason, sizeof(reason), "%.*s", (int)r->reason_len,
+			 r->reason);
 	count(bs, b, t->index, r->ok, r->out, r->out_len, reason);
 }
 
