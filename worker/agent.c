@@ -31,6 +31,14 @@
 #define QUIET_IDLE 1.0		/* idle past this: naps up to idle_nap */
 #define TRUSTED_NAP 2.0		/* ... or this, when hints are trusted */
 #define BYE_TIMEOUT 5.0
+/* After a send of results of tasks shorter than this, while tasks still
+ * wait in the runner, the agent sleeps this long before it looks again,
+ * so that the next message carries the results of many tiny tasks rather
+ * than one or two (each message costs both sides a system call and a
+ * poll, more than a no-op task itself).  The master keeps about 2 ms of
+ * work queued at each worker (sched.c), so results a little late leave no
+ * worker idle; results of longer tasks go at once, as they come. */
+#define HOLD 0.0001
 
 /* A send in flight: its buffer lives until MPI is done with it. */
 struct out {
@@ -51,6 +59,7 @@ struct agent {
 	struct out *outs;
 	double last_heard;
 	double last_activity;		/* a message or a result, monotonic */
+	double last_seconds;		/* the last result's task time */
 	double master_timeout;
 	double idle_nap;		/* longest nap when idle (the welcome's) */
 	int welcomed;
@@ -281,6 +290,9 @@ flush_results(struct agent *a)
 	}
 	proto_set_count(&b, count);
 	send_buf(a, FT_MSG_RESULT, &b);
+	for (r = list; r->next; r = r->next)
+		;
+	a->last_seconds = r->seconds;
 	runner_result_free(list);
 	return 1;
 }
@@ -346,10 +358,10 @@ agent_run(MPI_Comm comm, int rank, int slot, const struct ft_plugins *pl)
 	MPI_Irecv(a.rbuf, FT_MSG_MAX, MPI_BYTE, rank, MPI_ANY_TAG, comm, &a.recv);
 	send_hello(&a, pl);
 	while (!a.stop) {
-		int active, got;
+		int active, got, sent;
 
 		now = ft_now();
-		active = flush_results(&a);
+		active = sent = flush_results(&a);
 		test_sends(&a, now);
 		/* Last before a nap: see TRUSTED_NAP. */
 		got = poll_recv(&a, now);
@@ -364,6 +376,9 @@ agent_run(MPI_Comm comm, int rank, int slot, const struct ft_plugins *pl)
 			spins = 0;
 			nap = NAP_MIN;
 			a.last_activity = now;
+			if (sent && a.last_seconds < HOLD &&
+			    has_queued(a.runner))
+				ft_sleep(HOLD);
 		} else if (got == 0 &&
 			   (++spins > SPIN_ITERS || has_queued(a.runner))) {
 			doze(&a.doze, runner_fd(a.runner), nap);
