@@ -157,14 +157,9 @@ on_assign(struct agent *a, const void *p, size_t n)
 	if (proto_iter_init(&it, p, n) == -1)
 		die(a, "malformed assign message");
 	while ((rc = proto_next_task(&it, &pt)) == 1) {
-		struct runner_task *t = ft_calloc(1, sizeof(*t));
+		struct runner_task *t = runner_task_new(pt.tid, pt.attempt,
+							pt.spec, pt.spec_len);
 
-		t->tid = pt.tid;
-		t->attempt = pt.attempt;
-		t->spec = ft_malloc(pt.spec_len + 1);
-		memcpy(t->spec, pt.spec, pt.spec_len);
-		t->spec[pt.spec_len] = '\0';
-		t->spec_len = pt.spec_len;
 		*tail = t;
 		tail = &t->next;
 	}

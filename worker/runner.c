@@ -35,12 +35,24 @@ struct runner {
 #define TRIM_IDLE 1.0		/* seconds without a task before the
 				 * memory tasks freed goes back */
 
+struct runner_task *
+runner_task_new(uint64_t tid, uint32_t attempt, const char *spec, size_t len)
+{
+	struct runner_task *t = ft_malloc(sizeof(*t) + len + 1);
+
+	t->tid = tid;
+	t->attempt = attempt;
+	t->cancel = 0;
+	t->next = NULL;
+	t->spec_len = len;
+	memcpy(t->spec, spec, len);
+	t->spec[len] = '\0';
+	return t;
+}
+
 void
 runner_task_free(struct runner_task *t)
 {
-	if (t == NULL)
-		return;
-	free(t->spec);
 	free(t);
 }
 

@@ -16,10 +16,10 @@
 struct runner_task {
 	uint64_t tid;
 	uint32_t attempt;
-	char *spec;			/* JSON text, NUL-terminated */
-	size_t spec_len;
 	volatile int cancel;
 	struct runner_task *next;
+	size_t spec_len;
+	char spec[];			/* JSON text, NUL-terminated */
 };
 
 struct runner_result {
@@ -54,6 +54,9 @@ void runner_kill_group(struct runner *r);
 /* Tasks queued or running. */
 int runner_busy(struct runner *r);
 
+/* A task TID, ATTEMPT with a copy of SPEC (LEN bytes), in one block. */
+struct runner_task *runner_task_new(uint64_t tid, uint32_t attempt,
+				    const char *spec, size_t len);
 void runner_result_free(struct runner_result *res);
 void runner_task_free(struct runner_task *t);
 
