@@ -5,9 +5,9 @@
  * punctuation between members and between the elements of "tasks".  Every
  * value it steps over is parsed afterwards (the "name", the "job" by
  * jansson, each task by jparse, which agrees with jansson), so no byte
- * escapes a strict parse.  When the scan
- * finds the text malformed, jansson parses the whole text once more to say
- * where and why, as it would have for any batch file.
+ * escapes a strict parse.  When the scan finds the text malformed,
+ * jansson parses the whole text once more to say where and why, as it
+ * would have for any batch file.
  */
 #include "batchtext.h"
 

@@ -282,12 +282,10 @@ flush_results(struct agent *a)
 		}
 		proto_put_result(&b, &pr);
 		count++;
+		a->last_seconds = r->seconds;	/* the last one's stays */
 	}
 	proto_set_count(&b, count);
 	send_buf(a, FT_MSG_RESULT, &b);
-	for (r = list; r->next; r = r->next)
-		;
-	a->last_seconds = r->seconds;
 	runner_result_free(list);
 	return 1;
 }
