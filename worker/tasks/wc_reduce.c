@@ -11,7 +11,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <fcntl.h>
 #include <unistd.h>
@@ -125,24 +124,45 @@ wc_reduce_run(const struct ft_task *task, struct ft_result *res)
 
 /* ---- merge ---- */
 
+#define RUN_PAD 32		/* readable bytes after a run's data */
+
 /* One sorted run being merged. */
 struct run {
-	uint8_t *map;		/* the file, mapped */
+	uint8_t *data;		/* the file, read whole, RUN_PAD bytes after */
 	size_t len;
 	struct wc_in in;
 	const uint8_t *w;	/* current record */
 	size_t n;
 	uint64_t count;
+	uint64_t prefix;	/* its word's first 8 bytes, big-endian */
 };
 
-/* Does run A's record come before run B's? */
+/* Read R's next record.  1, 0 at its end, -1 when corrupt.  A record's
+ * word (at least 1 byte) is followed by 3 bytes of the file at least (its
+ * count, the trailer), so its first 8 bytes are readable. */
 static int
+run_next(struct run *r)
+{
+	int rc = wc_in_next(&r->in, &r->w, &r->n, &r->count);
+
+	if (rc == 1)
+		r->prefix = __builtin_bswap64(wc_load(r->w) &
+				(r->n >= 8 ? ~0ULL : wc_mask(r->n)));
+	return rc;
+}
+
+/* Does run A's record come before run B's?  Count descending, then word
+ * bytes ascending; the zero-padded prefixes settle most ties on count
+ * (as in wc_table_sort), the words the rest. */
+static inline int
 before(const struct run *a, const struct run *b)
 {
 	int c;
 
 	if (a->count != b->count)
 		return a->count > b->count;
+	if (a->prefix != b->prefix)
+		return a->prefix < b->prefix;
 	c = memcmp(a->w, b->w, a->n < b->n ? a->n : b->n);
 	return c ? c < 0 : a->n < b->n;
 }
@@ -165,36 +185,20 @@ sift_down(struct run **h, size_t n, size_t i)
 	h[i] = x;
 }
 
-/* Map the run PATH into R and read its first record.  1 when it has one,
- * 0 when empty, -1 with RES failed. */
+/* Read the run PATH into R and its first record.  1 when it has one, 0
+ * when empty, -1 with RES failed. */
 static int
 run_open(struct run *r, const char *path, struct ft_result *res)
 {
-	char eb[64];
-	struct stat st;
-	int fd = open(path, O_RDONLY | O_CLOEXEC), rc;
+	char err[512];
+	int rc;
 
-	if (fd < 0 || fstat(fd, &st) == -1) {
-		rc = errno;
-		if (fd >= 0)
-			close(fd);
-		return wc_fail(res, "cannot read %s: %s", path,
-			       wc_strerror(rc, eb, sizeof(eb))) - 1;
-	}
-	r->len = (size_t)st.st_size;
-	r->map = r->len ? mmap(NULL, r->len, PROT_READ, MAP_PRIVATE, fd, 0)
-			: NULL;
-	close(fd);
-	if (r->map == MAP_FAILED) {
-		r->map = NULL;
-		return wc_fail(res, "cannot map %s: %s", path,
-			       wc_strerror(errno, eb, sizeof(eb))) - 1;
-	}
-	if (r->map)
-		madvise(r->map, r->len, MADV_SEQUENTIAL);
-	if (r->map == NULL || wc_in_open(&r->in, r->map, r->len) == -1)
+	r->data = wc_read_all(path, RUN_PAD, &r->len, err, sizeof(err));
+	if (r->data == NULL)
+		return wc_fail(res, "cannot read %s", err) - 1;
+	if (wc_in_open(&r->in, r->data, r->len) == -1)
 		return wc_fail(res, "%s: not a run file", path) - 1;
-	rc = wc_in_next(&r->in, &r->w, &r->n, &r->count);
+	rc = run_next(r);
 	if (rc == -1)
 		return wc_fail(res, "%s: corrupt or truncated", path) - 1;
 	return rc;
@@ -206,26 +210,32 @@ static int
 emit(struct wc_out *o, struct wc_afile *f, const struct run *r, char *err,
      size_t n)
 {
-	char num[24];
+	char num[48];		/* digits end at 24; 24 bytes copied */
 	int k = 24;
 	uint64_t c = r->count;
+	uint8_t *p;
 
 	do
 		num[--k] = (char)('0' + c % 10);
 	while ((c /= 10) != 0);
-	if (o->len + r->n + 26 > o->cap) {
+	if (o->len + r->n + RUN_PAD + 26 > o->cap) {
 		if (wc_afile_write(f, o->data, o->len, err, n) == -1)
 			return -1;
 		o->len = 0;
-		if (r->n + 26 > o->cap)
-			wc_out_reserve(o, r->n + 26);
+		if (r->n + RUN_PAD + 26 > o->cap)
+			wc_out_reserve(o, r->n + RUN_PAD + 26);
 	}
-	memcpy(o->data + o->len, r->w, r->n);
-	o->len += r->n;
-	o->data[o->len++] = '\t';
-	memcpy(o->data + o->len, num + k, (size_t)(24 - k));
-	o->len += (size_t)(24 - k);
-	o->data[o->len++] = '\n';
+	p = o->data + o->len;
+	if (r->n <= RUN_PAD)	/* RUN_PAD bytes are readable (run_open) */
+		memcpy(p, r->w, RUN_PAD);
+	else
+		memcpy(p, r->w, r->n);
+	p += r->n;
+	*p++ = '\t';
+	memcpy(p, num + k, 24);
+	p += 24 - k;
+	*p++ = '\n';
+	o->len = (size_t)(p - o->data);
 	return 0;
 }
 
@@ -254,6 +264,11 @@ merge_loop(struct merge *m)
 	for (i = m->live; i-- > 0;)
 		sift_down(m->heap, m->live, i);
 	while (m->live > 0) {
+		if (m->live == 2 && before(m->heap[1], m->heap[0])) {
+			r = m->heap[0];	/* two runs (the default): no sift */
+			m->heap[0] = m->heap[1];
+			m->heap[1] = r;
+		}
 		r = m->heap[0];
 		if ((m->distinct & 0xffff) == 0 && *m->task->cancel)
 			return wc_fail(m->res, "cancelled") - 1;
@@ -261,13 +276,13 @@ merge_loop(struct merge *m)
 			return wc_fail(m->res, "%s", err) - 1;
 		m->words += r->count;
 		m->distinct++;
-		more = wc_in_next(&r->in, &r->w, &r->n, &r->count);
+		more = run_next(r);
 		if (more == -1)
 			return wc_fail(m->res, "run-%zu: corrupt or truncated",
 				       (size_t)(r - m->runs)) - 1;
 		if (more == 0)
 			m->heap[0] = m->heap[--m->live];
-		if (m->live > 0)
+		if (m->live > 2)
 			sift_down(m->heap, m->live, 0);
 	}
 	if (m->o.len > 0 &&
@@ -302,8 +317,7 @@ merge_close(struct merge *m)
 	size_t r;
 
 	for (r = 0; r < m->nruns; r++)
-		if (m->runs[r].map)
-			munmap(m->runs[r].map, m->runs[r].len);
+		free(m->runs[r].data);
 	free(m->runs);
 	free(m->heap);
 	wc_out_free(&m->o);
