@@ -18,8 +18,8 @@
  * count-trailing-zeros, are word starts and ends.  That costs about one
  * mispredicted branch per block rather than two per word.  The words of
  * MASKS blocks are hashed as they are found, their slots prefetched at
- * once, then counted as a batch: a slot has the time of a batch's scan to
- * arrive from memory.
+ * once, and counted as a batch after the next batch's scan: a slot has the
+ * time of a scan and a count to arrive from memory.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -36,7 +36,8 @@
 #include "wc_table.h"
 #include "wc_task.h"
 
-#define BUF_BYTES (256 << 10)	/* read size: stays in L2 until scanned */
+#define BUF_BYTES (64 << 10)	/* read size: a small part of L2, which
+				 * the table's warm slots need more */
 #define BUF_PAD 64		/* readable bytes after the data (one block) */
 #define TAIL_READ 4096		/* read this far past the shard's end */
 #define WORD_READ 65536		/* read size past the shard, inside a word */
@@ -255,17 +256,25 @@ scan_words(const struct map *m, struct scan *s, const uint64_t *masks,
 }
 
 /* Scan the buffer from S->i on, reading on as needed, to the end of the
- * shard's part of the file.  0 or -1. */
+ * shard's part of the file.  0 or -1.
+ *
+ * The words of a batch are counted after the next batch is scanned, so
+ * that the slots a batch prefetches have a whole scan to arrive, while
+ * the counting, which mostly hits the cache, overlaps the next batch's
+ * misses.  A pending batch is counted before the buffer is refilled: its
+ * long words point into it. */
 static int
 scan_file(struct map *m, struct scan *s)
 {
 	uint64_t masks[MASKS];
-	struct wc_word w[MAX_WORDS];
-	size_t nb, nw;
-	int rc, done = 0;
+	struct wc_word w[2][MAX_WORDS];
+	size_t nb, nw[2] = { 0, 0 };
+	int rc, done = 0, cur = 0;
 
 	while (!done) {
 		if (s->i >= s->n) {
+			wc_table_add_batch(&m->tab, w[!cur], NULL, nw[!cur]);
+			nw[!cur] = 0;
 			rc = scan_refill(m, s);
 			if (rc <= 0)
 				return rc;
@@ -276,9 +285,12 @@ scan_file(struct map *m, struct scan *s)
 		m->masks(&m->cls, m->buf + s->i, nb, masks);
 		if (s->n - s->i < 64 * nb)
 			pad_mask(&masks[nb - 1], s->n - s->i - 64 * (nb - 1));
-		nw = scan_words(m, s, masks, nb, w, &done);
-		wc_table_add_batch(&m->tab, w, NULL, nw);
+		nw[cur] = scan_words(m, s, masks, nb, w[cur], &done);
+		cur = !cur;
+		wc_table_add_batch(&m->tab, w[cur], NULL, nw[cur]);
+		nw[cur] = 0;
 	}
+	wc_table_add_batch(&m->tab, w[!cur], NULL, nw[!cur]);
 	return 0;
 }
 
