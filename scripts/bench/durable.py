@@ -28,7 +28,6 @@ import argparse
 import json
 import os
 import signal
-import subprocess
 import sys
 import time
 

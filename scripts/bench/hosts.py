@@ -22,7 +22,6 @@ results.jsonl is checked (each task exactly once, all ok).  Medians of the
 rounds, (min-max).  Needs root (namespaces).
 """
 import argparse
-import json
 import os
 import sys
 import time

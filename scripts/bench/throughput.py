@@ -34,7 +34,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import benchlib as B  # noqa: E402
@@ -195,7 +194,7 @@ def main():
         problems += c.log_problems()
 
     # ---- tables ----
-    print(f"## Throughput of no-op tasks\n")
+    print("## Throughput of no-op tasks\n")
     print(B.machine_line(info) + f"; {binid}\n")
     print("Command: `/usr/bin/python3 scripts/bench/throughput.py "
           f"{' '.join(sys.argv[1:])}".rstrip() + "`" + "\n")

@@ -15,7 +15,7 @@ import time
 
 import pytest
 
-from conftest import batch_id_of, exec_task, pid_alive, read_jsonl, wait_until
+from conftest import exec_task, pid_alive, wait_until
 
 pytestmark = pytest.mark.timeout(180)
 

@@ -15,7 +15,7 @@ import time
 import pytest
 
 from conftest import (batch_id_of, check_exactly_once, exec_task, pid_alive,
-                      read_jsonl, wait_until)
+                      wait_until)
 
 pytestmark = pytest.mark.timeout(300)
 

@@ -5,7 +5,6 @@ progress line of waits on a terminal (a pty) and its absence when piped,
 and a subscriber that never reads."""
 import json
 import os
-import pty
 import re
 import select
 import shutil
