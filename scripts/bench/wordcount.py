@@ -13,6 +13,10 @@ number (new words), 3% are upper-cased (ASCII), 3% get doubled spaces and
 CRLF line ends.  About 39 M words, 127 k distinct.
 
 Every run reads the corpus from the page cache (it is read twice first).
+With both wc and ftfarm selected, every ftfarm job runs right after a
+wc -w (LC_ALL=C) of its own, and the ratio of each such pair is reported
+too: the machine's speed drifts, and runs made side by side compare
+fairly.
 Methods, each --reps times, medians reported:
   wc -w        GNU coreutils, LC_ALL=C (the baseline), and LC_ALL=C.UTF-8
   reference    tests/wordcount_ref.py (bytes regex + Counter, one process)
@@ -188,7 +192,11 @@ def bench_mpi4py(corpus_dir, workers, shards, reps, out, ref_bytes):
     return [r["seconds"] for r in runs]
 
 
-def bench_ftfarm(bindir, workdir, workers, corpus_dir, reps, ref_bytes):
+def bench_ftfarm(bindir, workdir, workers, corpus_dir, reps, ref_bytes,
+                 beside=None):
+    """Time REPS jobs on a fresh cluster of WORKERS workers.  BESIDE, when
+    given, is run (and its result kept) just before each job, so that a
+    baseline and ftfarm see the machine in the same state."""
     name = f"wc-w{workers}"
     c = B.Cluster(bindir, workdir, name,
                   [{"name": "node1", "host": "localhost",
@@ -198,11 +206,13 @@ def bench_ftfarm(bindir, workdir, workers, corpus_dir, reps, ref_bytes):
     with open(batch, "w") as f:
         json.dump({"name": "wordcount", "job": {
             "type": "wordcount", "inputs": [corpus_dir], "output": out}}, f)
-    times, master, summary = [], [], None
+    times, master, paired, summary = [], [], [], None
     try:
         c.start()
         c.submit(batch)                 # warm-up
         for _ in range(reps):
+            if beside:
+                paired.append(beside())
             bid, dt = c.submit(batch)
             summary = c.summary(bid)
             if summary.get("failed") or summary.get("error"):
@@ -214,7 +224,7 @@ def bench_ftfarm(bindir, workdir, workers, corpus_dir, reps, ref_bytes):
     finally:
         if c.started:
             c.run("stop", check=False, timeout=120)
-    return times, master, summary["result"]
+    return times, master, paired, summary["result"]
 
 
 # ---- report ----
@@ -271,16 +281,26 @@ def main():
                                                      "C.UTF-8")
         notes["wc -w (LC_ALL=C.UTF-8)"] = f"{w:,} words"
     shards = 18
+    pairs = {}                         # workers -> [(wc -w s, ftfarm s)]
     if "ftfarm" in only:
+        # With wc, each job runs right after a wc -w (LC_ALL=C) of its
+        # own: the machine's speed drifts, and a ratio is fair only
+        # between runs made side by side.
+        beside = (lambda: bench_wc(files, 1, "C")[0][0]) \
+            if "wc" in only else None
         for workers in (1, 2):
             B.log(f"ftfarm, {workers} worker(s)")
-            t, m, res = bench_ftfarm(bindir, workdir, workers, a.corpus,
-                                     a.reps, ref_bytes)
+            t, m, wc, res = bench_ftfarm(bindir, workdir, workers,
+                                         a.corpus, a.reps, ref_bytes,
+                                         beside)
             key = f"ftfarm wordcount, {workers} worker{'s' * (workers > 1)}"
             rows[key] = t
             notes[key] = (f"master {B.fmt(B.median(m))} s; {res['shards']} "
                           f"shards, {res['reducers']} reducers")
             shards = res["shards"]
+            if wc:
+                pairs[workers] = list(zip(wc, t))
+                rows["wc -w (LC_ALL=C)"] += wc
     if "mpi4py" in only:
         for workers in (1, 2):
             B.log(f"mpi4py.futures, {workers} worker(s)")
@@ -317,6 +337,12 @@ def main():
         print(f"\nftfarm 2 workers vs 1 worker: "
               f"{B.median(f1) / B.median(f2):.2f} x; 2 workers vs wc -w "
               f"(LC_ALL=C): {base / B.median(f2):.2f} x.")
+    for workers, pr in sorted(pairs.items()):
+        r = sorted(w / f for w, f in pr)
+        print(f"\nftfarm {workers} worker{'s' * (workers > 1)} against the "
+              f"wc -w (LC_ALL=C) run just before each job: median "
+              f"{B.median(r):.2f} x (per pair {r[0]:.2f}-{r[-1]:.2f}; wc -w "
+              f"median {B.fmt(B.median([w for w, _ in pr]))} s).")
     shutil.rmtree(workdir, ignore_errors=True)
 
 
