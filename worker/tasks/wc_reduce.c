@@ -138,9 +138,9 @@ struct run {
 	uint64_t prefix;	/* its word's first 8 bytes, big-endian */
 };
 
-/* Read R's next record.  1, 0 at its end, -1 when corrupt.  A record's
- * word (at least 1 byte) is followed by 3 bytes of the file at least (its
- * count, the trailer), so its first 8 bytes are readable. */
+/* Read R's next record.  1, 0 at its end, -1 when corrupt.  The first 8
+ * bytes of its word are readable even at the file's end: run_open maps
+ * zeros after the file. */
 static int
 run_next(struct run *r)
 {
