@@ -147,8 +147,7 @@ run_next(struct run *r)
 	int rc = wc_in_next(&r->in, &r->w, &r->n, &r->count);
 
 	if (rc == 1)
-		r->prefix = __builtin_bswap64(wc_load(r->w) &
-				(r->n >= 8 ? ~0ULL : wc_mask(r->n)));
+		r->prefix = wc_prefix(r->w, r->n);
 	return rc;
 }
 

@@ -390,8 +390,7 @@ wc_table_sort(struct wc_slot **list, size_t n)
 	for (i = 0; i < n; i++) {
 		w = wc_slot_word(list[i], &len);
 		v[i].count = wc_slot_count(list[i]);
-		v[i].prefix = __builtin_bswap64(len >= 8 ? wc_load(w)
-					: wc_load(w) & wc_masks24[len][0]);
+		v[i].prefix = wc_prefix(w, len);
 		v[i].s = list[i];
 	}
 	sort_keys(v, n);

@@ -94,6 +94,16 @@ wc_mask(size_t n)
 	return ~0ULL >> ((8 - n) * 8);
 }
 
+/* The first 8 bytes of the word P[0..N) (N >= 1, 8 bytes readable),
+ * zero-padded, big-endian: compared as integers they order words as
+ * memcmp does, but for ties where the padding meets real zero bytes.
+ * The reducers' sort and the merge must order words alike. */
+static inline uint64_t
+wc_prefix(const uint8_t *p, size_t n)
+{
+	return __builtin_bswap64(wc_load(p) & (n >= 8 ? ~0ULL : wc_mask(n)));
+}
+
 static inline uint64_t
 wc_round(uint64_t h, uint64_t w)
 {
