@@ -57,6 +57,9 @@ def ref(tmp_path_factory):
     return run
 
 
+KEEP_S = 4     # how long an idle worker keeps its last block here
+
+
 @pytest.fixture(scope="module")
 def rc(tmp_path_factory):
     """The module's cluster: 3 workers, quick heartbeats, a ladder that
@@ -64,6 +67,7 @@ def rc(tmp_path_factory):
     c = Cluster(tmp_path_factory.mktemp("relax_cluster"), name="c",
                 heartbeat_ms=200, respawn_limit=1000, max_attempts=10,
                 task_events=False)
+    c.env["FTFARM_RELAX_KEEP_S"] = str(KEEP_S)
     try:
         c.start()
         yield c
@@ -226,6 +230,30 @@ def block_lo(n, blocks, b):
     return 1 + b * (n - 2) // blocks
 
 
+def checkpoint_tasks(d, n, blocks, frm, sweeps, drop=None, copies=1):
+    """Relax tasks by hand: each block of an N x N matrix from the
+    checkpoint of FRM sweeps in D by SWEEPS, COPIES times each."""
+    out = []
+    for b in range(blocks):
+        t = {"type": "relax", "n": n, "blocks": blocks, "block": b,
+             "from": frm, "sweeps": sweeps, "dir": str(d),
+             "save": "checkpoint"}
+        if drop is not None:
+            t["drop"] = drop
+        out += [t] * copies
+    return out
+
+
+def check_checkpoint(ref, d, n, blocks, sweeps):
+    """Every block's checkpoint of SWEEPS in D holds the reference's rows."""
+    _, m = ref(n, sweeps, 0.0)
+    for b in range(blocks):
+        lo, hi = block_lo(n, blocks, b), block_lo(n, blocks, b + 1)
+        got = (d / f"cp-{sweeps}-{b}").read_bytes()
+        assert got == m[lo * n * 8:hi * n * 8], \
+            f"checkpoint {sweeps} of block {b} differs"
+
+
 def test_checkpoints_exact_and_duplicates_harmless(rc, ref, tmp_path):
     """Relax tasks submitted by hand, each twice in the same batch (the two
     copies run at once on different workers and race to publish): every
@@ -239,23 +267,10 @@ def test_checkpoints_exact_and_duplicates_harmless(rc, ref, tmp_path):
     d.mkdir()
 
     def tasks(frm, sweeps, drop=None, copies=2):
-        out = []
-        for b in range(blocks):
-            t = {"type": "relax", "n": n, "blocks": blocks, "block": b,
-                 "from": frm, "sweeps": sweeps, "dir": str(d),
-                 "save": "checkpoint"}
-            if drop is not None:
-                t["drop"] = drop
-            out += [t] * copies
-        return out
+        return checkpoint_tasks(d, n, blocks, frm, sweeps, drop, copies)
 
     def check(sweeps):
-        _, m = ref(n, sweeps, 0.0)
-        for b in range(blocks):
-            lo, hi = block_lo(n, blocks, b), block_lo(n, blocks, b + 1)
-            got = (d / f"cp-{sweeps}-{b}").read_bytes()
-            assert got == m[lo * n * 8:hi * n * 8], \
-                f"checkpoint {sweeps} of block {b} differs"
+        check_checkpoint(ref, d, n, blocks, sweeps)
 
     for frm, sweeps in ((0, 5), (5, 4), (9, 0)):
         code, out, err = rc.submit({"name": "raw", "tasks": tasks(frm,
@@ -281,6 +296,44 @@ def test_checkpoints_exact_and_duplicates_harmless(rc, ref, tmp_path):
     check(15)
     assert sorted(os.listdir(d)) == sorted(
         f"cp-{s}-{b}" for s in (12, 15) for b in range(blocks))
+
+
+def mapped_under(c, d):
+    """{pid: files under D that pid maps} of the cluster's workers."""
+    held = {}
+    for w in c.status()["workers"]:
+        try:
+            text = Path(f"/proc/{w['pid']}/maps").read_text()
+        except (OSError, ValueError):
+            continue
+        files = [ln.split(None, 5)[5] for ln in text.splitlines()
+                 if len(ln.split(None, 5)) == 6 and str(d) in ln]
+        if files:
+            held[w["pid"]] = files
+    return held
+
+
+def test_idle_worker_lets_go_of_removed_checkpoints(rc, ref, tmp_path):
+    """A round that takes the checkpoint of two rounds before over sweeps
+    into it through a mapping, and its worker keeps that mapping for the
+    block's next rounds.  A worker that gets no relax task for
+    FTFARM_RELAX_KEEP_S lets go of it: a job that ended elsewhere (here its
+    files are removed by hand) leaves no removed file held by a mapping,
+    that is no disk space nobody can see."""
+    n, blocks = 17, 3
+    d = tmp_path / "idle"
+    d.mkdir()
+    for frm, sweeps, drop in ((0, 3, None), (3, 3, None), (6, 3, 3)):
+        batch = checkpoint_tasks(d, n, blocks, frm, sweeps, drop)
+        code, out, err = rc.submit({"name": "idle", "tasks": batch})
+        assert code == 0, f"{out} {err}"
+    held = mapped_under(rc, d)
+    check_checkpoint(ref, d, n, blocks, 9)
+    assert any("/cp-9-" in f for files in held.values() for f in files), \
+        f"no worker maps a checkpoint of round 6..9: {held}"
+    shutil.rmtree(d)
+    held = wait_until(lambda: not mapped_under(rc, d), KEEP_S + 20)
+    assert held, f"removed checkpoints still mapped: {mapped_under(rc, d)}"
 
 
 # ---- faults ----

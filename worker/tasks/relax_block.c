@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "relax_io.h"
@@ -19,7 +20,10 @@ _Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
 	       "relax writes native doubles as the little-endian matrix file");
 
 #define HUGE_PAGE (2UL << 20)
-#define CHUNK_BYTES (1UL << 20)	/* rows of the last sweep written at once */
+#define KEEP_IDLE_S 30.0	/* an idle worker lets go of its block after
+				 * this (FTFARM_RELAX_KEEP_S) */
+#define CHUNK_BYTES (1UL << 20)	/* rows of the last sweep written at once,
+				 * when the checkpoint is not mapped */
 
 /* A task's rows [g0, g1) of the matrix, in two buffers of N per row. */
 struct work {
@@ -28,26 +32,63 @@ struct work {
 	long lo, hi;		/* own rows */
 	double *x;		/* the state */
 	double *y;		/* the next state */
+	const double *xown;	/* not NULL: the state's own rows are here */
+	double *yown;		/* not NULL: the next state's own rows go here */
 	struct relax_stats *st;
 };
 
 /* The buffers of the last task, and what they hold (see relax_block.h).
+ * The last sweep of a checkpointing task stores the own rows straight
+ * into the mapped checkpoint file, which the worker keeps mapped: its
+ * next task of the block reads them there, and the task after that, which
+ * takes that file over as its own checkpoint, finds its pages writable.
  * Tasks run one at a time on a worker; the lock is only a safeguard. */
 static struct {
 	pthread_mutex_t mu;
 	double *a, *b;		/* two buffers */
 	size_t cap;		/* doubles in each */
-	int valid;		/* a holds the rows of: */
+	struct relax_map cur;	/* the checkpoint last written, if mapped */
+	struct relax_map old;	/* the one before it, if mapped */
+	int valid;		/* a, or cur when mapped, holds the rows of: */
 	char *dir;		/*   this job's */
 	long n, blocks, block;	/*   block */
 	long sweep;		/*   after this many sweeps */
 	long g0;		/*   laid out from this row */
+	double until;		/* > 0: let go of it all then (ft_now) */
 } keep = { .mu = PTHREAD_MUTEX_INITIALIZER };
+
+/* The thread that lets go of the kept block once no relax task has come
+ * for a while (see keep_idle): the job may have ended or failed while
+ * this worker was idle, and its removed checkpoints keep their disk space
+ * for as long as they stay mapped. */
+static struct {
+	pthread_once_t once;
+	pthread_cond_t cv;	/* keep.until changed */
+	double idle_s;
+} reaper = { .once = PTHREAD_ONCE_INIT };
 
 static double *
 row(const struct work *w, double *buf, long i)
 {
 	return buf + (size_t)(i - w->g0) * (size_t)w->s->n;
+}
+
+/* Row I of the state, and of the next state: the own rows may lie in a
+ * mapped checkpoint instead. */
+static const double *
+xrow(const struct work *w, long i)
+{
+	if (w->xown && i >= w->lo && i < w->hi)
+		return w->xown + (size_t)(i - w->lo) * (size_t)w->s->n;
+	return row(w, w->x, i);
+}
+
+static double *
+yrow(const struct work *w, long i)
+{
+	if (w->yown && i >= w->lo && i < w->hi)
+		return w->yown + (size_t)(i - w->lo) * (size_t)w->s->n;
+	return row(w, w->y, i);
 }
 
 static long
@@ -95,6 +136,8 @@ big_alloc(size_t doubles)
 static void
 forget(void)
 {
+	relax_map_drop(&keep.cur);
+	relax_map_drop(&keep.old);
 	free(keep.a);
 	free(keep.b);
 	free(keep.dir);
@@ -104,13 +147,81 @@ forget(void)
 	keep.valid = 0;
 }
 
-/* Does the worker hold the own rows S starts from? */
+static void *
+reaper_main(void *arg)
+{
+	struct timespec ts;
+
+	(void)arg;
+	pthread_mutex_lock(&keep.mu);
+	for (;;) {
+		if (keep.until <= 0) {
+			pthread_cond_wait(&reaper.cv, &keep.mu);
+		} else if (ft_now() >= keep.until) {
+			forget();
+			keep.until = 0;
+		} else {	/* ft_now is CLOCK_MONOTONIC, as reaper.cv */
+			ts.tv_sec = (time_t)keep.until;
+			ts.tv_nsec = (long)((keep.until - (double)ts.tv_sec) *
+					    1e9);
+			pthread_cond_timedwait(&reaper.cv, &keep.mu, &ts);
+		}
+	}
+	return NULL;
+}
+
+/* Start the reaper (once).  Without it (no thread to be had) a worker
+ * keeps its last block until its next relax task, as it always may. */
+static void
+reaper_start(void)
+{
+	const char *env = getenv("FTFARM_RELAX_KEEP_S");
+	pthread_condattr_t ca;
+	pthread_attr_t ta;
+	pthread_t t;
+
+	reaper.idle_s = env && atof(env) > 0 ? atof(env) : KEEP_IDLE_S;
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&reaper.cv, &ca);
+	pthread_condattr_destroy(&ca);
+	pthread_attr_init(&ta);
+	pthread_attr_setdetachstate(&ta, PTHREAD_CREATE_DETACHED);
+	(void)pthread_create(&t, &ta, reaper_main, NULL);
+	pthread_attr_destroy(&ta);
+}
+
+/* A task has ended: whatever the worker keeps, it keeps for the idle
+ * time from now.  Called with keep.mu held. */
+static void
+keep_idle(void)
+{
+	int holding = keep.a || keep.b || keep.cur.rows || keep.old.rows;
+
+	keep.until = holding ? ft_now() + reaper.idle_s : 0;
+	pthread_cond_signal(&reaper.cv);
+}
+
+/* Does the worker hold the own rows S starts from?  When they are in the
+ * mapped checkpoint, that file must still have its name: a file taken
+ * over is being rewritten (S is then a late attempt, whose result is not
+ * wanted; it fails as it reads the halo). */
 static int
 kept(const struct relax_spec *s)
 {
-	return keep.valid && strcmp(keep.dir, s->dir) == 0 &&
-	       keep.n == s->n && keep.blocks == s->blocks &&
-	       keep.block == s->block && keep.sweep == s->from;
+	char *path;
+	int hit;
+
+	if (!keep.valid || strcmp(keep.dir, s->dir) != 0 ||
+	    keep.n != s->n || keep.blocks != s->blocks ||
+	    keep.block != s->block || keep.sweep != s->from)
+		return 0;
+	if (keep.cur.rows == NULL)
+		return 1;
+	path = relax_cp_path(s->dir, s->from, s->block);
+	hit = relax_map_is(&keep.cur, path);
+	free(path);
+	return hit;
 }
 
 /* Give W its buffers, with its own rows already in place when HIT.
@@ -133,7 +244,7 @@ prepare(struct work *w, int hit, char *err, size_t n)
 				 2 * (size_t)(w->g1 - w->g0));
 			return -1;
 		}
-		if (hit)
+		if (hit && keep.cur.rows == NULL)
 			memcpy(a + (size_t)(w->lo - w->g0) * w->s->n,
 			       keep.a + (size_t)(w->lo - keep.g0) * w->s->n,
 			       own * sizeof(double));
@@ -142,10 +253,17 @@ prepare(struct work *w, int hit, char *err, size_t n)
 		keep.a = a;
 		keep.b = b;
 		keep.cap = need;
-	} else if (hit && keep.g0 != w->g0) {
+	} else if (hit && keep.cur.rows == NULL && keep.g0 != w->g0) {
 		memmove(keep.a + (size_t)(w->lo - w->g0) * w->s->n,
 			keep.a + (size_t)(w->lo - keep.g0) * w->s->n,
 			own * sizeof(double));
+	}
+	if (hit && keep.cur.rows)
+		w->xown = keep.cur.rows;
+	if (!hit) {
+		/* Another block, job or round: its mappings are of no use. */
+		relax_map_drop(&keep.cur);
+		relax_map_drop(&keep.old);
 	}
 	keep.valid = 0;
 	w->x = keep.a;
@@ -215,32 +333,32 @@ sweep_rows(struct work *w, long r0, long r1, double eps)
 	long i, n = w->s->n;
 
 	for (i = r0; i < r1; i++)
-		eps = rk_sweep_row(row(w, w->y, i), row(w, w->x, i - 1),
-				   row(w, w->x, i), row(w, w->x, i + 1), n,
-				   eps);
+		eps = rk_sweep_row(yrow(w, i), xrow(w, i - 1), xrow(w, i),
+				   xrow(w, i + 1), n, eps);
 	return eps;
 }
 
-/* Write W's own rows [R0, R1) of buffer BUF to checkpoint CP (at their
- * place in the file).  0, or -1 with ERR. */
+/* Write W's own rows [R0, R1), which lie from FIRST on, to checkpoint CP
+ * (at their place in the file).  0, or -1 with ERR. */
 static int
-write_rows(struct work *w, struct relax_file *cp, double *buf, long r0,
-	   long r1, char *err, size_t n)
+write_rows(struct work *w, struct relax_file *cp, const double *first,
+	   long r0, long r1, char *err, size_t n)
 {
 	size_t rowb = (size_t)w->s->n * sizeof(double);
 	double t0 = ft_now();
 	int rc;
 
-	rc = relax_file_write(cp, row(w, buf, r0), (size_t)(r1 - r0) * rowb,
+	rc = relax_file_write(cp, first, (size_t)(r1 - r0) * rowb,
 			      (off_t)((size_t)(r0 - w->lo) * rowb), err, n);
 	w->st->write_s += ft_now() - t0;
 	return rc;
 }
 
 /* Sweep T of K: the rows still exact after it, own rows last.  CP, when
- * not NULL (the last sweep of a checkpointing task), receives the own rows
- * in chunks as they are computed, while they are in the cache.  W's eps of
- * the sweep in *EPS.  0, or -1 with ERR. */
+ * not NULL (the last sweep of a checkpointing task whose file is not
+ * mapped), receives the own rows in chunks as they are computed, while
+ * they are in the cache.  W's eps of the sweep in *EPS.  0, or -1 with
+ * ERR. */
 static int
 sweep(struct work *w, long t, long k, struct relax_file *cp, double *eps,
       char *err, size_t n)
@@ -253,13 +371,36 @@ sweep(struct work *w, long t, long k, struct relax_file *cp, double *eps,
 
 	sweep_rows(w, r0, w->lo, 0.0);
 	sweep_rows(w, w->hi, r1, 0.0);
+	for (i = w->lo; w->yown && i < w->hi; i++)	/* never swept */
+		yrow(w, i)[0] = yrow(w, i)[s->n - 1] = 0.0;
 	for (i = w->lo; i < w->hi; i = z) {
 		z = cp ? min_l(w->hi, i + chunk) : w->hi;
 		e = sweep_rows(w, i, z, e);
-		if (cp && write_rows(w, cp, w->y, i, z, err, n) == -1)
+		if (cp && write_rows(w, cp, yrow(w, i), i, z, err, n) == -1)
 			return -1;
 	}
 	*eps = e;
+	return 0;
+}
+
+/* Write rows [LO, HI) of W's state at their place in FD, in pieces: the
+ * own rows may lie apart from the others.  0, or -1 with errno. */
+static int
+write_state(const struct work *w, int fd, long lo, long hi)
+{
+	size_t rowb = (size_t)w->s->n * sizeof(double);
+	long z;
+
+	for (; lo < hi; lo = z) {
+		z = hi;
+		if (w->xown && lo < w->lo)
+			z = min_l(hi, w->lo);
+		else if (w->xown && lo < w->hi)
+			z = min_l(hi, w->hi);
+		if (relax_pwrite(fd, xrow(w, lo), (size_t)(z - lo) * rowb,
+				 (off_t)((size_t)lo * rowb)) == -1)
+			return -1;
+	}
 	return 0;
 }
 
@@ -269,13 +410,11 @@ sweep(struct work *w, long t, long k, struct relax_file *cp, double *eps,
 static int
 write_matrix(struct work *w, long lo, long hi, char *err, size_t n)
 {
-	size_t rowb = (size_t)w->s->n * sizeof(double);
 	int fd = open(w->s->matrix, O_WRONLY | O_CLOEXEC);
 	int rc = -1;
 
 	if (fd != -1) {
-		rc = relax_pwrite(fd, row(w, w->x, lo), (size_t)(hi - lo) * rowb,
-				  (off_t)((size_t)lo * rowb));
+		rc = write_state(w, fd, lo, hi);
 		if (close(fd) == -1)
 			rc = -1;
 	}
@@ -299,7 +438,7 @@ save_output(struct work *w, char *err, size_t n)
 	relax_out_rows(s->n, s->blocks, s->block, &lo, &hi);
 	sums = ft_malloc((size_t)(hi - lo) * sizeof(double));
 	for (i = lo; i < hi; i++)
-		sums[i - lo] = rk_row_sum(row(w, w->x, i), i, s->n);
+		sums[i - lo] = rk_row_sum(xrow(w, i), i, s->n);
 	if (s->matrix && write_matrix(w, lo, hi, err, n) == -1)
 		goto out;
 	path = relax_rs_path(s->dir, s->from + s->sweeps, s->block);
@@ -316,14 +455,19 @@ out:
 	return rc;
 }
 
-/* Remember that the first buffer holds W's own rows after its sweeps. */
+/* Remember that W's own rows after its sweeps are in the checkpoint it
+ * wrote, mapped as OUT, or else in the first buffer. */
 static void
-remember(const struct work *w)
+remember(const struct work *w, struct relax_map *out)
 {
 	const struct relax_spec *s = w->s;
 
 	keep.a = w->x;
 	keep.b = w->y;
+	relax_map_drop(&keep.old);
+	keep.old = keep.cur;
+	keep.cur = *out;
+	memset(out, 0, sizeof(*out));
 	if (keep.dir == NULL || strcmp(keep.dir, s->dir) != 0) {
 		free(keep.dir);
 		keep.dir = ft_strdup(s->dir);
@@ -337,10 +481,11 @@ remember(const struct work *w)
 }
 
 /* The sweeps of W, writing the checkpoint CP (NULL for an output task)
- * during the last one.  0, or -1 with ERR. */
+ * during the last one: straight into its mapping OUT when there is one.
+ * 0, or -1 with ERR. */
 static int
-run_sweeps(struct work *w, struct relax_file *cp, const volatile int *cancel,
-	   double *eps, char *err, size_t n)
+run_sweeps(struct work *w, struct relax_file *cp, const struct relax_map *out,
+	   const volatile int *cancel, double *eps, char *err, size_t n)
 {
 	long t, k = w->s->sweeps;
 	double *tmp, t0 = ft_now();
@@ -350,29 +495,39 @@ run_sweeps(struct work *w, struct relax_file *cp, const volatile int *cancel,
 			snprintf(err, n, "cancelled");
 			return -1;
 		}
-		if (sweep(w, t, k, t == k ? cp : NULL, &eps[t - 1], err,
-			  n) == -1)
+		if (t == k && cp && out->rows)
+			w->yown = out->rows;
+		if (sweep(w, t, k, t == k && !w->yown ? cp : NULL,
+			  &eps[t - 1], err, n) == -1)
 			return -1;
 		tmp = w->x;
 		w->x = w->y;
 		w->y = tmp;
+		w->xown = w->yown;
+		w->yown = NULL;
 	}
 	w->st->compute_s = ft_now() - t0 - w->st->write_s;
 	return 0;
 }
 
-/* Open the checkpoint file W writes, made of the one it may drop. */
+/* Open the checkpoint file W writes, made of the one it may drop, and
+ * map it into OUT when it is to be swept into (OUT stays empty where the
+ * file cannot be mapped: it is written instead).  0, or -1 with ERR. */
 static int
-open_checkpoint(struct work *w, struct relax_file *cp, char *err, size_t n)
+open_checkpoint(struct work *w, struct relax_file *cp, struct relax_map *out,
+		char *err, size_t n)
 {
 	const struct relax_spec *s = w->s;
-	off_t size = (off_t)((size_t)(w->hi - w->lo) * (size_t)s->n *
-			     sizeof(double));
+	size_t size = (size_t)(w->hi - w->lo) * (size_t)s->n * sizeof(double);
 	char *path = relax_cp_path(s->dir, s->from + s->sweeps, s->block);
 	char *old = s->drop > 0 ? relax_cp_path(s->dir, s->drop, s->block)
 				: NULL;
-	int rc = relax_file_open(cp, path, old, size, err, n);
+	double t0 = ft_now();
+	int rc = relax_file_open(cp, path, old, (off_t)size, err, n);
 
+	if (rc == 0 && s->sweeps > 0)
+		(void)relax_file_map(cp, size, out, &keep.old);
+	w->st->write_s += ft_now() - t0;
 	free(path);
 	free(old);
 	return rc;
@@ -406,7 +561,8 @@ save(struct work *w, struct relax_file *cp, char *err, size_t n)
 		if (rc == 0 && w->s->drop > 0)
 			drop(w->s);
 	} else if (w->s->sweeps == 0 &&
-		   write_rows(w, cp, w->x, w->lo, w->hi, err, n) == -1) {
+		   write_rows(w, cp, xrow(w, w->lo), w->lo, w->hi, err,
+			      n) == -1) {
 		rc = -1;
 	} else {
 		rc = relax_file_commit(cp, err, n);
@@ -420,6 +576,7 @@ relax_block_run(const struct relax_spec *s, const volatile int *cancel,
 		double *eps, struct relax_stats *st, char *err, size_t n)
 {
 	struct relax_file cp = { .fd = -1 };
+	struct relax_map out = { 0 };
 	struct work w;
 	double t0;
 	int hit, saved, rc = -1;
@@ -427,6 +584,7 @@ relax_block_run(const struct relax_spec *s, const volatile int *cancel,
 	memset(st, 0, sizeof(*st));
 	st->started = ft_wall();
 	geometry(&w, s, st);
+	pthread_once(&reaper.once, reaper_start);
 	pthread_mutex_lock(&keep.mu);
 	hit = kept(s);
 	if (prepare(&w, hit, err, n) == -1)
@@ -436,19 +594,22 @@ relax_block_run(const struct relax_spec *s, const volatile int *cancel,
 	if (load(&w, hit, err, n) == -1)
 		goto out;
 	st->read_s = ft_now() - t0;
-	if (!s->output && open_checkpoint(&w, &cp, err, n) == -1)
+	if (!s->output && open_checkpoint(&w, &cp, &out, err, n) == -1)
 		goto out;
-	if (run_sweeps(&w, s->output ? NULL : &cp, cancel, eps, err, n) == -1 ||
+	if (run_sweeps(&w, s->output ? NULL : &cp, &out, cancel, eps, err,
+		       n) == -1 ||
 	    (saved = save(&w, &cp, err, n)) == -1)
 		goto out;
 	if (s->output)
 		forget();	/* the block is done with */
 	else if (saved == 0)
-		remember(&w);
+		remember(&w, &out);
 	rc = 0;
 out:
 	if (rc == -1)
 		relax_file_abort(&cp);
+	relax_map_drop(&out);	/* unless remembered */
+	keep_idle();
 	pthread_mutex_unlock(&keep.mu);
 	st->ended = ft_wall();
 	return rc;

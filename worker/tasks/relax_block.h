@@ -22,9 +22,17 @@
  * file to get a name keeps it (see relax_io.h).  A late attempt that finds
  * its input taken over or gone fails, and its result is not wanted.
  *
- * A worker keeps the last block it computed in memory: when its next task
- * is the same block of the same job one round on, its own rows are not
- * read back from the checkpoint it just wrote (only the halo is).
+ * A worker keeps the last block it computed: when its next task is the
+ * same block of the same job one round on, its own rows are not read back
+ * from the checkpoint it just wrote (only the halo is).  A checkpointing
+ * task that took an old checkpoint over maps that file and sweeps its
+ * last sweep straight into it, with no copy into the page cache; the
+ * worker keeps the file mapped, reads the rows there in the next round,
+ * and finds the pages writable when the round after takes the file over
+ * again.  A worker that gets no relax task for FTFARM_RELAX_KEEP_S
+ * seconds (30) lets go of all it keeps, so that a job that ended or
+ * failed while it was idle holds neither its memory nor, through a
+ * mapping, the disk space of its removed files.
  */
 #ifndef FT_RELAX_BLOCK_H
 #define FT_RELAX_BLOCK_H

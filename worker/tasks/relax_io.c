@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -110,7 +111,7 @@ take_over(struct relax_file *f, const char *reuse, off_t size)
 		f->tmp = NULL;
 		return 0;
 	}
-	fd = open(f->tmp, O_WRONLY | O_CLOEXEC);
+	fd = open(f->tmp, O_RDWR | O_CLOEXEC);	/* read too: to be mapped */
 	if (fd == -1 || fstat(fd, &sb) == -1 ||
 	    (sb.st_size != size && ftruncate(fd, size) == -1)) {
 		int e = errno;
@@ -212,6 +213,64 @@ relax_file_abort(struct relax_file *f)
 	free(f->tmp);
 	free(f->path);
 	f->tmp = f->path = NULL;
+}
+
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23	/* Linux 5.14 */
+#endif
+
+void
+relax_map_drop(struct relax_map *m)
+{
+	if (m->rows)
+		munmap(m->rows, m->len);
+	memset(m, 0, sizeof(*m));
+}
+
+int
+relax_map_is(const struct relax_map *m, const char *path)
+{
+	struct stat sb;
+
+	return m->rows && stat(path, &sb) == 0 && sb.st_dev == m->dev &&
+	       sb.st_ino == m->ino && (size_t)sb.st_size == m->len;
+}
+
+/* Is CACHE a mapping of the file SB describes? */
+static int
+same_file(const struct relax_map *cache, const struct stat *sb)
+{
+	return cache && cache->rows && cache->dev == sb->st_dev &&
+	       cache->ino == sb->st_ino && cache->len == (size_t)sb->st_size;
+}
+
+int
+relax_file_map(struct relax_file *f, size_t size, struct relax_map *m,
+	       struct relax_map *cache)
+{
+	struct stat sb;
+	void *p;
+
+	memset(m, 0, sizeof(*m));
+	if (size == 0 || fstat(f->fd, &sb) == -1 || (size_t)sb.st_size != size)
+		return -1;
+	if (same_file(cache, &sb)) {
+		*m = *cache;
+		memset(cache, 0, sizeof(*cache));
+		return 0;
+	}
+	p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, f->fd, 0);
+	if (p == MAP_FAILED)
+		return -1;
+	if (madvise(p, size, MADV_POPULATE_WRITE) == -1) {
+		munmap(p, size);
+		return -1;
+	}
+	m->rows = p;
+	m->len = size;
+	m->dev = sb.st_dev;
+	m->ino = sb.st_ino;
+	return 0;
 }
 
 int
