@@ -1,6 +1,7 @@
 /* relax_block: one block advanced by a few sweeps (see relax_block.h). */
 #include "relax_block.h"
 
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -171,7 +172,10 @@ reaper_main(void *arg)
 }
 
 /* Start the reaper (once).  Without it (no thread to be had) a worker
- * keeps its last block until its next relax task, as it always may. */
+ * keeps its last block until its next relax task, as it always may.  The
+ * plugin is made to stay loaded: a worker closes its plugins on its way
+ * out, and the reaper's code must not go while the reaper may still wake
+ * up in it. */
 static void
 reaper_start(void)
 {
@@ -179,6 +183,12 @@ reaper_start(void)
 	pthread_condattr_t ca;
 	pthread_attr_t ta;
 	pthread_t t;
+	Dl_info self;
+
+	if (dladdr(&reaper, &self) == 0 ||
+	    dlopen(self.dli_fname, RTLD_NOW | RTLD_NOLOAD |
+		   RTLD_NODELETE) == NULL)
+		return;
 
 	reaper.idle_s = env && atof(env) > 0 ? atof(env) : KEEP_IDLE_S;
 	pthread_condattr_init(&ca);
