@@ -498,7 +498,7 @@ run_sweeps(struct work *w, struct relax_file *cp, const struct relax_map *out,
 	   const volatile int *cancel, double *eps, char *err, size_t n)
 {
 	long t, k = w->s->sweeps;
-	double *tmp, t0 = ft_now();
+	double *tmp, t0 = ft_now(), w0 = w->st->write_s;
 
 	for (t = 1; t <= k; t++) {
 		if (*cancel) {
@@ -516,7 +516,7 @@ run_sweeps(struct work *w, struct relax_file *cp, const struct relax_map *out,
 		w->xown = w->yown;
 		w->yown = NULL;
 	}
-	w->st->compute_s = ft_now() - t0 - w->st->write_s;
+	w->st->compute_s = ft_now() - t0 - (w->st->write_s - w0);
 	return 0;
 }
 
