@@ -227,21 +227,20 @@ relax_map_drop(struct relax_map *m)
 	memset(m, 0, sizeof(*m));
 }
 
+/* Is M (may be NULL) a mapping of the whole file SB describes? */
+static int
+same_file(const struct relax_map *m, const struct stat *sb)
+{
+	return m && m->rows && m->dev == sb->st_dev && m->ino == sb->st_ino &&
+	       m->len == (size_t)sb->st_size;
+}
+
 int
 relax_map_is(const struct relax_map *m, const char *path)
 {
 	struct stat sb;
 
-	return m->rows && stat(path, &sb) == 0 && sb.st_dev == m->dev &&
-	       sb.st_ino == m->ino && (size_t)sb.st_size == m->len;
-}
-
-/* Is CACHE a mapping of the file SB describes? */
-static int
-same_file(const struct relax_map *cache, const struct stat *sb)
-{
-	return cache && cache->rows && cache->dev == sb->st_dev &&
-	       cache->ino == sb->st_ino && cache->len == (size_t)sb->st_size;
+	return m->rows && stat(path, &sb) == 0 && same_file(m, &sb);
 }
 
 int
