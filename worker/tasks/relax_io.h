@@ -78,11 +78,12 @@ struct relax_map {
 /* Map F's temp file, a file it took over and so SIZE bytes already, into
  * M.  When CACHE (may be NULL) is a mapping of that very file, it is
  * moved into M: its pages are writable already.  Otherwise every page is
- * made writable now (7 ms for 64 MiB of pages in the page cache here,
- * against 13-18 ms to write them), so that a full disk shows here and not
- * as a SIGBUS in the middle of a sweep.  A new file is not mapped: making
- * its pages costs more than writing them (35-47 ms against 26).  0, or -1
- * when F is not mapped (M is empty): write it with relax_file_write. */
+ * made writable now (4-7 ms for 64 MiB of pages in the page cache on
+ * ext4 here, against 13-18 ms to write them; scripts/bench/cp_write.c),
+ * so that a full disk shows here and not as a SIGBUS in the middle of a
+ * sweep.  A new file is not mapped: making its pages costs more than
+ * writing them (27-47 ms against 21-26).  0, or -1 when F is not mapped
+ * (M is empty): write it with relax_file_write. */
 int relax_file_map(struct relax_file *f, size_t size, struct relax_map *m,
 		   struct relax_map *cache);
 /* Is M the file named PATH, i.e. was it not taken over since? */
