@@ -104,8 +104,10 @@ $(BINDIR)/tasks/wordcount.so: $(WORDCOUNT_SRC) $(wildcard worker/tasks/wc_*.h) $
 # relax is split into worker/tasks/relax_*.c, compiled into its plugin.
 # Results must be the seed's bits: nothing fused or reassociated, whatever
 # CFLAGS says.
-RELAX_SRC := worker/tasks/relax.c $(wildcard worker/tasks/relax_*.c)
-$(BINDIR)/tasks/relax.so: $(RELAX_SRC) $(wildcard worker/tasks/relax_*.h) $(PLUGIN_DEPS)
+RELAX_SRC := worker/tasks/relax.c $(wildcard worker/tasks/relax_*.c) \
+	worker/tasks/task_keep.c
+$(BINDIR)/tasks/relax.so: $(RELAX_SRC) $(wildcard worker/tasks/relax_*.h) \
+		worker/tasks/task_keep.h $(PLUGIN_DEPS)
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) -iquote worker/tasks $(CFLAGS) -fno-fast-math -ffp-contract=off $(WARN) $(PLUGIN_CFLAGS) -o $@ $(RELAX_SRC) $(PLUGIN_COMMON) $(LDLIBS)
 

@@ -1,7 +1,6 @@
 /* relax_block: one block advanced by a few sweeps (see relax_block.h). */
 #include "relax_block.h"
 
-#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -14,6 +13,7 @@
 
 #include "relax_io.h"
 #include "relax_kernel.h"
+#include "task_keep.h"
 #include "util.h"
 
 /* The matrix file is little-endian doubles, written as they lie in memory. */
@@ -55,18 +55,17 @@ static struct {
 	long n, blocks, block;	/*   block */
 	long sweep;		/*   after this many sweeps */
 	long g0;		/*   laid out from this row */
-	double until;		/* > 0: let go of it all then (ft_now) */
 } keep = { .mu = PTHREAD_MUTEX_INITIALIZER };
 
-/* The thread that lets go of the kept block once no relax task has come
- * for a while (see keep_idle): the job may have ended or failed while
- * this worker was idle, and its removed checkpoints keep their disk space
- * for as long as they stay mapped. */
-static struct {
-	pthread_once_t once;
-	pthread_cond_t cv;	/* keep.until changed */
-	double idle_s;
-} reaper = { .once = PTHREAD_ONCE_INIT };
+static void forget(void);
+
+/* An idle worker lets go of the kept block: the job may have ended or
+ * failed meanwhile, and its removed checkpoints keep their disk space for
+ * as long as they stay mapped. */
+static struct task_keep keeper = {
+	.mu = &keep.mu, .forget = forget, .env = "FTFARM_RELAX_KEEP_S",
+	.default_s = KEEP_IDLE_S,
+};
 
 static double *
 row(const struct work *w, double *buf, long i)
@@ -148,68 +147,13 @@ forget(void)
 	keep.valid = 0;
 }
 
-static void *
-reaper_main(void *arg)
-{
-	struct timespec ts;
-
-	(void)arg;
-	pthread_mutex_lock(&keep.mu);
-	for (;;) {
-		if (keep.until <= 0) {
-			pthread_cond_wait(&reaper.cv, &keep.mu);
-		} else if (ft_now() >= keep.until) {
-			forget();
-			keep.until = 0;
-		} else {	/* ft_now is CLOCK_MONOTONIC, as reaper.cv */
-			ts.tv_sec = (time_t)keep.until;
-			ts.tv_nsec = (long)((keep.until - (double)ts.tv_sec) *
-					    1e9);
-			pthread_cond_timedwait(&reaper.cv, &keep.mu, &ts);
-		}
-	}
-	return NULL;
-}
-
-/* Start the reaper (once).  Without it (no thread to be had) a worker
- * keeps its last block until its next relax task, as it always may.  The
- * plugin is made to stay loaded: a worker closes its plugins on its way
- * out, and the reaper's code must not go while the reaper may still wake
- * up in it. */
-static void
-reaper_start(void)
-{
-	const char *env = getenv("FTFARM_RELAX_KEEP_S");
-	pthread_condattr_t ca;
-	pthread_attr_t ta;
-	pthread_t t;
-	Dl_info self;
-
-	if (dladdr(&reaper, &self) == 0 ||
-	    dlopen(self.dli_fname, RTLD_NOW | RTLD_NOLOAD |
-		   RTLD_NODELETE) == NULL)
-		return;
-
-	reaper.idle_s = env && atof(env) > 0 ? atof(env) : KEEP_IDLE_S;
-	pthread_condattr_init(&ca);
-	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-	pthread_cond_init(&reaper.cv, &ca);
-	pthread_condattr_destroy(&ca);
-	pthread_attr_init(&ta);
-	pthread_attr_setdetachstate(&ta, PTHREAD_CREATE_DETACHED);
-	(void)pthread_create(&t, &ta, reaper_main, NULL);
-	pthread_attr_destroy(&ta);
-}
-
 /* A task has ended: whatever the worker keeps, it keeps for the idle
  * time from now.  Called with keep.mu held. */
 static void
 keep_idle(void)
 {
-	int holding = keep.a || keep.b || keep.cur.rows || keep.old.rows;
-
-	keep.until = holding ? ft_now() + reaper.idle_s : 0;
-	pthread_cond_signal(&reaper.cv);
+	task_keep_idle(&keeper,
+		       keep.a || keep.b || keep.cur.rows || keep.old.rows);
 }
 
 /* Does the worker hold the own rows S starts from?  When they are in the
@@ -594,7 +538,6 @@ relax_block_run(const struct relax_spec *s, const volatile int *cancel,
 	memset(st, 0, sizeof(*st));
 	st->started = ft_wall();
 	geometry(&w, s, st);
-	pthread_once(&reaper.once, reaper_start);
 	pthread_mutex_lock(&keep.mu);
 	hit = kept(s);
 	if (prepare(&w, hit, err, n) == -1)
