@@ -24,6 +24,7 @@
 #define OUT_BYTES (1 << 20)	/* output buffer of the merge */
 
 #define BATCH 256		/* records counted at once (prefetching) */
+#define AHEAD_SLOTS 16		/* slots read ahead when writing a run */
 
 /* Add the partition file PATH to T.  0, or -1 with RES failed. */
 static int
@@ -74,6 +75,9 @@ reduce_write(struct wc_table *t, const char *dir, const char *name,
 	wc_table_sort(list, t->used);
 	wc_out_reserve(&out, wc_out_guess(t->used));
 	for (i = 0; i < t->used; i++) {
+		/* The sorted slots lie all over the table. */
+		if (i + AHEAD_SLOTS < t->used)
+			__builtin_prefetch(list[i + AHEAD_SLOTS]);
 		w = wc_slot_word(list[i], &n);
 		wc_out_slot_record(&out, w, n, wc_slot_count(list[i]));
 	}
