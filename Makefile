@@ -101,10 +101,12 @@ $(BINDIR)/tasks/%.so: worker/tasks/%.c $(PLUGIN_DEPS)
 # ends at a 32-byte boundary leaves the uop cache, so where the linker puts
 # a loop moved the map's time by 3-4 %; the assembler keeps branches off
 # those boundaries when it can (GNU as 2.34 on).
-WORDCOUNT_SRC := worker/tasks/wordcount.c $(wildcard worker/tasks/wc_*.c)
+WORDCOUNT_SRC := worker/tasks/wordcount.c $(wildcard worker/tasks/wc_*.c) \
+	worker/tasks/task_keep.c
 WC_ASFLAGS := $(shell $(CC) -Wa,-mbranches-within-32B-boundaries -x c -c \
 	/dev/null -o /dev/null 2>/dev/null && echo -Wa,-mbranches-within-32B-boundaries)
-$(BINDIR)/tasks/wordcount.so: $(WORDCOUNT_SRC) $(wildcard worker/tasks/wc_*.h) $(PLUGIN_DEPS)
+$(BINDIR)/tasks/wordcount.so: $(WORDCOUNT_SRC) $(wildcard worker/tasks/wc_*.h) \
+		worker/tasks/task_keep.h $(PLUGIN_DEPS)
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) -iquote worker/tasks $(CFLAGS) $(WC_ASFLAGS) $(WARN) $(PLUGIN_CFLAGS) -o $@ $(WORDCOUNT_SRC) $(PLUGIN_COMMON) $(LDLIBS)
 

@@ -123,10 +123,14 @@ def block_workers(c, n=6, seconds=4):
     assert rc == 0, se
 
 
+KEEP_S = 10    # how long an idle worker keeps its last map's table here
+
+
 @pytest.fixture(scope="module")
 def wc(tmp_path_factory):
     """One 3-worker cluster for the tests that do not harm it."""
     c = Cluster(tmp_path_factory.mktemp("wc"), name="wc", heartbeat_ms=500)
+    c.env["FTFARM_WORDCOUNT_KEEP_S"] = str(KEEP_S)
     try:
         c.start()
         yield c
@@ -462,6 +466,64 @@ def test_late_duplicate_writes_nothing(wc, tmp_path):
     text = run_fail(wc, {"name": "late", "tasks": [task]})
     assert wc.results(batch_id_of(text))[0]["reason"] == "the job has ended"
     assert list(jd.glob("map-*")) == []
+
+
+def huge_advised_kb(pid):
+    """KiB of PID's anonymous mappings advised for huge pages (VmFlags hg)
+    outside its heap: a table of 2 MiB or more; no other wordcount memory
+    is (the heap may carry the flag too, by the C library's choice)."""
+    kb, size, heap = 0, 0, False
+    try:
+        text = Path(f"/proc/{pid}/smaps").read_text()
+    except OSError:
+        return 0
+    for ln in text.splitlines():
+        head = ln.split()
+        if head and "-" in head[0] and ":" not in head[0]:
+            heap = ln.rstrip().endswith("[heap]")
+        elif ln.startswith("Size:"):
+            size = int(head[1])
+        elif ln.startswith("VmFlags:") and "hg" in head[1:] and not heap:
+            kb += size
+    return kb
+
+
+def tables_held(c):
+    """{pid: KiB} of the cluster's workers that hold a table."""
+    held = {}
+    for w in c.status()["workers"]:
+        if w.get("pid", 0) > 0 and huge_advised_kb(w["pid"]) > 0:
+            held[w["pid"]] = huge_advised_kb(w["pid"])
+    return held
+
+
+def test_idle_worker_lets_go_of_its_table(wc, tmp_path):
+    """A worker keeps its last map's table for the job's next map (the
+    shards share their words), and lets go of it once it has run no
+    wordcount task for FTFARM_WORDCOUNT_KEEP_S.  Six shards of 2 MB drawn
+    from one vocabulary, so that each table is 2 MiB (mapped, advised for
+    huge pages) and worth keeping.  One reducer: the workers that run the
+    reduce or the merge let go of their tables at once (the maps are
+    over), and of three workers at most two do."""
+    rng = random.Random(7)
+    vocab = ["w%d%s" % (i, "x" * rng.randrange(6)) for i in range(20000)]
+    d = tmp_path / "in"
+    d.mkdir()
+    for f in range(3):
+        words = [rng.choice(vocab) for _ in range((4 << 20) // 9)]
+        (d / f"part{f}.txt").write_text(" ".join(words) + "\n")
+    # The module's earlier jobs' tables go first.
+    assert wait_until(lambda: not tables_held(wc), KEEP_S + 20), \
+        f"tables held before the job: {tables_held(wc)}"
+    out = tmp_path / "out.txt"
+    rc, so, se = wc.submit(job_batch([d], out, shards=6, reducers=1))
+    assert rc == 0, se
+    # At once: the reference takes seconds on a loaded machine.
+    held = tables_held(wc)
+    assert held, "no worker keeps its last map's table"
+    assert out.read_bytes() == reference(tmp_path, [d])
+    assert wait_until(lambda: not tables_held(wc), KEEP_S + 20), \
+        f"tables still held: {tables_held(wc)}"
 
 
 def test_two_jobs_at_once(wc, tmp_path):

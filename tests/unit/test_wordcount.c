@@ -3,8 +3,9 @@
  * classifiers agree, the hash is the same whichever way a word reaches it,
  * the table counts (short, long and huge words, growth) and sorts, record
  * files detect truncation, manifest paths round-trip, shards are cut as
- * documented, and whole jobs (run in-process through the plugin's hooks)
- * count what a naive counter counts for every shard size.
+ * documented, whole jobs (run in-process through the plugin's hooks)
+ * count what a naive counter counts for every shard size, and a map given
+ * the table its worker kept from another map writes its own words only.
  *
  * The plugin's sources are compiled in (the plugin is a shared object);
  * the job test loads the built plugin as the master does.
@@ -505,31 +506,50 @@ output_totals(const char *path, uint64_t *words, size_t *lines)
 	fclose(f);
 }
 
+/* Load the built plugin into PLUGIN, as the master does. */
 static void
-test_jobs_every_shard_size(void **state)
+load_plugin(void)
 {
-	char dir[] = "/tmp/ftfarm-wc-unit-XXXXXX", path[300], job[1024];
-	char jd[320], out[320];
-	static const char *texts[] = { "Ab cd  EFG\nhij,k l", "x",
-				       "", "yy zz ab", " a " };
-	size_t i, lines, want_lines = 0;
-	uint64_t words;
-	void *h;
-	FILE *f;
+	void *h = dlopen(FT_TEST_BINDIR "/tasks/wordcount.so", RTLD_NOW);
 
-	(void)state;
-	h = dlopen(FT_TEST_BINDIR "/tasks/wordcount.so", RTLD_NOW);
 	assert_non_null(h);
 	plugin = ((const struct ft_plugin *(*)(void))dlsym(h,
 						     FT_PLUGIN_SYMBOL))();
-	assert_non_null(mkdtemp(dir));
-	for (i = 0; i < 5; i++) {
+	assert_non_null(plugin);
+}
+
+/* Write TEXTS[i] as DIR/in/fI, for I < N. */
+static void
+write_texts(const char *dir, const char *const *texts, size_t n)
+{
+	char path[300];
+	size_t i;
+	FILE *f;
+
+	for (i = 0; i < n; i++) {
 		snprintf(path, sizeof(path), "%s/in/f%zu", dir, i);
 		ft_mkdirs(ft_dirname(path));
 		f = fopen(path, "w");
+		assert_non_null(f);
 		fputs(texts[i], f);
 		fclose(f);
 	}
+}
+
+static void
+test_jobs_every_shard_size(void **state)
+{
+	char dir[] = "/tmp/ftfarm-wc-unit-XXXXXX", job[1024];
+	char jd[320], out[320];
+	static const char *const texts[] = { "Ab cd  EFG\nhij,k l", "x",
+					     "", "yy zz ab", " a " };
+	size_t i, lines, want_lines = 0;
+	uint64_t words;
+
+	(void)state;
+	load_plugin();
+	assert_non_null(mkdtemp(dir));
+	write_texts(dir, texts, 5);
 	/* Words: ab cd efg hij k l x yy zz ab a = 11, 10 distinct. */
 	want_lines = 10;
 	snprintf(out, sizeof(out), "%s/out", dir);
@@ -651,6 +671,111 @@ check_shardings(const char *dir, const char *name, size_t len,
 	free(ref);
 }
 
+/* The records of the partition files map-SHARD.* of job dir DIR (PARTS
+ * of them): their number, and whether each count is at least 1. */
+static size_t
+shard_records(const char *dir, size_t shard, size_t parts, int *zero)
+{
+	char path[400], err[256];
+	const uint8_t *w;
+	uint8_t *data;
+	uint64_t count;
+	size_t p, len, n, total = 0;
+	struct wc_in in;
+
+	for (p = 0; p < parts; p++) {
+		snprintf(path, sizeof(path), "%s/map-%zu.%zu", dir, shard, p);
+		data = wc_read_all(path, WC_PAD, &len, err, sizeof(err));
+		assert_non_null(data);
+		assert_int_equal(wc_in_open(&in, data, len), 0);
+		while (wc_in_next(&in, &w, &n, &count) == 1) {
+			total++;
+			*zero |= count == 0;
+		}
+		free(data);
+	}
+	return total;
+}
+
+/* Run map task SPEC of job dir DIR, shard SHARD of a job of 2 reducers:
+ * it must report WANT distinct words and write exactly as many records,
+ * none with a count of 0. */
+static void
+run_map(const json_t *spec, const char *dir, size_t shard, size_t want)
+{
+	volatile int cancel = 0;
+	struct ft_task task = { .id = shard, .attempt = 1, .spec = spec,
+				.cancel = &cancel, .output_cap = 65536 };
+	struct ft_result r;
+	json_t *o;
+	int zero = 0;
+
+	memset(&r, 0, sizeof(r));
+	plugin->run(&task, &r);
+	assert_int_equal(r.ok, 1);
+	o = json_loadb(r.out, r.out_len, 0, NULL);
+	assert_non_null(o);
+	assert_int_equal(json_integer_value(json_object_get(o, "distinct")),
+			 want);
+	json_decref(o);
+	assert_int_equal(shard_records(dir, shard, 2, &zero), want);
+	assert_false(zero);
+	free(r.out);
+	free(r.err);
+}
+
+/* A worker keeps a map's table for the job's next map: the next shard's
+ * partitions and report still hold its own words only, and after a map of
+ * another job too. */
+static void
+test_map_keeps_table(void **state)
+{
+	/* Shards of 5 bytes: "aa bb" | "cc" "dd " | "ee ff": each word in
+	 * one shard, two in each. */
+	static const char *const texts[] = { "aa bb", "cc", "dd ee ff" };
+	char dir[] = "/tmp/ftfarm-wc-unit-XXXXXX", text[1024];
+	char jd[2][320];
+	json_t *jobj, *maps[2];
+	const struct ft_plugin *one[1];
+	struct ft_plugins pl = { .v = one, .n = 1 };
+	struct job *j[2];
+	char err[512];
+	size_t k;
+
+	(void)state;
+	load_plugin();
+	one[0] = plugin;
+	assert_non_null(mkdtemp(dir));
+	write_texts(dir, texts, 3);
+	snprintf(text, sizeof(text), "{\"type\": \"wordcount\", "
+		 "\"inputs\": [\"%s/in\"], \"output\": \"%s/out\", "
+		 "\"shard_bytes\": 5, \"reducers\": 2}", dir, dir);
+	jobj = json_loads(text, 0, NULL);
+	for (k = 0; k < 2; k++) {
+		snprintf(jd[k], sizeof(jd[k]), "%s/job%zu", dir, k);
+		ft_mkdirs(jd[k]);
+		maps[k] = NULL;
+		j[k] = job_start(plugin, &pl, jobj, jd[k], &maps[k], err,
+				 sizeof(err));
+		assert_non_null(j[k]);
+		assert_int_equal(json_array_size(maps[k]), 3);
+	}
+	run_map(json_array_get(maps[0], 0), jd[0], 0, 2);
+	run_map(json_array_get(maps[0], 1), jd[0], 1, 2);	/* kept */
+	run_map(json_array_get(maps[1], 0), jd[1], 0, 2);	/* not */
+	run_map(json_array_get(maps[1], 1), jd[1], 1, 2);	/* kept */
+	run_map(json_array_get(maps[0], 2), jd[0], 2, 2);	/* not */
+	run_map(json_array_get(maps[1], 2), jd[1], 2, 2);	/* not */
+	run_map(json_array_get(maps[1], 0), jd[1], 0, 2);	/* kept */
+	for (k = 0; k < 2; k++) {
+		job_free(j[k]);
+		json_decref(maps[k]);
+	}
+	json_decref(jobj);
+	snprintf(text, sizeof(text), "rm -rf '%s'", dir);
+	assert_int_equal(system(text), 0);
+}
+
 /* Shard borders anywhere in longer texts (many 64-byte blocks, scan
  * batches and read buffers, words across each) count every word once. */
 static void
@@ -688,6 +813,7 @@ main(void)
 		cmocka_unit_test(test_plan_shards),
 		cmocka_unit_test(test_jobs_every_shard_size),
 		cmocka_unit_test(test_jobs_long_text_shards),
+		cmocka_unit_test(test_map_keeps_table),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -20,17 +20,29 @@
  * MASKS blocks are hashed as they are found, their slots prefetched at
  * once, and counted as a batch after the next batch's scan: a slot has the
  * time of a scan and a count to arrive from memory.
+ *
+ * A worker keeps its last map's table for the next map of the same job:
+ * the shards of a job share most of their words, which are then found in
+ * place rather than inserted again (each insertion a cache miss and a
+ * mispredicted branch), and the table's pages are not made again.  Writing
+ * the partitions sets every count back to 0; words with no count are
+ * stale, never written.  A table where stale words outnumber the shard's
+ * own (a job of ever new words) is not kept; a worker lets go of it when
+ * it runs a reduce or merge of the job (the maps are over then), or once
+ * idle (task_keep.h, FTFARM_WORDCOUNT_KEEP_S).
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "task_keep.h"
 #include "util.h"
 #include "wc_file.h"
 #include "wc_table.h"
@@ -44,6 +56,8 @@
 #define MASKS 16		/* blocks scanned at once */
 #define MAX_WORDS (MASKS * 32)	/* words they can hold */
 #define SHORT_PATH 72		/* characters of a path in a reason */
+#define KEEP_IDLE_S 30.0	/* an idle worker lets go of its table after
+				 * this (FTFARM_WORDCOUNT_KEEP_S) */
 
 /* wc_out_slot_record reads WC_SLOT_KEY bytes of a slot's word. */
 _Static_assert(WC_SLOT_KEY <= sizeof(((struct wc_slot *)0)->key.w) &&
@@ -62,6 +76,30 @@ struct map {
 	const char *path;	/* the file being read */
 	uint64_t size;		/* its planned size */
 	int fd;
+	size_t distinct;	/* words of the shard (the table may hold
+				 * stale ones too) */
+};
+
+/* The last map's table, all counts 0, and the job it counted for.  Tasks
+ * run one at a time on a worker; the lock is only a safeguard. */
+static struct {
+	pthread_mutex_t mu;
+	struct wc_table tab;	/* slots NULL: none */
+	char *dir;
+} kept = { .mu = PTHREAD_MUTEX_INITIALIZER };
+
+static void
+kept_forget(void)
+{
+	if (kept.tab.slots)
+		wc_table_free(&kept.tab);
+	free(kept.dir);
+	kept.dir = NULL;
+}
+
+static struct task_keep keeper = {
+	.mu = &kept.mu, .forget = kept_forget,
+	.env = "FTFARM_WORDCOUNT_KEEP_S", .default_s = KEEP_IDLE_S,
 };
 
 /* Fail the task for the file being read: "PATH: WHY". */
@@ -439,15 +477,18 @@ map_write(struct map *m, const char *dir, unsigned shard, unsigned parts)
 	for (p = 0; p < parts; p++)
 		wc_out_reserve(&out[p], wc_out_guess(m->tab.used / parts));
 	for (i = 0; i <= m->tab.mask; i++) {
-		const struct wc_slot *s = &m->tab.slots[i];
+		struct wc_slot *s = &m->tab.slots[i];
 
-		if (s->meta == 0)
-			continue;
+		if (wc_slot_count(s) == 0)
+			continue;	/* empty, or a stale word */
 		p = (unsigned)(wc_slot_hash(s) >> 32) % parts;
 		w = wc_slot_word(s, &len);
 		wc_out_slot_record(&out[p], w, len, wc_slot_count(s));
 		nrec[p]++;
+		wc_slot_clear_count(s);
 	}
+	for (p = 0; p < parts; p++)
+		m->distinct += nrec[p];
 	for (p = 0; p < parts; p++) {
 		wc_out_finish(&out[p], nrec[p]);
 		snprintf(name, sizeof(name), "map-%u.%u", shard, p);
@@ -473,6 +514,55 @@ distinct_guess(uint64_t bytes)
 	double d = 20 * sqrt((double)bytes);
 
 	return d < 1024 ? 1024 : d > (1 << 22) ? (1 << 22) : (size_t)d;
+}
+
+/* Start M's table: the one kept from the job's last map if there is
+ * one, else an empty one sized for the shard. */
+static void
+table_take(struct map *m, const char *dir)
+{
+	pthread_mutex_lock(&kept.mu);
+	if (kept.tab.slots && strcmp(kept.dir, dir) == 0) {
+		m->tab = kept.tab;
+		m->tab.words = 0;
+		memset(&kept.tab, 0, sizeof(kept.tab));
+	}
+	kept_forget();		/* another job's: of no use */
+	pthread_mutex_unlock(&kept.mu);
+	if (m->tab.slots == NULL)
+		wc_table_init(&m->tab, distinct_guess(m->end - m->start));
+}
+
+/* The map is over; OK: it wrote its partitions, so every count is 0.
+ * Keep the table for the job's next map unless its stale words
+ * outnumber the shard's, or free it. */
+static void
+table_give(struct map *m, const char *dir, int ok)
+{
+	int keep = ok && m->tab.used - m->distinct <= m->distinct;
+
+	pthread_mutex_lock(&kept.mu);
+	kept_forget();
+	if (keep) {
+		kept.tab = m->tab;
+		kept.dir = ft_strdup(dir);
+	} else {
+		wc_table_free(&m->tab);
+	}
+	memset(&m->tab, 0, sizeof(m->tab));
+	task_keep_idle(&keeper, kept.tab.slots != NULL);
+	pthread_mutex_unlock(&kept.mu);
+}
+
+void
+wc_map_job_done(const char *dir)
+{
+	pthread_mutex_lock(&kept.mu);
+	if (kept.dir && strcmp(kept.dir, dir) == 0) {
+		kept_forget();
+		task_keep_idle(&keeper, 0);
+	}
+	pthread_mutex_unlock(&kept.mu);
 }
 
 /* Set the byte classes from the task's "separators", if any. */
@@ -506,17 +596,17 @@ wc_map_run(const struct ft_task *task, struct ft_result *res)
 	m.buf = ft_malloc(m.cap + BUF_PAD);
 	m.masks = wc_masks_pick();
 	map_classes(&m, spec);
-	wc_table_init(&m.tab, distinct_guess(m.end - m.start));
+	table_take(&m, dir);
 	if (map_files(&m, dir, jget_int(spec, "offset", 0)) == 0 &&
 	    map_write(&m, dir, (unsigned)jget_int(spec, "shard", 0),
 		      (unsigned)jget_int(spec, "reducers", 1)) == 0) {
 		snprintf(out, sizeof(out),
 			 "{\"words\": %" PRIu64 ", \"bytes\": %" PRIu64
 			 ", \"distinct\": %zu}\n", m.tab.words,
-			 m.end - m.start, m.tab.used);
+			 m.end - m.start, m.distinct);
 		wc_ok(res, out);
 	}
-	wc_table_free(&m.tab);
+	table_give(&m, dir, res->ok);
 	free(m.buf);
 	return 0;
 }

@@ -102,6 +102,7 @@ wc_reduce_run(const struct ft_task *task, struct ft_result *res)
 	char out[128], name[64], *path;
 	int rc = 0;
 
+	wc_map_job_done(dir);
 	memset(&t, 0, sizeof(t));
 	for (s = 0; rc == 0 && s < shards; s++) {
 		if (*task->cancel) {
@@ -359,6 +360,7 @@ wc_merge_run(const struct ft_task *task, struct ft_result *res)
 	struct merge m;
 	char mark[17], at[128], tag[160], err[512], out[128];
 
+	wc_map_job_done(dir);
 	memset(&m, 0, sizeof(m));
 	m.task = task;
 	m.res = res;

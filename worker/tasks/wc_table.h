@@ -164,6 +164,13 @@ wc_slot_count(const struct wc_slot *s)
 	return s->meta >> 8;
 }
 
+/* Set the count of used slot S to 0: its word stays, stale. */
+static inline void
+wc_slot_clear_count(struct wc_slot *s)
+{
+	s->meta &= 0xff;
+}
+
 /* The hash of the word of used slot S. */
 static inline uint64_t
 wc_slot_hash(const struct wc_slot *s)

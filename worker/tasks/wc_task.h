@@ -38,6 +38,9 @@
 int wc_task_validate(const json_t *task, const char *path, struct jerr *err);
 
 int wc_map_run(const struct ft_task *task, struct ft_result *res);
+/* The maps of the job whose directory is DIR are over (its reduce phase
+ * has begun): let go of the table kept for its next map, if any. */
+void wc_map_job_done(const char *dir);
 int wc_reduce_run(const struct ft_task *task, struct ft_result *res);
 int wc_merge_run(const struct ft_task *task, struct ft_result *res);
 
