@@ -566,16 +566,19 @@ def ours(c, pid):
     return "ftfarm-worker" in proc_cmdline(pid) and tag in proc_environ(pid)
 
 
-def busy_worker(c, exclude=()):
-    """The pid of a worker running a task, or None."""
+def busy_workers(c):
+    """The pids of the workers running a task."""
     st = c.status(timeout=20)
-    for w in st["workers"]:
-        p = w["pid"]
-        if w["state"] == "busy" and p > 0 and p not in exclude and \
-                pid_alive(p) and proc_state(p) not in ("T", "t") and \
-                ours(c, p):
-            return p
-    return None
+    return [w["pid"] for w in st["workers"]
+            if w["state"] == "busy" and w["pid"] > 0 and
+            pid_alive(w["pid"]) and
+            proc_state(w["pid"]) not in ("T", "t") and ours(c, w["pid"])]
+
+
+def two_busy(c):
+    """Two workers running a task, or None."""
+    busy = busy_workers(c)
+    return busy[:2] if len(busy) >= 2 else None
 
 
 @pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGSTOP],
@@ -592,13 +595,13 @@ def test_workers_killed_during_job(make_cluster, tmp_path, sig):
                                     reducers=3), wait=False)
     assert rc == 0, se
     bid = batch_id_of(so)
-    hit = []
-    for _ in range(2):
-        pid = wait_until(lambda: busy_worker(c, hit), 30, interval=0.02)
-        assert pid, "no busy worker to hit"
+    # Both victims from one look: the map phase may be over in half a
+    # second on a fast machine, so the second is not waited for.
+    hit = wait_until(lambda: two_busy(c), 30, interval=0.02)
+    assert hit, "no two busy workers to hit"
+    for pid in hit:
         os.kill(pid, sig)
-        hit.append(pid)
-        time.sleep(0.3)
+        time.sleep(0.05)
     r = c.cli("wait", "-c", c.config, bid, timeout=240)
     assert r.returncode == 0, r.stderr + c.master_log()[-3000:]
     assert out.read_bytes() == reference(tmp_path, [src])
@@ -608,3 +611,6 @@ def test_workers_killed_during_job(make_cluster, tmp_path, sig):
     assert_clean(c, bid, out)
     dead = [e for e in c.events() if e["event"] == "worker_dead"]
     assert len(dead) >= 2, "the master did not notice the victims"
+    lost = {e["worker"] for e in c.events()
+            if e["event"] == "task_reassigned" and e["batch"] == bid}
+    assert len(lost) >= 2, f"tasks of two victims were not redone: {lost}"
