@@ -4,6 +4,7 @@ Python reference and an mpi4py.futures version of the same sharding.
 
     /usr/bin/python3 scripts/bench/wordcount.py [--mb 300] [--reps 3]
         [--corpus /tmp/ftfarm-wc-corpus] [--only ftfarm,wc,...]
+        [--kill-ms MS [--heartbeat-ms HB]]
 
 The corpus (built once, kept for later runs): the fortunes (English,
 Russian, Italian UTF-8) and /usr/share/common-licenses, cut into paragraphs
@@ -29,9 +30,16 @@ Methods, each --reps times, medians reported:
                cluster runs alone, with one warm-up job first
 Every output file is compared with the reference output.
 
+With --kill-ms MS, each timed ftfarm job loses a worker: MS ms after the
+submission one of the cluster's workers (the first in `status`, known
+before the job) gets SIGKILL, and the master respawns it (the clusters
+have "respawn_limit": 5 so that the node is never power-cycled) and
+redoes its tasks; --heartbeat-ms sets the clusters' "heartbeat_ms".
+
 Prints markdown on stdout, progress on stderr.
 """
 import argparse
+import signal
 import glob
 import json
 import os
@@ -192,15 +200,42 @@ def bench_mpi4py(corpus_dir, workers, shards, reps, out, ref_bytes):
     return [r["seconds"] for r in runs]
 
 
+def submit_killing(c, batch, kill_ms):
+    """`submit --wait` BATCH on C, SIGKILLing C's first worker KILL_MS ms
+    after the submission.  Returns (batch id, client wall seconds)."""
+    victim = next(w["pid"] for w in c.status()["workers"]
+                  if w.get("pid", 0) > 0)
+    t0 = time.perf_counter()
+    p = subprocess.Popen([c.ftfarm, "submit", "-c", c.cfg, batch, "--wait"],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         text=True)
+    time.sleep(kill_ms / 1000)
+    try:
+        os.kill(victim, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    so, se = p.communicate(timeout=600)
+    dt = time.perf_counter() - t0
+    if p.returncode != 0:
+        raise RuntimeError(f"{c.name}: submit: exit {p.returncode}: {se}")
+    return int(so.split()[0]), dt
+
+
 def bench_ftfarm(bindir, workdir, workers, corpus_dir, reps, ref_bytes,
-                 beside=None):
+                 beside=None, kill_ms=None, heartbeat_ms=None):
     """Time REPS jobs on a fresh cluster of WORKERS workers.  BESIDE, when
     given, is run (and its result kept) just before each job, so that a
-    baseline and ftfarm see the machine in the same state."""
+    baseline and ftfarm see the machine in the same state.  KILL_MS: see
+    the top of this file."""
     name = f"wc-w{workers}"
+    keys = {"task_events": False}
+    if kill_ms is not None:
+        keys["respawn_limit"] = 5
+    if heartbeat_ms:
+        keys["heartbeat_ms"] = heartbeat_ms
     c = B.Cluster(bindir, workdir, name,
                   [{"name": "node1", "host": "localhost",
-                    "workers": workers}], task_events=False)
+                    "workers": workers}], **keys)
     out = os.path.join(workdir, name + ".out")
     batch = os.path.join(workdir, name + ".json")
     with open(batch, "w") as f:
@@ -213,7 +248,10 @@ def bench_ftfarm(bindir, workdir, workers, corpus_dir, reps, ref_bytes,
         for _ in range(reps):
             if beside:
                 paired.append(beside())
-            bid, dt = c.submit(batch)
+            if kill_ms is None:
+                bid, dt = c.submit(batch)
+            else:
+                bid, dt = submit_killing(c, batch, kill_ms)
             summary = c.summary(bid)
             if summary.get("failed") or summary.get("error"):
                 raise RuntimeError(f"{name}: job failed: {summary}")
@@ -255,6 +293,10 @@ def main():
     ap.add_argument("--bin", default=os.path.join(B.REPO, "bin"))
     ap.add_argument("--only", default="wc,ftfarm,mpi4py,reference",
                     help="comma-separated methods to run")
+    ap.add_argument("--kill-ms", type=int, default=None,
+                    help="SIGKILL a worker this long into each timed job")
+    ap.add_argument("--heartbeat-ms", type=int, default=None,
+                    help="the clusters' heartbeat_ms (default: ftfarm's)")
     a = ap.parse_args()
     only = set(a.only.split(","))
     B.install_signal_handlers()
@@ -292,7 +334,7 @@ def main():
             B.log(f"ftfarm, {workers} worker(s)")
             t, m, wc, res = bench_ftfarm(bindir, workdir, workers,
                                          a.corpus, a.reps, ref_bytes,
-                                         beside)
+                                         beside, a.kill_ms, a.heartbeat_ms)
             key = f"ftfarm wordcount, {workers} worker{'s' * (workers > 1)}"
             rows[key] = t
             notes[key] = (f"master {B.fmt(B.median(m))} s; {res['shards']} "
@@ -319,8 +361,11 @@ def main():
     base = B.median(rows.get("wc -w (LC_ALL=C)", [float("nan")]))
     print(f"Machine: {machine()}.  Date: {time.strftime('%Y-%m-%d %H:%M')}."
           f"  Load average before/after: {load0[0]:.2f} / {load1[0]:.2f}.")
+    extra = "".join(f" --{k.replace('_', '-')} {v}" for k, v in
+                    (("kill_ms", a.kill_ms), ("heartbeat_ms", a.heartbeat_ms))
+                    if v is not None)
     print(f"Command: `/usr/bin/python3 scripts/bench/wordcount.py --mb "
-          f"{a.mb} --reps {a.reps}`.  Corpus: {len(files)} files, "
+          f"{a.mb} --reps {a.reps}{extra}`.  Corpus: {len(files)} files, "
           f"{nbytes:,} bytes, {ref_words:,} words, "
           f"{len(ref_bytes.splitlines()):,} distinct (page cache).\n")
     table = []
