@@ -81,7 +81,8 @@ struct map {
 };
 
 /* The last map's table, all counts 0, and the job it counted for.  Tasks
- * run one at a time on a worker; the lock is only a safeguard. */
+ * run one at a time on a worker; the lock is shared with the idle thread
+ * that lets go of the table (task_keep.h). */
 static struct {
 	pthread_mutex_t mu;
 	struct wc_table tab;	/* slots NULL: none */
