@@ -208,7 +208,7 @@ def submit_killing(c, batch, kill_ms):
     t0 = time.perf_counter()
     p = subprocess.Popen([c.ftfarm, "submit", "-c", c.cfg, batch, "--wait"],
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                         text=True)
+                         text=True, env=c.env)
     time.sleep(kill_ms / 1000)
     try:
         os.kill(victim, signal.SIGKILL)
