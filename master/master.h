@@ -27,6 +27,7 @@
  *   gangs.c     gang tasks: their queue, attempts and results
  *   grun.c      one attempt of a gang task (spawn, watch, notices, stop)
  *   link.c      the MPI side of each worker (timed requests)
+ *   pidwatch.c  a worker process here seen to exit at once (pidfds)
  *   spawn.c     starting workers (MPI_Comm_spawn, or a static world)
  *   worker.c    the state machine of a worker
  *   node.c      the state machine of a node
@@ -48,6 +49,7 @@
 #include "lease.h"
 #include "link.h"
 #include "node.h"
+#include "pidwatch.h"
 #include "plugins.h"
 #include "sched.h"
 #include "store.h"
@@ -96,6 +98,7 @@ struct master {
 	struct sched *sched;
 	struct worker *workers;		/* one per slot */
 	struct links links;		/* parallel to workers */
+	struct pidwatches exits;	/* parallel to workers */
 	int nworkers;
 	struct node *nodes;		/* one per cfg.nodes */
 	struct batches batches;

@@ -32,6 +32,7 @@ static struct master *lm;		/* for the probes' callbacks */
 static void on_link_message(void *ctx, int id, int tag, const void *p,
 			    size_t n);
 static void on_link_failed(void *ctx, int id, const char *reason);
+static void on_exited(void *ctx, int id);
 
 void
 registry_init(struct master *m, const struct registry_ops *o)
@@ -52,6 +53,7 @@ registry_init(struct master *m, const struct registry_ops *o)
 	links_init(&m->links, m->nworkers, &m->treqs, &lo, !m->static_world,
 		   fmax(SEND_TIMEOUT_MIN, 2 * m->cfg.heartbeat_timeout),
 		   m->cfg.heartbeat_timeout);
+	pidwatches_init(&m->exits, m->nworkers, on_exited, m);
 }
 
 void
@@ -59,6 +61,7 @@ registry_free(struct master *m)
 {
 	links_close_all(&m->links);
 	links_free(&m->links);
+	pidwatches_free(&m->exits);
 	free(m->workers);
 	m->workers = NULL;
 }
@@ -364,6 +367,8 @@ on_hello(struct master *m, struct worker *w, const void *p, size_t n)
 	w->pid = (pid_t)h.pid;
 	w->start = h.start;
 	snprintf(w->host, sizeof(w->host), "%.*s", (int)h.host_len, h.host);
+	if (ft_host_is_local(w->host))
+		pidwatch_start(&m->exits, m->loop, w->id, w->pid, w->start);
 	proto_put_welcome(&msg, &wel);
 	if (send_msg(m, w, FT_MSG_WELCOME, &msg) == -1)
 		return;
@@ -470,6 +475,19 @@ on_link_failed(void *ctx, int id, const char *reason)
 	registry_fail(m, &m->workers[id], reason);
 }
 
+/* Worker ID's process on this machine has exited (pidwatch.h).  After a
+ * bye, or once told to stop, that is its way out; before, a death seen
+ * at once instead of at its next deadline. */
+static void
+on_exited(void *ctx, int id)
+{
+	struct master *m = ctx;
+	struct worker *w = &m->workers[id];
+
+	if (worker_up(w))
+		registry_fail(m, w, "its process exited");
+}
+
 /* ---- death ---- */
 
 static void
@@ -549,6 +567,7 @@ static void
 take_down(struct master *m, struct worker *w, enum wstate to,
 	  const char *reason)
 {
+	pidwatch_stop(&m->exits, w->id);
 	w->died_on = to == W_DEAD ? sched_oldest(m->sched, w->id) : 0;
 	w->died_hung = to == W_DEAD && still_there(w);
 	w->killed = kill_worker(m, w);

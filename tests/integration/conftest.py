@@ -483,6 +483,28 @@ def check_exactly_once(results, n, expect_stdout=None):
     return problems
 
 
+def check_lost_worker_batch(c, bid, n, expect_stdout, slot):
+    """Wait for batch BID of N tasks on cluster C, one of whose workers
+    (slot SLOT) was lost while it ran: every task exactly once with the
+    expected stdout, and the lost worker's task reassigned and done by a
+    later attempt.  Returns the events."""
+    rc = c.cli("wait", "-c", c.config, bid, timeout=60).returncode
+    assert rc == 0
+    res = c.results(bid)
+    problems = check_exactly_once(res, n, expect_stdout)
+    assert not problems, problems
+    evs = c.events()
+    reassigned = [e for e in evs if e["event"] == "task_reassigned" and
+                  e["worker"] == slot and e["batch"] == bid]
+    assert reassigned, f"no task_reassigned event for worker {slot}"
+    for e in reassigned:
+        r = [x for x in res if x["task"] == e["task"]]
+        assert len(r) == 1 and r[0]["status"] == "ok", r
+        assert r[0]["attempt"] > e["attempt"], \
+            f"reassigned task {e['task']} reported by the lost attempt: {r}"
+    return evs
+
+
 def assert_no_leftovers(c, timeout=5):
     """After a stop: no launcher, master or worker of cluster C is alive."""
     if wait_until(lambda: not c.leftovers(), timeout):
