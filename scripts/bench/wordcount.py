@@ -4,7 +4,7 @@ Python reference and an mpi4py.futures version of the same sharding.
 
     /usr/bin/python3 scripts/bench/wordcount.py [--mb 300] [--reps 3]
         [--corpus /tmp/ftfarm-wc-corpus] [--only ftfarm,wc,...]
-        [--kill-ms MS [--heartbeat-ms HB]]
+        [--workers 1,2] [--kill-ms MS [--heartbeat-ms HB]]
 
 The corpus (built once, kept for later runs): the fortunes (English,
 Russian, Italian UTF-8) and /usr/share/common-licenses, cut into paragraphs
@@ -26,6 +26,7 @@ Methods, each --reps times, medians reported:
   ftfarm       the wordcount job, `ftfarm submit --wait` wall time (CLI
                start, validation, planning, map, reduce, merge, reply), on
                a cluster of 1 node x 1 worker, then 1 node x 2 workers
+               (--workers sets the list of cluster sizes)
                ("task_events": false, state_dir under a temp dir); each
                cluster runs alone, with one warm-up job first
 Every output file is compared with the reference output.
@@ -295,10 +296,16 @@ def main():
                     help="comma-separated methods to run")
     ap.add_argument("--kill-ms", type=int, default=None,
                     help="SIGKILL a worker this long into each timed job")
+    ap.add_argument("--workers", default="1,2",
+                    help="comma-separated cluster sizes (workers on one "
+                         "node), each timed in turn")
     ap.add_argument("--heartbeat-ms", type=int, default=None,
                     help="the clusters' heartbeat_ms (default: ftfarm's)")
     a = ap.parse_args()
     only = set(a.only.split(","))
+    sizes = [int(w) for w in a.workers.split(",")]
+    if not sizes or min(sizes) < 1:
+        ap.error("--workers: a list of positive worker counts")
     B.install_signal_handlers()
     files, nbytes = corpus(a.corpus, a.mb)
     mb = nbytes / 1e6
@@ -330,7 +337,7 @@ def main():
         # between runs made side by side.
         beside = (lambda: bench_wc(files, 1, "C")[0][0]) \
             if "wc" in only else None
-        for workers in (1, 2):
+        for workers in sizes:
             B.log(f"ftfarm, {workers} worker(s)")
             t, m, wc, res = bench_ftfarm(bindir, workdir, workers,
                                          a.corpus, a.reps, ref_bytes,
@@ -344,7 +351,7 @@ def main():
                 pairs[workers] = list(zip(wc, t))
                 rows["wc -w (LC_ALL=C)"] += wc
     if "mpi4py" in only:
-        for workers in (1, 2):
+        for workers in sizes:
             B.log(f"mpi4py.futures, {workers} worker(s)")
             key = f"mpi4py.futures, {workers} worker{'s' * (workers > 1)}"
             rows[key] = bench_mpi4py(a.corpus, workers, shards, a.reps,
@@ -362,7 +369,8 @@ def main():
     print(f"Machine: {machine()}.  Date: {time.strftime('%Y-%m-%d %H:%M')}."
           f"  Load average before/after: {load0[0]:.2f} / {load1[0]:.2f}.")
     extra = "".join(f" --{k.replace('_', '-')} {v}" for k, v in
-                    (("kill_ms", a.kill_ms), ("heartbeat_ms", a.heartbeat_ms))
+                    (("workers", a.workers if a.workers != "1,2" else None),
+                     ("kill_ms", a.kill_ms), ("heartbeat_ms", a.heartbeat_ms))
                     if v is not None)
     print(f"Command: `/usr/bin/python3 scripts/bench/wordcount.py --mb "
           f"{a.mb} --reps {a.reps}{extra}`.  Corpus: {len(files)} files, "
