@@ -2,6 +2,7 @@
 """Failure detection and recovery: SIGKILL a busy worker, read events.jsonl.
 
     /usr/bin/python3 scripts/bench/recovery.py [--trials 7] [--heartbeats 1000,100]
+        [--signal KILL|STOP]
 
 One cluster per heartbeat setting (1 node x 2 workers, "heartbeat_ms" H,
 task_events on, respawn_limit raised so that every trial can respawn), each
@@ -12,7 +13,9 @@ run and the trials alternate between them.  A trial:
      tasks, enough to keep both workers busy for the whole trial;
   2. sleep a random delay (uniform in [--min-delay, --max-delay] s);
   3. `ftfarm status --json`, pick a busy worker at random, t_kill =
-     time.time(), SIGKILL its pid;
+     time.time(), SIGKILL its pid (--signal STOP: SIGSTOP, a hang, which
+     only a request deadline finds; a killed process on the master's
+     machine is seen through its pidfd);
   4. `ftfarm wait` for the batch, then read the events of the trial:
        detect  = ts(worker_dead of that pid) - t_kill
        running = the task the worker was running: the first task_reassigned
@@ -79,7 +82,7 @@ def trial(c, hb, batch, ntasks, rng, a):
     if "ftfarm-worker" not in B.pid_cmdline(pid):
         raise RuntimeError(f"pid {pid} is not an ftfarm-worker")
     t_kill = time.time()
-    os.kill(pid, signal.SIGKILL)
+    os.kill(pid, getattr(signal, "SIG" + a.signal))
     c.wait(bid, timeout=300)
     evs = read_events(ev_path, offset)
     r = {"hb": hb, "batch": bid, "pid": pid, "slot": slot, "problems": []}
@@ -179,6 +182,8 @@ def main():
     ap.add_argument("--max-delay", type=float, default=2.5)
     ap.add_argument("--seed", type=int, default=None)
     ap.add_argument("--bin", default=os.path.join(B.REPO, "bin"))
+    ap.add_argument("--signal", choices=("KILL", "STOP"), default="KILL",
+                    help="what hits the worker (default KILL)")
     ap.add_argument("--keep", action="store_true", help="keep the temp dir")
     a = ap.parse_args()
     hbs = [int(x) for x in a.heartbeats.split(",")]
@@ -222,14 +227,16 @@ def main():
             B.log(f"stop {c.name}")
             c.stop()
     for c in clusters.values():
-        problems += c.log_problems(ignore=("worker_dead: no answer to a ping",))
+        problems += c.log_problems(ignore=("worker_dead: no answer to a ping",
+                                             "worker_dead: its process exited"))
 
     print("## Failure detection and recovery\n")
     print(B.machine_line(info) + f"; {binid}\n")
     print("Command: `/usr/bin/python3 scripts/bench/recovery.py "
           f"{' '.join(sys.argv[1:])}".rstrip() + "`" + f" (seed {seed})\n")
+    hit = "SIGKILLed" if a.signal == "KILL" else "SIGSTOPped"
     print(f"2 workers (1 node), batches of {a.tasks} x sleep "
-          f"{a.task_seconds} s, one busy worker SIGKILLed per trial at a "
+          f"{a.task_seconds} s, one busy worker {hit} per trial at a "
           f"random moment ({a.min_delay}-{a.max_delay} s after submission); "
           f"times in seconds from the kill, median and max over "
           f"{a.trials} trials per setting.\n")
