@@ -64,7 +64,9 @@
 	X(msgs_out, "messages_sent", "MPI messages sent to workers")	\
 	X(results_in, "results_received", "Task results received")	\
 	X(duplicates, "duplicate_results", "Results dropped as duplicates") \
-	X(bad_msgs, "bad_messages", "Unexpected or malformed messages")
+	X(bad_msgs, "bad_messages", "Unexpected or malformed messages") \
+	X(exits_seen, "worker_exits_seen",				\
+	  "Workers declared dead the moment their process exited")
 
 struct counters {
 #define FT_COUNTER_FIELD(name, metric, help) uint64_t name;

@@ -22,7 +22,6 @@ pidwatches_init(struct pidwatches *ps, int n,
 	ps->v = ft_calloc((size_t)n, sizeof(*ps->v));
 	ps->exited = exited;
 	ps->ctx = ctx;
-	ps->watched = ps->seen = 0;
 	for (i = 0; i < n; i++) {
 		ps->v[i].set = ps;
 		ps->v[i].id = i;
@@ -85,7 +84,6 @@ pidwatch_start(struct pidwatches *ps, struct ev_loop *loop, int id,
 	ev_io_init(&p->io, on_exit_seen, fd, EV_READ);
 	p->io.data = p;
 	ev_io_start(loop, &p->io);
-	ps->watched++;
 	return 1;
 }
 
@@ -109,6 +107,5 @@ on_exit_seen(struct ev_loop *loop, ev_io *io, int revents)
 
 	(void)loop, (void)revents;
 	pidwatch_stop(ps, p->id);
-	ps->seen++;
 	ps->exited(ps->ctx, p->id);
 }

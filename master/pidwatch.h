@@ -18,7 +18,6 @@
 #define FT_PIDWATCH_H
 
 #include <ev.h>
-#include <stdint.h>
 #include <sys/types.h>
 
 struct pidwatches;
@@ -37,8 +36,6 @@ struct pidwatches {
 	/* Worker ID's watched process has exited (its watch is closed). */
 	void (*exited)(void *ctx, int id);
 	void *ctx;
-	uint64_t watched;		/* watches opened, ever */
-	uint64_t seen;			/* exits seen, ever */
 };
 
 void pidwatches_init(struct pidwatches *ps, int n,

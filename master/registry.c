@@ -484,8 +484,10 @@ on_exited(void *ctx, int id)
 	struct master *m = ctx;
 	struct worker *w = &m->workers[id];
 
-	if (worker_up(w))
-		registry_fail(m, w, "its process exited");
+	if (!worker_up(w))
+		return;
+	m->counters.exits_seen++;
+	registry_fail(m, w, "its process exited");
 }
 
 /* ---- death ---- */

@@ -69,6 +69,7 @@ def test_killed_worker_seen_at_once(cluster):
     x = wait_until(respawned, 30)
     assert x, f"worker {slot} not respawned: {c.status()['workers']}"
     assert x["respawns"] == 1 and pid_alive(x["pid"]), x
+    assert c.status()["counters"]["exits_seen"] == 1
 
     # Told to stop, the workers exit: that is no death.
     assert c.stop().returncode == 0
