@@ -12,7 +12,6 @@
 #include <string.h>
 #include <sys/signalfd.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -72,12 +71,6 @@ struct sup {
 };
 
 /* ---- small helpers ---- */
-
-static int
-pidfd_of(pid_t pid)
-{
-	return (int)syscall(SYS_pidfd_open, pid, 0);
-}
 
 static void
 fd_close(int *fd)
@@ -486,7 +479,7 @@ find_master(struct sup *s)
 	}
 	s->master_status = -1;
 	if (lease_id_local(&s->master))
-		s->master_fd = pidfd_of(s->master.pid);
+		s->master_fd = ft_pidfd_open(s->master.pid);
 	log_info("epoch %llu: master pid %d", s->epoch, (int)s->master.pid);
 }
 
@@ -730,7 +723,7 @@ launch(struct sup *s, const char *reason)
 		s->mpirun = 0;
 		return -1;
 	}
-	s->mpirun_fd = pidfd_of(s->mpirun);
+	s->mpirun_fd = ft_pidfd_open(s->mpirun);
 	if (sd_write_pid(s->cfg->state_dir, "mpirun.pid", s->mpirun) == -1)
 		log_warn("%s/mpirun.pid", s->cfg->state_dir);
 	log_info("epoch %llu: started %s (pid %d)%s%s", s->epoch, FT_MPIEXEC,

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -508,6 +509,18 @@ int
 ft_proc_is(pid_t pid, unsigned long long start)
 {
 	return start != 0 && ft_proc_start(pid) == start && ft_pid_alive(pid);
+}
+
+int
+ft_pidfd_open(pid_t pid)
+{
+#ifdef SYS_pidfd_open
+	return (int)syscall(SYS_pidfd_open, pid, 0);
+#else
+	(void)pid;
+	errno = ENOSYS;
+	return -1;
+#endif
 }
 
 int

@@ -88,6 +88,9 @@ void ft_memory_keep(int one_heap);
 unsigned long long ft_proc_start(pid_t pid);
 /* Is PID the process started at START (and alive)? */
 int ft_proc_is(pid_t pid, unsigned long long start);
+/* A pidfd of PID (close-on-exec; readable once PID has exited), or -1
+ * with errno (ESRCH: no such process; ENOSYS: no pidfds here). */
+int ft_pidfd_open(pid_t pid);
 /* SIGKILL every process of this machine whose environment, as it was
  * started, holds ENTRY ("NAME=value") and, when not NULL, ENTRY2 too.
  * Returns how many were signalled. */

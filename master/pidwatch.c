@@ -3,7 +3,6 @@
 
 #include <errno.h>
 #include <stdlib.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "log.h"
@@ -41,19 +40,6 @@ pidwatches_free(struct pidwatches *ps)
 	ps->n = 0;
 }
 
-/* A pidfd of PID, -1 with errno when there is none. */
-static int
-pidfd_of(pid_t pid)
-{
-#ifdef SYS_pidfd_open
-	return (int)syscall(SYS_pidfd_open, pid, 0);
-#else
-	(void)pid;
-	errno = ENOSYS;
-	return -1;
-#endif
-}
-
 int
 pidwatch_start(struct pidwatches *ps, struct ev_loop *loop, int id,
 	       pid_t pid, unsigned long long start)
@@ -64,7 +50,7 @@ pidwatch_start(struct pidwatches *ps, struct ev_loop *loop, int id,
 	pidwatch_stop(ps, id);
 	if (pid <= 0 || start == 0)
 		return 0;
-	fd = pidfd_of(pid);
+	fd = ft_pidfd_open(pid);
 	if (fd == -1) {
 		if (errno != ESRCH)
 			log_debug("worker %d: no pidfd of %d: %s", id, (int)pid,
