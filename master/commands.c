@@ -11,7 +11,6 @@
 #include "batch.h"
 #include "control.h"
 #include "ctl.h"
-#include "farm.h"
 #include "gangs.h"
 #include "health.h"
 #include "http.h"
@@ -602,13 +601,32 @@ cmd_cancel(struct master *m, struct client *c, json_t *req, json_t **ans,
 	return 0;
 }
 
+void
+commands_rotate(struct master *m, int only_big)
+{
+	size_t max = m->cfg.log_max_bytes;
+	int keep = m->cfg.log_keep;
+
+	if (!only_big || (size_t)log_size() > max) {
+		log_info("rotating master.log (%d kept)", keep);
+		if (log_rotate(keep) == -1)
+			log_warn("rotating master.log");
+	}
+	if (!only_big || (size_t)events_size(&m->events) > max) {
+		if (events_rotate(&m->events, keep) == -1)
+			log_warn("rotating events.jsonl");
+		else
+			log_info("rotated events.jsonl (%d kept)", keep);
+	}
+}
+
 /* rotate: master.log and events.jsonl to .1, and on in new files. */
 static int
 cmd_rotate(struct master *m, struct client *c, json_t *req, json_t **ans,
 	   char *err, size_t n)
 {
 	(void)c, (void)req, (void)err, (void)n;
-	farm_rotate(m, 0);
+	commands_rotate(m, 0);
 	*ans = json_pack("{s:b}", "ok", 1);
 	return 0;
 }
@@ -731,6 +749,7 @@ void
 commands_init(struct master *m)
 {
 	m->subs = subs_new(m);
+	m->up.status = commands_status;
 }
 
 int

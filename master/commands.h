@@ -35,6 +35,9 @@ void commands_tick(struct master *m, double now);
 /* The status answer's keys (but "ok"): a new object.  Of the finished
  * batches in memory only the last MAX_FINISHED (all if negative). */
 json_t *commands_status(struct master *m, int max_finished);
+/* Rotate master.log and events.jsonl (SIGHUP, `ftfarm rotate`), or only
+ * those past the config's log_max_bytes when ONLY_BIG. */
+void commands_rotate(struct master *m, int only_big);
 /* Batch B has finished: answer whoever waits for it. */
 void commands_batch_done(struct master *m, struct batch *b);
 /* The reboot of node N has ended: back (OK) or WHY not.  Answer the

@@ -280,25 +280,6 @@ farm_cron(struct master *m, double now)
 	return m->stopping ? cron_stop(m, now) : 0;
 }
 
-void
-farm_rotate(struct master *m, int only_big)
-{
-	size_t max = m->cfg.log_max_bytes;
-	int keep = m->cfg.log_keep;
-
-	if (!only_big || (size_t)log_size() > max) {
-		log_info("rotating master.log (%d kept)", keep);
-		if (log_rotate(keep) == -1)
-			log_warn("rotating master.log");
-	}
-	if (!only_big || (size_t)events_size(&m->events) > max) {
-		if (events_rotate(&m->events, keep) == -1)
-			log_warn("rotating events.jsonl");
-		else
-			log_info("rotated events.jsonl (%d kept)", keep);
-	}
-}
-
 int
 farm_busy(struct master *m)
 {

@@ -23,9 +23,6 @@ void farm_free(struct master *m);
 int farm_cron(struct master *m, double now);
 /* Is there work under way: tasks not yet ended, workers starting? */
 int farm_busy(struct master *m);
-/* Rotate master.log and events.jsonl (SIGHUP, `ftfarm rotate`), or only
- * those past the config's log_max_bytes when ONLY_BIG. */
-void farm_rotate(struct master *m, int only_big);
 /* Write what is pending: result lines, then events.  0, or -1 when
  * something stays pending (the store has the failure). */
 int farm_flush(struct master *m);

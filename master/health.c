@@ -31,7 +31,7 @@ health_init(struct master *m, const struct health_ops *ops)
 	blame = blame_new();
 	hops = *ops;
 	bmc_init(m);
-	ladder_init(m);
+	ladder_init(m, health_ladder_ended);
 }
 
 void

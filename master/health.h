@@ -70,6 +70,11 @@ int health_can_reboot(const struct master *m, const struct node *n,
 /* The node called NAME, or NULL. */
 struct node *health_node(struct master *m, const char *name);
 
+/* N's reboot or probe has ended: back (OK), or failed for WHY (the
+ * ladder's callback, given to it by health_init). */
+void health_ladder_ended(struct master *m, struct node *n, int ok,
+			 const char *why);
+
 /* Is a node being drained, rebooted or probed? */
 int health_busy(const struct master *m);
 /* Periodic work: drains, reboots, probes, forgetting, no live workers. */

@@ -16,12 +16,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "commands.h"
 #include "expo.h"
 #include "log.h"
 #include "master.h"
 #include "metrics.h"
-#include "subs.h"
 
 #define MAX_CONNECTIONS 128
 #define CONNECTION_TIMEOUT 10		/* seconds a connection may idle */
@@ -81,7 +79,7 @@ snap_unref(struct http *h, struct snap *s)
 static void
 build_status(struct http *h, struct ft_buf *out)
 {
-	json_t *st = commands_status(h->m, RECENT_FINISHED);
+	json_t *st = h->m->up.status(h->m, RECENT_FINISHED);
 	char *text = json_dumps(st, JSON_COMPACT);
 	size_t len = text ? strlen(text) : 0;
 
@@ -90,7 +88,7 @@ build_status(struct http *h, struct ft_buf *out)
 	} else {
 		ft_buf_add(out, text, len - 1);		/* open: no "}" */
 		ft_buf_printf(out, ",\"time\":%.3f,\"events\":", ft_wall());
-		subs_recent(h->m->subs, RECENT_EVENTS, out);
+		h->m->up.recent(h->m->subs, RECENT_EVENTS, out);
 		ft_buf_add(out, "}", 1);
 	}
 	free(text);

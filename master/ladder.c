@@ -21,11 +21,13 @@
 
 static struct master *lm;	/* for the children's callbacks */
 static struct child **ready;	/* each node's ready command, if it runs */
+static ladder_ended_fn *on_ended;	/* node health's */
 
 void
-ladder_init(struct master *m)
+ladder_init(struct master *m, ladder_ended_fn *ended)
 {
 	lm = m;
+	on_ended = ended;
 	ready = ft_calloc((size_t)m->cfg.nnodes, sizeof(*ready));
 }
 
@@ -72,7 +74,7 @@ static void
 ended(struct master *m, struct node *n, int ok, const char *why)
 {
 	ladder_abort(m, n);
-	health_ladder_ended(m, n, ok, why);
+	on_ended(m, n, ok, why);
 }
 
 static void on_bmc(struct master *m, int node, enum bmc_cmd cmd,

@@ -17,7 +17,8 @@
  * process it starts can hang Open MPI).
  * A ready command that cannot be started, three BMC failures in a row, a
  * BMC that fails to answer after a failed cycle, or the deadline end the
- * attempt at once.  The end, either way, goes to health_ladder_ended.
+ * attempt at once.  The end, either way, goes to the callback given to
+ * ladder_init (node health's: the ladder never calls up).
  * The node's workers are held (no tasks) until node health puts it back.
  */
 #ifndef FT_LADDER_H
@@ -25,7 +26,12 @@
 
 #include "master.h"
 
-void ladder_init(struct master *m);
+/* N's reboot or probe has ended: back (OK), or failed for WHY. */
+typedef void ladder_ended_fn(struct master *m, struct node *n, int ok,
+			     const char *why);
+
+/* ENDED hears of every attempt's end. */
+void ladder_init(struct master *m, ladder_ended_fn *ended);
 void ladder_free(struct master *m);
 /* Power-cycle N (its workers retired) for WHY: N becomes REBOOTING. */
 void ladder_reboot(struct master *m, struct node *n, const char *why);
@@ -37,9 +43,5 @@ void ladder_abort(struct master *m, struct node *n);
 /* Move N's reboot or probe on: retries, deadline, hellos. */
 void ladder_cron(struct master *m, struct node *n, double now);
 
-/* N's reboot or probe has ended: back (OK), or failed for WHY.  Node
- * health's (health.c). */
-void health_ladder_ended(struct master *m, struct node *n, int ok,
-			 const char *why);
 
 #endif

@@ -196,7 +196,7 @@ on_cron(struct ev_loop *loop, ev_timer *w, int revents)
 	}
 	if (now - last_second >= 1.0) {
 		store_tick(&m->store);	/* retry a failed state dir */
-		farm_rotate(m, 1);	/* the logs past their size */
+		commands_rotate(m, 1);	/* the logs past their size */
 		commands_tick(m, now);	/* idle clients */
 		batches_trim(&m->batches, now);
 		last_second = now;
@@ -231,7 +231,7 @@ on_signal(struct ev_loop *loop, ev_signal *w, int revents)
 
 	(void)loop, (void)revents;
 	if (w->signum == SIGHUP) {
-		farm_rotate(m, 0);
+		commands_rotate(m, 0);
 		return;
 	}
 	if (!m->stopping) {

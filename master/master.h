@@ -40,6 +40,7 @@
 #define FT_MASTER_H
 
 #include <ev.h>
+#include <jansson.h>
 #include <stdint.h>
 
 #include "batches.h"
@@ -74,9 +75,24 @@ struct counters {
 #undef FT_COUNTER_FIELD
 };
 
+struct master;
 struct control;
 struct subs;
 struct http;
+struct ft_buf;
+
+/* What the control layer's upper modules lend the lower ones, set when
+ * they are made (commands_init, subs_new), so that subs.c, http.c and
+ * metrics.c never call up the layers above. */
+struct master_up {
+	/* The status answer's keys (commands.c: commands_status). */
+	json_t *(*status)(struct master *m, int max_finished);
+	/* The last N events as a JSON array's text (subs.c: subs_recent). */
+	void (*recent)(const struct subs *s, int n, struct ft_buf *out);
+	/* Subscribers now; events skipped for slow ones (subs.c). */
+	int (*subscribers)(const struct subs *s);
+	uint64_t (*dropped)(const struct subs *s);
+};
 
 struct master {
 	struct ft_config cfg;
@@ -110,6 +126,7 @@ struct master {
 	struct stats stats;
 	struct subs *subs;		/* the control socket's subscriptions */
 	struct http *http;		/* the HTTP listener, or NULL */
+	struct master_up up;		/* lent by the control layer's top */
 
 	int lost_ranks;			/* static world: ranks died (no finalize) */
 	int stopping;			/* 1: stopping workers, 2: leave the loop */

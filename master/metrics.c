@@ -9,7 +9,6 @@
 #include "control.h"
 #include "expo.h"
 #include "master.h"
-#include "subs.h"
 
 #define P "ftfarm_"
 
@@ -299,10 +298,10 @@ health_part(struct master *m, struct ft_buf *b)
 		    control_nclients(m->control));
 	expo_single(b, P "subscribers", "gauge",
 		    "Control clients subscribed to pushes",
-		    subs_count(m->subs));
+		    m->up.subscribers(m->subs));
 	expo_single(b, P "subscriber_events_dropped_total", "counter",
 		    "Events skipped for subscribers that read too slowly",
-		    (double)subs_dropped(m->subs));
+		    (double)m->up.dropped(m->subs));
 }
 
 void

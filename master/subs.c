@@ -4,7 +4,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "commands.h"
 #include "control.h"
 #include "evring.h"
 #include "master.h"
@@ -56,6 +55,9 @@ subs_new(struct master *m)
 	evring_init(&s->ring[R_OTHER], OTHER_RING_BYTES);
 	evring_init(&s->ring[R_TASK], TASK_RING_BYTES);
 	events_set_tap(&m->events, subs_on_event, s);
+	m->up.recent = subs_recent;
+	m->up.subscribers = subs_count;
+	m->up.dropped = subs_dropped;
 	return s;
 }
 
@@ -331,7 +333,7 @@ static void
 build_status(struct subs *s)
 {
 	json_t *o = json_pack("{s:s}", "push", "status");
-	json_t *st = commands_status(s->m, RECENT_FINISHED);
+	json_t *st = s->m->up.status(s->m, RECENT_FINISHED);
 	char *text;
 
 	json_object_update(o, st);
