@@ -10,7 +10,6 @@
 #include <unistd.h>
 
 #include "util.h"
-#include "wc_task.h"
 
 #define SHORT_PATH 80		/* characters of a path in a message */
 
@@ -289,6 +288,17 @@ wc_path_unescape(char *s)
 	}
 	*w = '\0';
 	return 0;
+}
+
+const char *
+wc_short(const char *path, char *buf, size_t max)
+{
+	size_t n = strlen(path);
+
+	if (n <= max)
+		return path;
+	snprintf(buf, max + 1, "...%s", path + n - (max - 3));
+	return buf;
 }
 
 void

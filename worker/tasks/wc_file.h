@@ -173,6 +173,10 @@ void wc_path_escape(struct ft_buf *b, const char *path);
 /* Undo wc_path_escape in place.  0, or -1 on a bad escape. */
 int wc_path_unescape(char *s);
 
+/* PATH, or its last characters after "..." when longer than MAX, into
+ * BUF (MAX + 1 bytes).  For reasons, which are short. */
+const char *wc_short(const char *path, char *buf, size_t max);
+
 /* A tag unique to this attempt of this process: "HOST.PID.ATTEMPT". */
 void wc_attempt_tag(char *out, size_t n, uint32_t attempt);
 

@@ -159,17 +159,6 @@ wc_ok(struct ft_result *res, const char *out)
 	return 0;
 }
 
-const char *
-wc_short(const char *path, char *buf, size_t max)
-{
-	size_t n = strlen(path);
-
-	if (n <= max)
-		return path;
-	snprintf(buf, max + 1, "...%s", path + n - (max - 3));
-	return buf;
-}
-
 char *
 wc_job_file(const char *dir, const char *fmt, ...)
 {

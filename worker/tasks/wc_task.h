@@ -51,10 +51,6 @@ int wc_fail(struct ft_result *res, const char *fmt, ...)
 /* Succeed with stdout OUT (copied). */
 int wc_ok(struct ft_result *res, const char *out);
 
-/* PATH, or its last characters after "..." when longer than MAX, into
- * BUF (MAX + 1 bytes).  For reasons, which are short. */
-const char *wc_short(const char *path, char *buf, size_t max);
-
 /* Has the job whose directory is DIR ended (DIR/WC_DONE exists)? */
 int wc_job_ended(const char *dir);
 
