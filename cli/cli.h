@@ -33,10 +33,12 @@
 
 #include "config.h"
 #include "ctl.h"
+#include "err.h"
 
 struct cli {
 	const char *config;		/* -c */
 	struct ft_config cfg;		/* loaded when the command needs it */
+	int help;			/* --help, -h */
 	int json;			/* --json */
 	int wait;			/* --wait */
 	int foreground;			/* --foreground */
@@ -89,7 +91,5 @@ void cli_print_table(const struct ctl_col *cols, int n, json_t *rows);
 json_t *cli_wait_progress(struct cli *c, json_int_t id, int *broken);
 /* Is MSG a push of KIND ({"push": KIND, ...})? */
 int cli_push_is(json_t *msg, const char *kind);
-/* Print "ftfarm: MSG" to stderr. */
-void cli_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 #endif

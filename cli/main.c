@@ -1,6 +1,5 @@
 /* ftfarm: the user's command.  See cli.h for the commands. */
 #include <getopt.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -8,56 +7,108 @@
 #include "batch.h"
 #include "cli.h"
 
-/* Which commands need the config loaded. */
-static const struct {
+/* The commands, as data: what runs each, whether it needs the config
+ * loaded, its usage (after "ftfarm ") and what it does, for the list,
+ * `ftfarm help CMD` and `ftfarm CMD --help`. */
+static const struct command {
 	const char *name;
 	int (*fn)(struct cli *c);
 	int needs_config;
 	const char *usage;
+	const char *what;
 } commands[] = {
-	{ "start", cli_start, 1, "start -c CFG [--standby] [--foreground]" },
-	{ "stop", cli_stop, 1, "stop -c CFG" },
+	{ "start", cli_start, 1, "start -c CFG [--standby] [--foreground]",
+	  "Start the cluster (supervisor, master, workers); return once every "
+	  "worker has registered." },
+	{ "stop", cli_stop, 1, "stop -c CFG",
+	  "Stop the cluster: supervisor, standby, master, workers, tasks." },
 	{ "submit", cli_submit, 1, "submit -c CFG BATCH.json [--wait] "
-	  "[--reconnect-timeout S]" },
-	{ "wait", cli_wait, 1, "wait -c CFG BATCH_ID [--reconnect-timeout S]" },
+	  "[--reconnect-timeout S]",
+	  "Submit a batch and print its id; --wait: exit 0 only when every "
+	  "task succeeded." },
+	{ "wait", cli_wait, 1, "wait -c CFG BATCH_ID [--reconnect-timeout S]",
+	  "Wait for a batch to finish and print its summary." },
 	{ "wordcount", cli_wordcount, 1, "wordcount -c CFG -o OUT [--shards N] "
-	  "[--reducers R] [--delimiters FILE] INPUT..." },
-	{ "status", cli_status, 1, "status -c CFG [--json]" },
-	{ "nodes", cli_nodes, 1, "nodes -c CFG [--json]" },
-	{ "drain", cli_drain, 1, "drain -c CFG NODE [--json]" },
-	{ "undrain", cli_undrain, 1, "undrain -c CFG NODE [--json]" },
-	{ "reboot", cli_reboot, 1, "reboot -c CFG NODE|all [--force] [--json]" },
-	{ "cancel", cli_cancel, 1, "cancel -c CFG BATCH_ID [--json]" },
-	{ "watch", cli_watch, 1, "watch -c CFG" },
+	  "[--reducers R] [--delimiters FILE] INPUT...",
+	  "Count the words of the INPUT files and directories into OUT." },
+	{ "status", cli_status, 1, "status -c CFG [--json]",
+	  "Show the workers, nodes and batches." },
+	{ "nodes", cli_nodes, 1, "nodes -c CFG [--json]",
+	  "Show the nodes: state, reboots, failures, workers, reason." },
+	{ "drain", cli_drain, 1, "drain -c CFG NODE [--json]",
+	  "Give NODE no new tasks; its running ones finish." },
+	{ "undrain", cli_undrain, 1, "undrain -c CFG NODE [--json]",
+	  "Put NODE back in service." },
+	{ "reboot", cli_reboot, 1, "reboot -c CFG NODE|all [--force] [--json]",
+	  "Drain NODE, power-cycle it over its BMC, wait for its workers." },
+	{ "cancel", cli_cancel, 1, "cancel -c CFG BATCH_ID [--json]",
+	  "Drop a batch's queued tasks and kill its running ones." },
+	{ "watch", cli_watch, 1, "watch -c CFG",
+	  "A live view of batches, workers, nodes and events; q quits." },
 	{ "events", cli_events, 1, "events -c CFG [--follow] [--since TS] "
-	  "[--type TYPE]..." },
-	{ "check", cli_check, 1, "check -c CFG [BATCH.json...]" },
-	{ "rotate", cli_rotate, 1, "rotate -c CFG" },
-	{ "probe", cli_probe, 0, "probe" },
+	  "[--type TYPE]...",
+	  "Print the master's events as JSON lines." },
+	{ "check", cli_check, 1, "check -c CFG [BATCH.json...]",
+	  "Check a config (and batches) without running anything." },
+	{ "rotate", cli_rotate, 1, "rotate -c CFG",
+	  "Rotate master.log and events.jsonl." },
+	{ "probe", cli_probe, 0, "probe",
+	  "Say what the installed MPI can do." },
 };
+#define NCOMMANDS (sizeof(commands) / sizeof(commands[0]))
 
-void
-cli_err(const char *fmt, ...)
-{
-	va_list ap;
-
-	fputs("ftfarm: ", stderr);
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fputc('\n', stderr);
-}
-
+/* The list of commands on OUT; returns STATUS. */
 static int
-usage(void)
+usage(FILE *out, int status)
 {
 	size_t i;
 
-	fprintf(stderr, "usage:\n");
-	for (i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
-		fprintf(stderr, "  ftfarm %s\n", commands[i].usage);
-	fprintf(stderr, "CFG may also come from $FTFARM_CONFIG.\n");
-	return 2;
+	fprintf(out, "usage: ftfarm COMMAND [OPTION...] [ARG...]\n");
+	for (i = 0; i < NCOMMANDS; i++)
+		fprintf(out, "  ftfarm %s\n", commands[i].usage);
+	fprintf(out, "CFG may also come from $FTFARM_CONFIG.  "
+		"`ftfarm help COMMAND` says more; see ftfarm(1).\n");
+	return status;
+}
+
+/* The command called NAME, or NULL. */
+static const struct command *
+command_named(const char *name)
+{
+	size_t i;
+
+	for (i = 0; i < NCOMMANDS; i++)
+		if (strcmp(name, commands[i].name) == 0)
+			return &commands[i];
+	return NULL;
+}
+
+/* One command's usage and what it does, on stdout: exit status 0. */
+static int
+command_help(const struct command *cmd)
+{
+	printf("usage: ftfarm %s\n%s\n", cmd->usage, cmd->what);
+	if (cmd->needs_config)
+		printf("CFG may also come from $FTFARM_CONFIG.\n");
+	printf("Exit status: 0 success, 1 failure, 2 bad usage or input.  "
+	       "See ftfarm(1).\n");
+	return 0;
+}
+
+/* ftfarm help [COMMAND] */
+static int
+help(int argc, char **argv)
+{
+	const struct command *cmd;
+
+	if (argc < 3)
+		return usage(stdout, 0);
+	if (argc > 3 || (cmd = command_named(argv[2])) == NULL) {
+		cli_err("help: %s", argc > 3 ? "one command at most" :
+			"unknown command");
+		return usage(stderr, 2);
+	}
+	return command_help(cmd);
 }
 
 /* --type A,B: each name of LIST added to c->types. */
@@ -125,6 +176,7 @@ parse(struct cli *c, int argc, char **argv)
 				return -1;
 			}
 			break;
+		case 'h': c->help = 1; break;
 		case 'j': c->json = 1; break;
 		case 'w': c->wait = 1; break;
 		case 'f': c->foreground = 1; break;
@@ -153,37 +205,47 @@ int
 main(int argc, char **argv)
 {
 	struct cli c = { .reconnect = -1 };
+	const struct command *cmd;
 	char err[1024];
-	size_t i;
 	int rc;
 
-	if (argc < 2 || strcmp(argv[1], "-h") == 0 ||
-	    strcmp(argv[1], "--help") == 0)
-		return usage();
-	for (i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
-		if (strcmp(argv[1], commands[i].name) == 0)
-			break;
-	if (i == sizeof(commands) / sizeof(commands[0])) {
+	if (argc < 2)
+		return usage(stderr, 2);
+	if (strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0)
+		return usage(stdout, 0);
+	if (strcmp(argv[1], "help") == 0)
+		return help(argc, argv);
+	if ((cmd = command_named(argv[1])) == NULL) {
 		cli_err("unknown command \"%s\"", argv[1]);
-		return usage();
+		return usage(stderr, 2);
 	}
-	if (parse(&c, argc - 1, argv + 1) == -1)
-		return usage();
+	if (parse(&c, argc - 1, argv + 1) == -1) {
+		fprintf(stderr, "usage: ftfarm %s\n", cmd->usage);
+		rc = 2;
+		goto out;
+	}
+	if (c.help) {
+		rc = command_help(cmd);
+		goto out;
+	}
 	if (c.config == NULL)
 		c.config = getenv("FTFARM_CONFIG");
-	if (commands[i].needs_config) {
+	if (cmd->needs_config) {
 		if (c.config == NULL) {
 			cli_err("%s needs a config: -c CFG", argv[1]);
-			return 2;
+			rc = 2;
+			goto out;
 		}
 		if (ft_config_load(c.config, &c.cfg, err, sizeof(err)) == -1) {
 			fprintf(stderr, "%s\n", err);
-			return 2;
+			rc = 2;
+			goto out;
 		}
 		ft_batch_protect(c.cfg.state_dir);
 	}
-	rc = commands[i].fn(&c);
+	rc = cmd->fn(&c);
 	ft_config_free(&c.cfg);
+out:
 	free(c.types);
 	return rc;
 }
