@@ -627,11 +627,23 @@ print_store(const json_t *st)
 	       ft_wall() - json_number_value(json_object_get(st, "since")));
 }
 
+/* PID (a number, or null while its process is not known yet) as text
+ * in BUF: "-" for null. */
+static const char *
+pid_text(const json_t *pid, char *buf, size_t n)
+{
+	if (!json_is_integer(pid))
+		return "-";
+	snprintf(buf, n, "%lld", (long long)json_integer_value(pid));
+	return buf;
+}
+
 /* One line per running gang: its task and each rank's pid, role, state. */
 static void
 print_gangs(const json_t *gangs)
 {
 	const json_t *g, *r;
+	char pid[24];
 	size_t i, j;
 
 	json_array_foreach(gangs, i, g) {
@@ -642,11 +654,11 @@ print_gangs(const json_t *gangs)
 								   "attempt")),
 		       json_string_value(json_object_get(g, "job")));
 		json_array_foreach(json_object_get(g, "ranks"), j, r)
-			printf(" %lld:%lld/%s/%s",
+			printf(" %lld:%s/%s/%s",
 			       (long long)json_integer_value(json_object_get(r,
 								       "rank")),
-			       (long long)json_integer_value(json_object_get(r,
-								       "pid")),
+			       pid_text(json_object_get(r, "pid"), pid,
+					sizeof(pid)),
 			       json_string_value(json_object_get(r, "role")),
 			       json_string_value(json_object_get(r, "state")));
 		putchar('\n');

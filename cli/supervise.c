@@ -625,9 +625,11 @@ check_ready(struct sup *s)
 	}
 	if (ans && up + out == json_array_size(ws)) {
 		log_info("epoch %llu: every worker registered", s->epoch);
-		report(s, 0, "cluster %s up: %zu workers on %d nodes (%s launch, "
-		       "%s)%s%s\nsupervisor pid %d (log: %s/%s)", s->cfg->name,
-		       up, s->cfg->nnodes - s->ndown,
+		report(s, 0, "cluster %s up: %zu worker%s on %d node%s (%s "
+		       "launch, %s)%s%s\nsupervisor pid %d (log: %s/%s)",
+		       s->cfg->name, up, up == 1 ? "" : "s",
+		       s->cfg->nnodes - s->ndown,
+		       s->cfg->nnodes - s->ndown == 1 ? "" : "s",
 		       json_string_value(json_object_get(ans, "launch")),
 		       json_string_value(json_object_get(ans, "mpi")),
 		       s->ndown ? "\nnodes missing (host did not answer; "

@@ -241,13 +241,13 @@ got_status(struct view *v, json_t *st)
 {
 	json_t *rows = json_object_get(st, "batches"), *row;
 	double now = ft_now();
-	size_t i;
+	size_t i, nw = json_array_size(json_object_get(st, "workers"));
+	size_t nn = json_array_size(json_object_get(st, "nodes"));
 
 	if (!v->tty && v->status == NULL)
-		printf("cluster %s: %zu workers on %zu nodes\n",
+		printf("cluster %s: %zu worker%s on %zu node%s\n",
 		       json_string_value(json_object_get(st, "cluster")),
-		       json_array_size(json_object_get(st, "workers")),
-		       json_array_size(json_object_get(st, "nodes")));
+		       nw, nw == 1 ? "" : "s", nn, nn == 1 ? "" : "s");
 	json_array_foreach(rows, i, row) {
 		struct tracked *t = tracked(v, (long)json_integer_value(
 						    json_object_get(row, "id")));

@@ -152,7 +152,7 @@ json_t *ctl_request_new(enum ctl_cmd cmd);
 	X(N_STATE, "state", "STATE", -9, JT_STRING)			\
 	X(N_REBOOTS, "reboots", "REBOOTS", -7, JT_INT)			\
 	X(N_FAILURES, "failures", "FAILURES", -8, JT_INT)		\
-	X(N_WORKER_IDS, "worker_ids", "WORKERS", -8, JT_ARRAY)		\
+	X(N_WORKER_IDS, "worker_ids", "WORKER_IDS", -10, JT_ARRAY)	\
 	X(N_WORKERS, "workers", NULL, 0, JT_INT)			\
 	X(N_SINCE, "since", NULL, 0, JT_NUMBER)				\
 	X(N_LAST_REBOOT, "last_reboot", NULL, 0, JT_NUMBER)		\

@@ -724,8 +724,8 @@ grun_ranks(const struct grun *g)
 			GANG_ROLE_ACTIVE : GANG_ROLE_SPARE;
 
 		json_array_append_new(a, json_pack(
-			"{s:i,s:i,s:s,s:s,s:s,s:i,s:i}", "rank", i, "pid",
-			r->pid, "host", r->host, "role", gang_role_name(role),
+			"{s:i,s:o,s:s,s:s,s:s,s:i,s:i}", "rank", i, "pid",
+			r->pid > 0 ? json_integer(r->pid) : json_null(), "host", r->host, "role", gang_role_name(role),
 			"state", rank_state(g, r), "step", r->step, "epoch",
 			r->epoch));
 	}

@@ -370,7 +370,7 @@ finished_task(struct master *m, struct node *n)
 {
 	n->strikes = 0;
 	if (n->state == N_SUSPECT)
-		set_state(m, n, N_UP, "a worker finished a task");
+		set_state(m, n, N_UP, "recovered: a task ran to its end on it");
 }
 
 void

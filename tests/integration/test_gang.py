@@ -115,14 +115,17 @@ def kill_at(c, bid, kills, timeout=60):
     end = time.time() + timeout
     while todo and time.time() < end:
         g = gang_of(c.status(), bid)
+        # a rank whose process is not known yet has "pid": null, never 0
+        assert g is None or all(r["pid"] is None or r["pid"] > 0
+                                for r in g["ranks"]), g
         if g is None or g["attempt"] != (attempt or g["attempt"]) or \
-                any(r["pid"] <= 0 for r in g["ranks"]):
+                any(not r["pid"] for r in g["ranks"]):
             time.sleep(0.02)
             continue
         attempt = g["attempt"]
         for r in g["ranks"]:
             want = todo.get(r["rank"])
-            if want is None or r["pid"] <= 0:
+            if want is None or not r["pid"]:
                 continue
             if (want == "recover" and r["state"] == "recover") or \
                     (r["state"] == "step" and r["step"] == want):

@@ -212,8 +212,13 @@ def test_drain_and_undrain(make_cluster):
     lets its running task finish; undrain puts it back; bad names and a
     reboot without a node are refused."""
     c = make_cluster(nodes=2, **FAST)
-    c.start()
+    r = c.start()
+    assert "up: 2 workers on 2 nodes" in r.stdout, r.stdout
     wid1, pid1 = worker_of(c, "node1")
+    r = run_cli(c, "nodes", "-c", c.config)
+    head = r.stdout.splitlines()[0].split()
+    # the column lists worker ids, and says so
+    assert "WORKER_IDS" in head and "WORKERS" not in head, r.stdout
     r = run_cli(c, "drain", "-c", c.config, "node1", "--json")
     assert r.returncode == 0, r.stderr
     assert json.loads(r.stdout)["node"]["state"] == "drained"
@@ -249,6 +254,15 @@ def test_drain_and_undrain(make_cluster):
     r = run_cli(c, "reboot", "-c", c.config, "node1")
     assert r.returncode == 1 and "no \"bmc\"" in r.stderr, r
     assert [n["state"] for n in c.status()["nodes"]] == ["up", "up"]
+
+    # A suspect node that runs a task again is up, and its reason says so.
+    os.kill(worker_of(c, "node2")[1], signal.SIGKILL)
+    assert wait_until(lambda: node_row(c, "node2")["state"] == "suspect" and
+                      worker_of(c, "node2")[1], 20)
+    rc, out, err = c.submit(sleepy_batch(20, 0))
+    assert rc == 0, err
+    row = node_row(c, "node2")
+    assert row["state"] == "up" and row["reason"].startswith("recovered"), row
     c.stop()
     assert_no_leftovers(c)
 
