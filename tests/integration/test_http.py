@@ -101,11 +101,11 @@ def test_metrics_match_status(make_cluster, tmp_path):
     assert all(k[0].startswith("ftfarm_") for k in ms)
     assert all(name not in ("task", "task_id", "pid")
                for k in ms for name, _ in k[1])
-    # The README's table names every family, and only those.
-    readme = (ROOT / "README.md").read_text()
-    section = readme.split("### Metrics and the status page")[1]
-    section = section.split("\n### ")[0]
-    documented = set(re.findall(r"`(ftfarm_[a-z_]+)`", section))
+    # The manual (ftfarm-events(7), METRICS) names every family, and only
+    # those.
+    page = (ROOT / "man" / "ftfarm-events.7").read_text()
+    section = page.split("\n.SH METRICS")[1].split("\n.SH ")[0]
+    documented = set(re.findall(r"^\.BR? (ftfarm_[a-z_]+)", section, re.M))
     families = {f.name + ("_total" if f.type == "counter" else "")
                 for f in text_string_to_metric_families(text)}
     assert families == documented, (families ^ documented)

@@ -1,6 +1,6 @@
 /* Unit tests of master/events.c: the lines the typed emitters write, the
- * task events left out when task_events is off, and the README's table of
- * events held to the declared list (names and fields, in order). */
+ * task events left out when task_events is off, and the manual's list of
+ * events (man/ftfarm-events.7) held to the declared list (names and fields, in order). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -76,39 +76,44 @@ test_lines(void **state)
 	json_decref(a);
 }
 
-/* The README's "| `name` | `f1`, `f2` | ... |" rows: "name: f1 f2" each. */
+/* The manual's events (man/ftfarm-events.7, section EVENTS): each a
+ * ".B name" line after ".TP", then "Fields: f1, f2." ("none."), as
+ * "name: f1 f2" each. */
 static char **
-readme_rows(size_t *n)
+page_rows(size_t *n)
 {
-	char *text = ft_read_file(FT_TEST_SRCDIR "/README.md", NULL);
+	char *text = ft_read_file(FT_TEST_SRCDIR "/man/ftfarm-events.7", NULL);
 	char *sec, *end, *line, *save = NULL, **rows = NULL;
+	int after_tp = 0;
+	char name[64] = "";
 
 	assert_non_null(text);
-	sec = strstr(text, "### Events");
+	sec = strstr(text, "\n.SH EVENTS");
 	assert_non_null(sec);
-	end = strstr(sec + 1, "\n### ");
+	end = strstr(sec + 1, "\n.SH ");
 	if (end)
 		*end = '\0';
 	*n = 0;
 	for (line = strtok_r(sec, "\n", &save); line;
 	     line = strtok_r(NULL, "\n", &save)) {
-		char name[64], fields[256] = "", *p, *q;
+		char fields[256] = "", *p;
 
-		if (strncmp(line, "| `", 3) != 0)
+		if (after_tp && strncmp(line, ".B ", 3) == 0) {
+			snprintf(name, sizeof(name), "%s", line + 3);
+			after_tp = 0;
 			continue;
-		p = line + 3;
-		q = strchr(p, '`');
-		assert_non_null(q);
-		snprintf(name, sizeof(name), "%.*s", (int)(q - p), p);
-		p = strchr(q, '|') + 1;
-		q = strchr(p, '|');
-		for (; p < q; p++)
-			if (*p == '`' || *p == ',')
-				continue;
-			else
+		}
+		after_tp = strcmp(line, ".TP") == 0;
+		if (name[0] == '\0' || strncmp(line, "Fields: ", 8) != 0)
+			continue;
+		for (p = line + 8; *p; p++)
+			if (*p != ',' && !(*p == '.' && p[1] == '\0'))
 				strncat(fields, p, 1);
+		if (strcmp(fields, "none") == 0)
+			fields[0] = '\0';
 		rows = ft_realloc(rows, (*n + 1) * sizeof(*rows));
-		rows[(*n)++] = ft_asprintf("%s:%s", name, fields);
+		rows[(*n)++] = ft_asprintf("%s: %s", name, fields);
+		name[0] = '\0';
 	}
 	free(text);
 	return rows;
@@ -139,12 +144,23 @@ squeeze(char *s)
 }
 
 static void
-test_readme_matches_schema(void **state)
+test_manual_matches_schema(void **state)
 {
 	size_t n, i;
-	char **rows = readme_rows(&n);
+	char **rows = page_rows(&n);
 
 	(void)state;
+	for (i = 0; i < events_nschema; i++) {
+		size_t j, k = strlen(events_schema[i].name);
+
+		for (j = 0; j < n; j++)
+			if (strncmp(rows[j], events_schema[i].name, k) == 0 &&
+			    rows[j][k] == ':')
+				break;
+		if (j == n)
+			fail_msg("event %s (master/events.h) is missing from "
+				 "man/ftfarm-events.7", events_schema[i].name);
+	}
 	assert_int_equal(n, events_nschema);
 	for (i = 0; i < n; i++) {
 		char *want = ft_asprintf("%s:%s", events_schema[i].name,
@@ -156,7 +172,8 @@ test_readme_matches_schema(void **state)
 		colon = strchr(want, ':');
 		squeeze(colon + 1);
 		if (strcmp(rows[i], want) != 0)
-			fail_msg("README row %zu says \"%s\", events.h \"%s\"",
+			fail_msg("man/ftfarm-events.7 event %zu says \"%s\", "
+				 "events.h \"%s\"",
 				 i, rows[i], want);
 		free(want);
 		free(rows[i]);
@@ -169,7 +186,7 @@ main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_lines),
-		cmocka_unit_test(test_readme_matches_schema),
+		cmocka_unit_test(test_manual_matches_schema),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
