@@ -126,6 +126,8 @@ include tests/tests.mk
 # Gang tasks: the rank program ftfarm-gang, the gang plugins (bin/gangs/)
 # and the pieces the master and the CLI share with them.
 include worker/gang/gang.mk
+# Manual pages (install-man, uninstall-man).
+include man/man.mk
 
 # The main job: a local cluster doing real work (see scripts/demo).
 demo: deps
