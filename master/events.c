@@ -174,7 +174,7 @@ room(struct events *ev)
 FT_EVENTS(EV_DEFINE)
 #undef EV_DEFINE
 
-/* ---- the schema, for the README's list ---- */
+/* ---- the schema, for the manual's list (man/ftfarm-events.7) ---- */
 
 #define EV_SCHEMA_KEY_int(key) " " #key
 #define EV_SCHEMA_KEY_str(key) " " #key

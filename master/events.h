@@ -4,9 +4,9 @@
  *
  * Every event is declared once, in FT_EVENTS below, with its fields; each
  * gets a typed emitter ev_NAME(ev, field...) and a row in events_schema
- * (a unit test holds the README's list of events to it).  Field types:
- * int, str, num and bool are always written; ostr (NULL) and obool (0) are
- * left out when empty.  Task events (task_assigned, task_done) are written
+ * (a unit test holds the manual's list, man/ftfarm-events.7, to it).
+ * Field types: int, str, num and bool are always written; ostr (NULL) and
+ * obool (0) are left out when empty.  Task events (task_assigned, task_done) are written
  * only when the config's task_events is on.
  *
  * Lines are kept in memory and written by events_flush: from the cron,

@@ -264,7 +264,7 @@ def test_full_state_dir_loses_nothing(make_cluster, small_tmpfs):
     assert not check_exactly_once(res, n,
                                   lambda i: f"{i} {payload}\n")
     # Nothing ran twice for the full disk: a second attempt only as the
-    # scheduler's copy of a straggler (README, "Slow workers") or after a
+    # scheduler's copy of a straggler (docs/design.md, "Slow workers") or after a
     # worker was declared dead (a missed pong on a loaded machine).
     evs = c.events()
     copies = {(e["task"], e["attempt"]) for e in evs
