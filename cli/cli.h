@@ -23,6 +23,8 @@
  *   ftfarm check  -c CFG [BATCH.json...]  validate without running anything
  *   ftfarm probe                           what the installed MPI can do
  *   ftfarm rotate -c CFG                   rotate master.log, events.jsonl
+ *   ftfarm help [CMD], ftfarm CMD --help   the commands, or one's usage
+ *                                          (from the table in main.c)
  *
  * Exit status: 0 success, 1 failure, 2 bad usage or bad input.
  */
