@@ -4,7 +4,7 @@
 MAN_PAGES := $(wildcard man/*.[1-9])
 MANDIR = $(DESTDIR)$(PREFIX)/share/man
 
-.PHONY: install-man uninstall-man man-check
+.PHONY: install-man uninstall-man man-check uninstall
 install: install-man
 uninstall: uninstall-man
 
