@@ -282,7 +282,7 @@ check_batch(const json_t *batch, struct jerr *jerr)
  * printing one line "FILE:LINE:COL: KEY: MESSAGE" (or 1 when the task
  * types cannot be loaded).  *NTASKS: its tasks. */
 static int
-check_file(const char *path, uint32_t *ntasks)
+check_file(const struct cli *c, const char *path, uint32_t *ntasks)
 {
 	struct batch_text bt;
 	struct ft_plugins pl;
@@ -302,6 +302,10 @@ check_file(const char *path, uint32_t *ntasks)
 	} else if (batch_text_read(&bt, path, text, len, &pl, 2, err,
 				   sizeof(err)) == -1) {
 		fprintf(stderr, "%s\n", err);
+		rc = 2;
+	} else if (batch_text_fit(&bt, path, &c->cfg, err, sizeof(err)) == -1) {
+		fprintf(stderr, "%s\n", err);
+		batch_text_free(&bt);
 		rc = 2;
 	} else {
 		*ntasks = bt.ntasks;
@@ -454,7 +458,7 @@ cli_submit(struct cli *c)
 		/* Not a file we can send: say why as `check` would. */
 		if (body.fd != -1)
 			close(body.fd);
-		return check_file(c->argv[0], &ntasks);
+		return check_file(c, c->argv[0], &ntasks);
 	}
 	body.len = (size_t)st.st_size;
 	req = ctl_request_new(CTL_SUBMIT);
@@ -709,7 +713,7 @@ cli_check(struct cli *c)
 
 	for (i = 0; i < c->argc; i++) {
 		uint32_t ntasks = 0;
-		int r = check_file(c->argv[i], &ntasks);
+		int r = check_file(c, c->argv[i], &ntasks);
 
 		if (r != 0)
 			rc = r;

@@ -43,6 +43,11 @@ struct ft_task {
 	 * the caller does not ask. */
 	void (*group)(const struct ft_task *task, pid_t pgid);
 	void *caller;			/* the caller's, for group() */
+	/* The task's environment variables beside the worker's, as
+	 * "NAME=value", NULL-terminated (or NULL): FTFARM_NODE, FTFARM_CPUS
+	 * and, for a task given GPUs, CUDA_VISIBLE_DEVICES.  A plugin that
+	 * starts commands gives them these. */
+	const char *const *env;
 };
 
 /* What run() reports.  The caller zeroes it before the call and frees

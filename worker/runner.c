@@ -27,6 +27,7 @@ struct runner {
 	struct runner_task *running;
 	struct runner_result *rhead, *rtail;
 	size_t output_cap;
+	char node[256];			/* FTFARM_NODE */
 	int stop;
 	int ran;			/* a task ran since the last trim */
 	atomic_int group;		/* the running task's process group, 0 */
@@ -36,18 +37,47 @@ struct runner {
 				 * memory tasks freed goes back */
 
 struct runner_task *
-runner_task_new(uint64_t tid, uint32_t attempt, const char *spec, size_t len)
+runner_task_new(uint64_t tid, uint32_t attempt, const char *spec, size_t len,
+		uint32_t cpus, const char *gpus, size_t glen)
 {
-	struct runner_task *t = ft_malloc(sizeof(*t) + len + 1);
+	struct runner_task *t = ft_malloc(sizeof(*t) + len + glen + 2);
 
 	t->tid = tid;
 	t->attempt = attempt;
 	t->cancel = 0;
 	t->next = NULL;
+	t->cpus = cpus ? cpus : 1;
 	t->spec_len = len;
 	memcpy(t->spec, spec, len);
 	t->spec[len] = '\0';
+	if (glen)
+		memcpy(t->spec + len + 1, gpus, glen);
+	t->spec[len + 1 + glen] = '\0';
+	t->gpus = t->spec + len + 1;
 	return t;
+}
+
+/* T's environment beside the worker's (struct ft_task's env), in BUF
+ * (NBUF bytes) and ENV (4 entries). */
+static void
+task_env(const struct runner *r, const struct runner_task *t, char *buf,
+	 size_t nbuf, const char *env[4])
+{
+	int k = 0, n;
+
+	n = snprintf(buf, nbuf, "FTFARM_NODE=%s", r->node);
+	env[k++] = buf;
+	buf += n + 1;
+	nbuf -= (size_t)n + 1;
+	n = snprintf(buf, nbuf, "FTFARM_CPUS=%u", t->cpus);
+	env[k++] = buf;
+	buf += n + 1;
+	nbuf -= (size_t)n + 1;
+	if (*t->gpus) {
+		snprintf(buf, nbuf, "CUDA_VISIBLE_DEVICES=%s", t->gpus);
+		env[k++] = buf;
+	}
+	env[k] = NULL;
 }
 
 void
@@ -87,6 +117,8 @@ run_one(struct runner *r, struct runner_task *t, struct runner_result *res)
 	const struct ft_plugin *p = NULL;
 	struct ft_task task;
 	double t0 = ft_now();
+	char envbuf[2048];
+	const char *env[4];
 
 	if (spec)
 		p = ft_plugins_find(r->pl, jget_str(spec, "type", ""));
@@ -104,6 +136,8 @@ run_one(struct runner *r, struct runner_task *t, struct runner_result *res)
 	task.output_cap = r->output_cap;
 	task.group = on_group;
 	task.caller = r;
+	task_env(r, t, envbuf, sizeof(envbuf), env);
+	task.env = env;
 	if (p->run(&task, &res->res) == -1)
 		res->res.ok = 0;
 	atomic_store(&r->group, 0);
@@ -220,6 +254,14 @@ runner_start(const struct ft_plugins *pl)
 		return NULL;
 	}
 	return r;
+}
+
+void
+runner_set_node(struct runner *r, const char *node, size_t len)
+{
+	pthread_mutex_lock(&r->mu);
+	snprintf(r->node, sizeof(r->node), "%.*s", (int)len, node ? node : "");
+	pthread_mutex_unlock(&r->mu);
 }
 
 void

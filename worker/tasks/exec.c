@@ -240,6 +240,27 @@ env_overrides(const json_t *env, const char *entry)
 	return json_object_getn(env, entry, n) != NULL;
 }
 
+/* Does EXTRA ("NAME=value" entries, NULL-terminated, or NULL) set the
+ * variable named by the N bytes at NAME? */
+static int
+extra_sets(const char *const *extra, const char *name, size_t n)
+{
+	size_t i;
+
+	for (i = 0; extra && extra[i]; i++)
+		if (strncmp(extra[i], name, n) == 0 && extra[i][n] == '=')
+			return 1;
+	return 0;
+}
+
+static size_t
+name_len(const char *entry)
+{
+	const char *eq = strchr(entry, '=');
+
+	return eq ? (size_t)(eq - entry) : strlen(entry);
+}
+
 /* The MPI library's and its launcher's variables: tasks do not see them
  * (a task that runs an MPI program of its own must not take the worker's
  * place in the worker's job). */
@@ -260,26 +281,35 @@ is_mpi_var(const char *entry)
 }
 
 /* The worker's environment less the MPI's variables, with ENV's members
- * added or replacing.  Entries from *FIRST on are new strings.  Reads
- * environ: the worker must not change its environment while tasks run. */
+ * added or replacing, then EXTRA's (the worker's word on the task: its
+ * node, its slots, its GPUs) over both.  Entries from *FIRST on are new
+ * strings.  Reads environ: the worker must not change its environment
+ * while tasks run. */
 static char **
-env_build(const json_t *env, size_t *first)
+env_build(const json_t *env, const char *const *extra, size_t *first)
 {
 	const char *key;
 	json_t *v;
 	char **envp;
-	size_t n = 0, k = 0, i;
+	size_t n = 0, k = 0, i, nx = 0;
 
 	while (environ && environ[n])
 		n++;
-	envp = ft_calloc(n + json_object_size(env) + 1, sizeof(*envp));
+	while (extra && extra[nx])
+		nx++;
+	envp = ft_calloc(n + json_object_size(env) + nx + 1, sizeof(*envp));
 	for (i = 0; i < n; i++)
 		if (!is_mpi_var(environ[i]) &&
-		    !(env && env_overrides(env, environ[i])))
+		    !(env && env_overrides(env, environ[i])) &&
+		    !extra_sets(extra, environ[i], name_len(environ[i])))
 			envp[k++] = environ[i];
 	*first = k;
 	json_object_foreach((json_t *)env, key, v)
-		envp[k++] = ft_asprintf("%s=%s", key, json_string_value(v));
+		if (!extra_sets(extra, key, strlen(key)))
+			envp[k++] = ft_asprintf("%s=%s", key,
+						json_string_value(v));
+	for (i = 0; i < nx; i++)
+		envp[k++] = ft_strdup(extra[i]);
 	return envp;
 }
 
@@ -308,7 +338,7 @@ max_fd(void)
 
 /* Fill L from the (validated) task SPEC.  Cannot fail. */
 static void
-launch_init(struct launch *l, const json_t *spec)
+launch_init(struct launch *l, const json_t *spec, const char *const *extra)
 {
 	const json_t *argv = json_object_get(spec, "argv");
 	size_t i, n = json_array_size(argv);
@@ -317,7 +347,7 @@ launch_init(struct launch *l, const json_t *spec)
 	l->argv = ft_calloc(n + 1, sizeof(*l->argv));
 	for (i = 0; i < n; i++)
 		l->argv[i] = (char *)json_string_value(json_array_get(argv, i));
-	l->envp = env_build(json_object_get(spec, "env"), &l->env_first);
+	l->envp = env_build(json_object_get(spec, "env"), extra, &l->env_first);
 	l->path = env_path(l->envp ? l->envp : environ);
 	l->cwd = jget_str(spec, "cwd", NULL);
 	l->fd[0] = l->fd[1] = l->fd[2] = l->errpipe = -1;
@@ -900,7 +930,7 @@ exec_run(const struct ft_task *task, struct ft_result *res)
 	enum end end;
 	int rc = -1, status;
 
-	launch_init(&l, task->spec);
+	launch_init(&l, task->spec, task->env);
 	proc_init(&p, task);
 	if (l.argv[0] == NULL) {
 		fail(res, -1, "no argv (the task was not validated)");
