@@ -315,6 +315,22 @@ check_file(const struct cli *c, const char *path, uint32_t *ntasks)
 	return rc;
 }
 
+/* A line for each batch of BS whose wide task waits, and why. */
+static void
+print_waiting(const json_t *bs)
+{
+	const json_t *row;
+	size_t i;
+
+	json_array_foreach(bs, i, row)
+		if (json_is_string(json_object_get(row, "waiting")))
+			printf("batch %lld: %s\n",
+			       (long long)json_integer_value(json_object_get(
+				       row, "id")),
+			       json_string_value(json_object_get(row,
+								 "waiting")));
+}
+
 static void
 print_summary(json_t *b)
 {
@@ -698,6 +714,7 @@ cli_status(struct cli *c)
 			putchar('\n');
 			cli_print_table(ctl_batch_cols, CTL_B_NCOLS,
 				    json_object_get(ans, k[CTL_S_BATCHES]));
+			print_waiting(json_object_get(ans, k[CTL_S_BATCHES]));
 		}
 		print_gangs(json_object_get(ans, k[CTL_S_GANGS]));
 	}

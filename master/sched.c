@@ -811,49 +811,30 @@ pick_wide(struct sched *s, int worker, struct fifo *f, uint64_t head,
 	return r == s->w[worker].node ? PICK_HOLD : PICK_NONE;
 }
 
-/* The FIFO of level L whose head is the oldest after AFTER (an ID), and
- * that head in *HEAD; NULL when none. */
-static struct fifo *
-next_head(struct sched *s, struct level *l, uint64_t after, uint64_t *head)
-{
-	struct fifo *best = NULL;
-	int i;
-
-	*head = UINT64_MAX;
-	for (i = 0; i < l->n; i++) {
-		uint64_t h = fifo_head(s, &l->v[i]);
-
-		if (h != 0 && h > after && h < *head) {
-			*head = h;
-			best = &l->v[i];
-		}
-	}
-	return best;
-}
-
-/* One task for WORKER: the oldest head of the highest priority that it
- * can run or that does not keep its node. */
+/* One task for WORKER: of the highest priority that has one for it,
+ * a wide task first (it starts here, or keeps a node, this one or
+ * another), else the oldest one-slot task. */
 static enum pick
 pick_one(struct sched *s, int worker, double now, struct sched_pick *out)
 {
-	int i;
+	int i, j;
 
 	for (i = 0; i < s->nlv; i++) {
 		struct level *l = &s->lv[i];
-		uint64_t head = 0;
-		struct fifo *f;
+		uint64_t head;
 
-		while ((f = next_head(s, l, head, &head)) != NULL) {
+		for (j = 1; j < l->n; j++) {
 			enum pick p;
 
-			if (f == &l->v[0]) {
-				fifo_drop_head(f);
-				start_instance(s, worker, head, now, out, 0);
-				return PICK_ONE;
-			}
-			if ((p = pick_wide(s, worker, f, head, now, out)) !=
-			    PICK_NONE)
+			if ((head = fifo_head(s, &l->v[j])) != 0 &&
+			    (p = pick_wide(s, worker, &l->v[j], head, now,
+					   out)) != PICK_NONE)
 				return p;
+		}
+		if ((head = fifo_head(s, &l->v[0])) != 0) {
+			fifo_drop_head(&l->v[0]);
+			start_instance(s, worker, head, now, out, 0);
+			return PICK_ONE;
 		}
 	}
 	return PICK_NONE;

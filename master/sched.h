@@ -33,13 +33,14 @@
  * GPUs are its own until its instance ends.  Its worker takes nothing else
  * meanwhile, and wide tasks get no straggler copies.
  *
- * Order.  Tasks wait by priority (higher first), then by ID.  Within a
- * priority each shape (cpus, gpus) has its own FIFO, so that a worker
- * looks only at the head of each.  The oldest wide task that cannot start
- * now reserves one node (the one with the most free slots among those
- * that could ever hold it, one reservation per node): that node takes no
- * other task until the reserved one starts, so a stream of one-slot tasks
- * cannot overtake it forever; the other nodes go on with later tasks.
+ * Order.  Tasks wait by priority (higher first).  Within a priority each
+ * shape (cpus, gpus) has its own FIFO, so that a worker looks only at the
+ * head of each; wide tasks go before one-slot ones.  A wide task at the
+ * head of its FIFO that cannot start now reserves one node (the one with
+ * the most free slots among those that could ever hold it; one
+ * reservation per node): that node finishes what it runs and takes
+ * nothing else until the reserved task starts, so a stream of one-slot
+ * tasks cannot overtake it forever; the other nodes go on meanwhile.
  */
 #ifndef FT_SCHED_H
 #define FT_SCHED_H
