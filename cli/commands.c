@@ -278,32 +278,27 @@ check_batch(const json_t *batch, struct jerr *jerr)
 	return rc;
 }
 
-/* Check the batch file PATH here, as the master would.  0, or 2 after
- * printing one line "FILE:LINE:COL: KEY: MESSAGE" (or 1 when the task
- * types cannot be loaded).  *NTASKS: its tasks. */
-static int
-check_file(const struct cli *c, const char *path, uint32_t *ntasks)
+int
+cli_check_text(const struct cli *c, const char *name, char *text, size_t len,
+	       uint32_t *ntasks)
 {
 	struct batch_text bt;
 	struct ft_plugins pl;
-	char err[1024], *dir = ft_plugins_default_dir(), *text;
-	size_t len;
+	char err[1024], *dir = ft_plugins_default_dir();
 	int rc = ft_plugins_load(&pl, dir, err, sizeof(err));
 
 	free(dir);
 	if (rc == -1) {
+		free(text);
 		cli_err("%s", err);
 		return 1;
 	}
 	pl.other_jobs = check_gang_job;
-	if ((text = ft_read_file(path, &len)) == NULL) {
-		fprintf(stderr, "%s: cannot read: %s\n", path, strerror(errno));
-		rc = 2;
-	} else if (batch_text_read(&bt, path, text, len, &pl, 2, err,
-				   sizeof(err)) == -1) {
+	if (batch_text_read(&bt, name, text, len, &pl, 2, err,
+			    sizeof(err)) == -1) {
 		fprintf(stderr, "%s\n", err);
 		rc = 2;
-	} else if (batch_text_fit(&bt, path, &c->cfg, err, sizeof(err)) == -1) {
+	} else if (batch_text_fit(&bt, name, &c->cfg, err, sizeof(err)) == -1) {
 		fprintf(stderr, "%s\n", err);
 		batch_text_free(&bt);
 		rc = 2;
@@ -313,6 +308,22 @@ check_file(const struct cli *c, const char *path, uint32_t *ntasks)
 	}
 	ft_plugins_free(&pl);
 	return rc;
+}
+
+/* Check the batch file PATH here, as the master would.  0, or 2 after
+ * printing one line "FILE:LINE:COL: KEY: MESSAGE" (or 1 when the task
+ * types cannot be loaded).  *NTASKS: its tasks. */
+static int
+check_file(const struct cli *c, const char *path, uint32_t *ntasks)
+{
+	char *text;
+	size_t len;
+
+	if ((text = ft_read_file(path, &len)) == NULL) {
+		fprintf(stderr, "%s: cannot read: %s\n", path, strerror(errno));
+		return 2;
+	}
+	return cli_check_text(c, path, text, len, ntasks);
 }
 
 /* A line for each batch of BS whose wide task waits, and why. */
@@ -442,9 +453,8 @@ submitted(struct cli *c, json_t *ans, int wait)
 	return wait ? wait_batch(c, id) : 0;
 }
 
-/* Send BATCH (taken over), print its id, and wait for it if WAIT. */
-static int
-send_batch(struct cli *c, json_t *batch, int wait)
+int
+cli_send_batch(struct cli *c, json_t *batch, int wait)
 {
 	json_t *req = ctl_request_new(CTL_SUBMIT), *ans;
 
@@ -464,6 +474,8 @@ cli_submit(struct cli *c)
 	uint32_t ntasks;
 	struct stat st;
 
+	if (c->cmdline)
+		return cli_submit_command(c);
 	if (c->argc != 1) {
 		cli_err("usage: ftfarm submit -c CFG BATCH.json [--wait]");
 		return 2;
@@ -555,7 +567,7 @@ cli_wordcount(struct cli *c)
 		json_decref(batch);
 		return rc == -1 ? 2 : 1;
 	}
-	return send_batch(c, batch, 1);
+	return cli_send_batch(c, batch, 1);
 }
 
 /* wait -c CFG BATCH_ID */
