@@ -80,6 +80,8 @@ struct sched {
 	uint64_t ntasks;
 	struct level *lv;		/* by priority, highest first */
 	int nlv;
+	struct fifo *plain;		/* that of one-slot tasks of priority 0,
+					 * or NULL (found again after a move) */
 	struct snode *nodes;
 	int nnodes;
 	int wake;			/* see sched_wake */
@@ -245,6 +247,7 @@ level_of(struct sched *s, int prio)
 	for (i = 0; i < s->nlv && s->lv[i].prio >= prio; i++)
 		if (s->lv[i].prio == prio)
 			return &s->lv[i];
+	s->plain = NULL;	/* the levels move */
 	s->lv = ft_realloc(s->lv, (size_t)(s->nlv + 1) * sizeof(*s->lv));
 	for (j = s->nlv; j > i; j--)
 		s->lv[j] = s->lv[j - 1];
@@ -267,6 +270,7 @@ fifo_of(struct sched *s, const struct sched_task *t)
 	for (i = 0; i < l->n; i++)
 		if (l->v[i].cpus == t->cpus_m1 + 1 && l->v[i].gpus == t->gpus)
 			return &l->v[i];
+	s->plain = NULL;	/* the FIFOs of L move */
 	l->v = ft_realloc(l->v, (size_t)(l->n + 1) * sizeof(*l->v));
 	memset(&l->v[l->n], 0, sizeof(*l->v));
 	l->v[l->n].cpus = t->cpus_m1 + 1;
@@ -274,10 +278,21 @@ fifo_of(struct sched *s, const struct sched_task *t)
 	return &l->v[l->n++];
 }
 
+/* Queue TID, whose record is T, at the back (or the FRONT) of its FIFO. */
 static void
-queue_push(struct sched *s, uint64_t tid, int front)
+queue_push(struct sched *s, const struct sched_task *t, uint64_t tid,
+	   int front)
 {
-	fifo_push(fifo_of(s, task_of(s, tid)), tid, front);
+	struct fifo *f;
+
+	if (t->cpus_m1 == 0 && t->gpus == 0 && t->prio == 0) {
+		if (s->plain == NULL)
+			s->plain = fifo_of(s, t);
+		f = s->plain;
+	} else {
+		f = fifo_of(s, t);
+	}
+	fifo_push(f, tid, front);
 }
 
 static void
@@ -293,6 +308,7 @@ queues_free(struct sched *s)
 	free(s->lv);
 	s->lv = NULL;
 	s->nlv = 0;
+	s->plain = NULL;
 }
 
 /* ---- each worker's ring of instances ---- */
@@ -390,7 +406,7 @@ sched_add_need(struct sched *s, uint32_t batch, uint32_t index,
 	}
 	s->nqueued++;
 	s->nopen++;
-	queue_push(s, s->ntasks, 0);
+	queue_push(s, t, s->ntasks, 0);
 	return s->ntasks;
 }
 
@@ -490,7 +506,7 @@ instance_lost(struct sched *s, int worker, uint64_t tid, uint32_t attempt,
 	}
 	t->state = TASK_QUEUED;
 	s->nqueued++;
-	queue_push(s, tid, 1);
+	queue_push(s, t, tid, 1);
 	if (s->ops.reassigned)
 		s->ops.reassigned(s->ops.ctx, tid, attempt, worker, reason);
 }
@@ -519,7 +535,7 @@ static void
 drop_instance(struct sched *s, int worker, int i)
 {
 	ring_remove(&s->w[worker], i);
-	if (s->w[worker].n == 0)
+	if (s->w[worker].n == 0 && s->w[worker].wide)
 		release_hold(s, worker);
 }
 

@@ -27,7 +27,7 @@ struct runner {
 	struct runner_task *running;
 	struct runner_result *rhead, *rtail;
 	size_t output_cap;
-	char node[256];			/* FTFARM_NODE */
+	char node_env[280];		/* "FTFARM_NODE=<its node>" */
 	int stop;
 	int ran;			/* a task ran since the last trim */
 	atomic_int group;		/* the running task's process group, 0 */
@@ -57,22 +57,24 @@ runner_task_new(uint64_t tid, uint32_t attempt, const char *spec, size_t len,
 	return t;
 }
 
-/* T's environment beside the worker's (struct ft_task's env), in BUF
- * (NBUF bytes) and ENV (4 entries). */
+/* T's environment beside the worker's (struct ft_task's env): ENV (4
+ * entries), in BUF (NBUF bytes) when T holds more than one slot or GPUs;
+ * a one-slot task's is ready made. */
 static void
 task_env(const struct runner *r, const struct runner_task *t, char *buf,
 	 size_t nbuf, const char *env[4])
 {
 	int k = 0, n;
 
-	n = snprintf(buf, nbuf, "FTFARM_NODE=%s", r->node);
-	env[k++] = buf;
-	buf += n + 1;
-	nbuf -= (size_t)n + 1;
-	n = snprintf(buf, nbuf, "FTFARM_CPUS=%u", t->cpus);
-	env[k++] = buf;
-	buf += n + 1;
-	nbuf -= (size_t)n + 1;
+	env[k++] = r->node_env;
+	if (t->cpus == 1) {
+		env[k++] = "FTFARM_CPUS=1";
+	} else {
+		n = snprintf(buf, nbuf, "FTFARM_CPUS=%u", t->cpus);
+		env[k++] = buf;
+		buf += n + 1;
+		nbuf -= (size_t)n + 1;
+	}
 	if (*t->gpus) {
 		snprintf(buf, nbuf, "CUDA_VISIBLE_DEVICES=%s", t->gpus);
 		env[k++] = buf;
@@ -236,6 +238,7 @@ runner_start(const struct ft_plugins *pl)
 	struct runner *r = ft_calloc(1, sizeof(*r));
 	pthread_condattr_t ca;
 
+	strcpy(r->node_env, "FTFARM_NODE=");
 	r->pl = pl;
 	r->output_cap = 65536;
 	r->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
@@ -260,7 +263,8 @@ void
 runner_set_node(struct runner *r, const char *node, size_t len)
 {
 	pthread_mutex_lock(&r->mu);
-	snprintf(r->node, sizeof(r->node), "%.*s", (int)len, node ? node : "");
+	snprintf(r->node_env, sizeof(r->node_env), "FTFARM_NODE=%.*s",
+		 (int)(len < 256 ? len : 256), node ? node : "");
 	pthread_mutex_unlock(&r->mu);
 }
 

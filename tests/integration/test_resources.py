@@ -180,3 +180,35 @@ def test_command_line_batches_cat_and_priority(make_cluster):
     assert len(late) >= 16, "the high-priority batch waited for the low one"
     c.stop()
     assert_no_leftovers(c)
+
+
+def test_wide_tasks_survive_master_restart_and_worker_kill(make_cluster):
+    import os
+    import signal
+    c = make_cluster(nodes=2, workers_per_node=2, heartbeat_ms=500,
+                     master_silence_ms=3000)
+    c.start()
+    n = 24
+    tasks = [{"type": "exec", "cpus": 2, "argv": [
+        "sh", "-c", f"sleep 0.3; echo {i} $FTFARM_CPUS"]} for i in range(n)]
+    rc, out, err = c.submit({"name": "wide", "priority": 3, "tasks": tasks},
+                            wait=False)
+    assert rc == 0, err
+    bid = batch_id_of(out)
+    path = c.state_dir / "batches" / str(bid) / "results.jsonl"
+    assert wait_until(lambda: len(read_jsonl(path)) >= 4, 60)
+    c._record_pids()
+    os.kill(c.master_pid, signal.SIGKILL)
+    c.stop(timeout=120)
+    c.start()
+    # A worker running a wide task dies: the task runs again elsewhere.
+    busy = wait_until(lambda: [w for w in c.status()["workers"]
+                               if w["state"] == "busy"], 30)
+    if busy:
+        os.kill(busy[0]["pid"], signal.SIGKILL)
+    r = c.cli("wait", "-c", c.config, bid, timeout=120)
+    assert r.returncode == 0, r.stdout + r.stderr
+    res = read_jsonl(path)
+    assert not check_exactly_once(res, n, lambda i: f"{i} 2\n")
+    c.stop()
+    assert_no_leftovers(c)
