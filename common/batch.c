@@ -45,20 +45,38 @@ check_need(const json_t *task, const char *path, struct jerr *err)
 	return 0;
 }
 
+/* Does TASK carry "cpus" or "gpus"?  One walk over its few keys, cheaper
+ * than looking each up in its table. */
+static int
+has_need(const json_t *task)
+{
+	const char *k;
+	json_t *v;
+
+	json_object_foreach((json_t *)task, k, v)
+		if ((k[0] == 'c' && strcmp(k, "cpus") == 0) ||
+		    (k[0] == 'g' && strcmp(k, "gpus") == 0))
+			return 1;
+	return 0;
+}
+
 /* Let plugin P check TASK (at PATH) without the keys every task may have
- * beside its own ("cpus", "gpus"), which it does not know. */
+ * beside its own ("cpus", "gpus"), which it does not know; *CPUS and
+ * *GPUS: what it asks. */
 static int
 plugin_check(const struct ft_plugin *p, const json_t *task, const char *path,
-	     struct jerr *err)
+	     int *cpus, int *gpus, struct jerr *err)
 {
 	json_t *own;
 	int rc;
 
-	if (json_object_get(task, "cpus") == NULL &&
-	    json_object_get(task, "gpus") == NULL)
+	*cpus = 1;
+	*gpus = 0;
+	if (!has_need(task))
 		return p->validate(task, path, err);
 	if (check_need(task, path, err) == -1)
 		return -1;
+	ft_task_need(task, cpus, gpus);
 	own = json_copy((json_t *)task);
 	json_object_del(own, "cpus");
 	json_object_del(own, "gpus");
@@ -76,8 +94,18 @@ ft_task_need(const json_t *task, int *cpus, int *gpus)
 }
 
 int
-ft_batch_check_task(const json_t *task, const char *path, const struct ft_plugins *pl,
-	   struct jerr *err)
+ft_batch_check_task(const json_t *task, const char *path,
+		    const struct ft_plugins *pl, struct jerr *err)
+{
+	int cpus, gpus;
+
+	return ft_batch_check_task_need(task, path, pl, &cpus, &gpus, err);
+}
+
+int
+ft_batch_check_task_need(const json_t *task, const char *path,
+			 const struct ft_plugins *pl, int *cpus, int *gpus,
+			 struct jerr *err)
 {
 	const json_t *type;
 	char tpath[300];
@@ -91,8 +119,8 @@ ft_batch_check_task(const json_t *task, const char *path, const struct ft_plugin
 		return jerr_set(err, path, "missing required key \"type\"");
 	kind = ft_plugins_index(pl, json_string_value(type));
 	if (kind >= 0)
-		return plugin_check(pl->v[kind], task, path, err) == -1 ? -1 :
-		       kind;
+		return plugin_check(pl->v[kind], task, path, cpus, gpus,
+				    err) == -1 ? -1 : kind;
 	jpath_key(tpath, sizeof(tpath), path, "type");
 	if (!json_is_string(type))
 		return jerr_set(err, tpath, "expected a string, got %s",

@@ -45,6 +45,12 @@ int ft_batch_check_task(const json_t *task, const char *path,
  * 1 when it needs more than one slot or a GPU. */
 int ft_task_need(const json_t *task, int *cpus, int *gpus);
 
+/* ft_batch_check_task, which also gives the task's "cpus" (default 1)
+ * and "gpus" (default 0) in *CPUS and *GPUS. */
+int ft_batch_check_task_need(const json_t *task, const char *path,
+			     const struct ft_plugins *pl, int *cpus, int *gpus,
+			     struct jerr *err);
+
 /* The plugin planning BATCH if it is a job (checked), else NULL. */
 const struct ft_plugin *ft_batch_job(const json_t *batch,
 				     const struct ft_plugins *pl);

@@ -338,8 +338,8 @@ check_part(void *arg)
 			break;
 		}
 		jpath_index(path, sizeof(path), "tasks", i);
-		if ((kind = ft_batch_check_task(t, path, p->pl,
-						&p->jerr)) == -1) {
+		if ((kind = ft_batch_check_task_need(t, path, p->pl, &cpus,
+						     &gpus, &p->jerr)) == -1) {
 			json_decref(t);
 			p->bad = i;
 			break;
@@ -353,7 +353,6 @@ check_part(void *arg)
 		}
 		sp->timeout = ft_task_timeout(t, 0);
 		sp->kind = (int8_t)kind;
-		ft_task_need(t, &cpus, &gpus);
 		sp->cpus = (uint16_t)cpus;
 		sp->gpus = (uint8_t)gpus;
 		json_decref(t);
