@@ -85,6 +85,7 @@ static const struct jfield node_fields[] = {
 	{ "bmc", JT_OBJECT, 0 },
 	{ "ready_command", JT_STRING_ARRAY, 0 },
 	{ "gpus", JT_ANY, 0 },
+	{ "pin", JT_BOOL, 0 },
 	{ NULL, JT_ANY, 0 },
 };
 
@@ -585,6 +586,7 @@ parse_node(const json_t *el, const char *path, struct ft_config *cfg,
 	node->name = ft_strdup(name);
 	node->host = ft_strdup(host);
 	node->workers = (int)jget_int(el, "workers", 1);
+	node->pin = jget_bool(el, "pin", 0);
 	if (parse_bmc(el, path, cfg, node, err) == -1 ||
 	    parse_gpus(el, path, node, err) == -1)
 		return -1;

@@ -48,6 +48,10 @@ struct ft_task {
 	 * and, for a task given GPUs, CUDA_VISIBLE_DEVICES.  A plugin that
 	 * starts commands gives them these. */
 	const char *const *env;
+	/* The CPUs the task is bound to ("0,1": places among its node's
+	 * slots, to be taken modulo the host's CPUs), or NULL when its node
+	 * does not pin.  A plugin that starts commands binds them. */
+	const char *cpuset;
 };
 
 /* What run() reports.  The caller zeroes it before the call and frees

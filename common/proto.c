@@ -175,6 +175,7 @@ proto_put_task(struct ft_buf *b, const struct proto_task *m)
 	wire_put_bytes(b, m->spec, m->spec_len);
 	wire_put_u32(b, m->cpus);
 	wire_put_bytes(b, m->gpus, m->gpus_len);
+	wire_put_bytes(b, m->cpuset, m->cpuset_len);
 }
 
 void
@@ -240,6 +241,7 @@ proto_next_task(struct proto_iter *it, struct proto_task *m)
 	m->spec = wire_get_bytes(&r, &m->spec_len);
 	m->cpus = wire_get_u32(&r);
 	m->gpus = wire_get_bytes(&r, &m->gpus_len);
+	m->cpuset = wire_get_bytes(&r, &m->cpuset_len);
 	return iter_step(it, &r);
 }
 

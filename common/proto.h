@@ -8,7 +8,7 @@
  *
  *   worker -> master   HELLO   version, slot, pid, host, plugin names
  *   master -> worker   WELCOME output cap, master silence limit
- *   master -> worker   ASSIGN  count x (task id, attempt, spec, cpus, gpus)
+ *   master -> worker   ASSIGN  count x (task id, attempt, spec, cpus, gpus, cpuset)
  *   worker -> master   RESULT  count x (task id, attempt, ok, exit, seconds,
  *                               reason, stdout, stderr)
  *   master -> worker   PING    sequence number
@@ -82,6 +82,8 @@ struct proto_task {
 	uint32_t cpus;			/* slots it holds (FTFARM_CPUS), 0 = 1 */
 	const char *gpus;		/* its GPU ids, comma-separated, or "" */
 	size_t gpus_len;
+	const char *cpuset;		/* CPUs to bind it to ("0,1"), or "" */
+	size_t cpuset_len;
 };
 
 struct proto_result {

@@ -259,6 +259,31 @@ gpu_ids(const struct master *m, const struct worker *w, uint64_t mask,
 	return len < n ? len : n - 1;
 }
 
+/* For a node whose tasks are pinned: the places in W's node of W and of
+ * the workers its task holds (the CPUs the task is bound to, taken modulo
+ * the host's CPUs by the worker), comma-separated, into BUF.  Their
+ * length; 0 when the node does not pin. */
+static size_t
+cpu_set_of(const struct master *m, const struct worker *w, char *buf,
+	   size_t n)
+{
+	size_t len = 0;
+	int k, place = 0;
+
+	buf[0] = '\0';
+	if (!m->cfg.nodes[w->node].pin)
+		return 0;
+	for (k = 0; k < m->nworkers && len + 12 < n; k++) {
+		if (m->workers[k].node != w->node)
+			continue;
+		if (k == w->id || sched_holder(m->sched, k) == w->id)
+			len += (size_t)snprintf(buf + len, n - len, "%s%d",
+						len ? "," : "", place);
+		place++;
+	}
+	return len;
+}
+
 /* Pack PICKS into ASSIGN messages of at most FT_MSG_MAX bytes. */
 static void
 send_picks(struct master *m, struct worker *w, struct sched_pick *picks,
@@ -270,7 +295,7 @@ send_picks(struct master *m, struct worker *w, struct sched_pick *picks,
 
 	proto_begin_list(&msg);
 	for (i = 0; i < n; i++) {
-		char gpus[1024];
+		char gpus[1024], cpuset[1400];
 		struct proto_task pt = {
 			.tid = picks[i].tid,
 			.attempt = picks[i].attempt,
@@ -278,12 +303,14 @@ send_picks(struct master *m, struct worker *w, struct sched_pick *picks,
 			.spec_len = picks[i].task->spec_len,
 			.cpus = (uint32_t)picks[i].cpus,
 			.gpus = gpus,
+			.cpuset = cpuset,
 		};
 
 		pt.gpus_len = picks[i].gpus ? gpu_ids(m, w, picks[i].gpus, gpus,
 						      sizeof(gpus)) : 0;
-		if (count > 0 && msg.len + pt.spec_len + pt.gpus_len + 40 >
-		    FT_MSG_MAX) {
+		pt.cpuset_len = cpu_set_of(m, w, cpuset, sizeof(cpuset));
+		if (count > 0 && msg.len + pt.spec_len + pt.gpus_len +
+		    pt.cpuset_len + 48 > FT_MSG_MAX) {
 			proto_set_count(&msg, count);
 			if (send_msg(m, w, FT_MSG_ASSIGN, &msg) == -1)
 				return;

@@ -160,7 +160,8 @@ on_assign(struct agent *a, const void *p, size_t n)
 		struct runner_task *t = runner_task_new(pt.tid, pt.attempt,
 							pt.spec, pt.spec_len,
 							pt.cpus, pt.gpus,
-							pt.gpus_len);
+							pt.gpus_len, pt.cpuset,
+							pt.cpuset_len);
 
 		*tail = t;
 		tail = &t->next;

@@ -38,9 +38,10 @@ struct runner {
 
 struct runner_task *
 runner_task_new(uint64_t tid, uint32_t attempt, const char *spec, size_t len,
-		uint32_t cpus, const char *gpus, size_t glen)
+		uint32_t cpus, const char *gpus, size_t glen,
+		const char *cpuset, size_t clen)
 {
-	struct runner_task *t = ft_malloc(sizeof(*t) + len + glen + 2);
+	struct runner_task *t = ft_malloc(sizeof(*t) + len + glen + clen + 3);
 
 	t->tid = tid;
 	t->attempt = attempt;
@@ -54,6 +55,10 @@ runner_task_new(uint64_t tid, uint32_t attempt, const char *spec, size_t len,
 		memcpy(t->spec + len + 1, gpus, glen);
 	t->spec[len + 1 + glen] = '\0';
 	t->gpus = t->spec + len + 1;
+	if (clen)
+		memcpy(t->spec + len + glen + 2, cpuset, clen);
+	t->spec[len + glen + 2 + clen] = '\0';
+	t->cpuset = t->spec + len + glen + 2;
 	return t;
 }
 
@@ -140,6 +145,7 @@ run_one(struct runner *r, struct runner_task *t, struct runner_result *res)
 	task.caller = r;
 	task_env(r, t, envbuf, sizeof(envbuf), env);
 	task.env = env;
+	task.cpuset = *t->cpuset ? t->cpuset : NULL;
 	if (p->run(&task, &res->res) == -1)
 		res->res.ok = 0;
 	atomic_store(&r->group, 0);

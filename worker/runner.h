@@ -20,6 +20,7 @@ struct runner_task {
 	struct runner_task *next;
 	uint32_t cpus;			/* slots it holds */
 	const char *gpus;		/* its GPU ids ("0,1"), "" for none: in spec[] */
+	const char *cpuset;		/* CPUs to bind it to, "" for none: in spec[] */
 	size_t spec_len;
 	char spec[];			/* JSON text, NUL-terminated, then gpus */
 };
@@ -59,11 +60,13 @@ void runner_kill_group(struct runner *r);
 /* Tasks queued or running. */
 int runner_busy(struct runner *r);
 
-/* A task TID, ATTEMPT with a copy of SPEC (LEN bytes) and of GPUS (GLEN
- * bytes, its GPU ids), holding CPUS slots, in one block. */
+/* A task TID, ATTEMPT with a copy of SPEC (LEN bytes), of GPUS (GLEN
+ * bytes, its GPU ids) and of CPUSET (CLEN bytes, the CPUs to bind it
+ * to), holding CPUS slots, in one block. */
 struct runner_task *runner_task_new(uint64_t tid, uint32_t attempt,
 				    const char *spec, size_t len, uint32_t cpus,
-				    const char *gpus, size_t glen);
+				    const char *gpus, size_t glen,
+				    const char *cpuset, size_t clen);
 void runner_result_free(struct runner_result *res);
 void runner_task_free(struct runner_task *t);
 

@@ -8,6 +8,7 @@ One cluster of two nodes with 4 slots and GPUs "0" and "1" each (the
 config/local-gpus.json shape); every task writes when it started and
 ended, on which node, with which FTFARM_CPUS and CUDA_VISIBLE_DEVICES."""
 import json
+import os
 import time
 
 from conftest import (assert_no_leftovers, batch_id_of, check_exactly_once,
@@ -28,11 +29,13 @@ def task(cpus=1, gpus=0, sec=0.6):
     return t
 
 
-def gpu_cluster(make_cluster):
+def gpu_cluster(make_cluster, pin=False):
     c = make_cluster(nodes=2, workers_per_node=4, heartbeat_ms=1000)
     cfg = json.loads(c.config.read_text())
     for n in cfg["nodes"]:
         n["gpus"] = GPUS
+        if pin:
+            n["pin"] = True
     c.config.write_text(json.dumps(cfg, indent=2) + "\n")
     c.start()
     return c
@@ -136,7 +139,7 @@ def test_mixed_resources_refusal_and_reservation(make_cluster):
 
 
 def test_command_line_batches_cat_and_priority(make_cluster):
-    c = gpu_cluster(make_cluster)
+    c = gpu_cluster(make_cluster, pin=True)
     lines = c.dir / "lines.txt"
     lines.write_text("alpha\nbeta gamma\n\ndelta\n")
     r = c.cli("submit", "-c", c.config, "--wait", "--name", "each",
@@ -150,15 +153,26 @@ def test_command_line_batches_cat_and_priority(make_cluster):
     r = c.cli("cat", "-c", c.config, each, "3", "1", "--stderr")
     assert r.returncode == 0 and r.stdout == "ebeta gamma\nedelta\n"
 
+    allowed = "$(grep Cpus_allowed_list /proc/self/status | cut -f2)"
     r = c.cli("submit", "-c", c.config, "--wait", "--array", "1-8",
               "--cpus", "4", "--", "sh", "-c",
-              'echo {} $FTFARM_CPUS $FTFARM_NODE; sleep 0.2')
+              'echo {} $FTFARM_CPUS $FTFARM_NODE ' + allowed + '; sleep 0.2')
     assert r.returncode == 0, r.stderr
     arr = batch_id_of(r.stdout)
     r = c.cli("cat", "-c", c.config, arr)
     got = [line.split() for line in r.stdout.splitlines()]
     assert [g[0] for g in got] == [str(i) for i in range(1, 9)]
     assert all(g[1] == "4" and g[2] in ("node1", "node2") for g in got)
+    # "pin": a task is bound to the CPUs of its slots (places 0..3 of
+    # the node, modulo this machine's CPUs); a one-slot task to one.
+    ncpu = os.cpu_count()
+    want = "0" if ncpu == 1 else f"0-{min(4, ncpu) - 1}"
+    assert all(g[3] == want for g in got), got
+    r = c.cli("submit", "-c", c.config, "--wait", "--array", "1-4", "--",
+              "sh", "-c", "echo " + allowed)
+    assert r.returncode == 0, r.stderr
+    r = c.cli("cat", "-c", c.config, batch_id_of(r.stdout))
+    assert all(x.strip().isdigit() for x in r.stdout.splitlines()), r.stdout
 
     r = c.cli("submit", "-c", c.config, "--cpus", "5", "--", "true")
     assert r.returncode == 2 and "tasks[0].cpus" in r.stderr

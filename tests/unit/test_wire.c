@@ -388,9 +388,9 @@ static const char spec0[] = "{\"type\": \"sleep\", \"seconds\": 0}";
 static const char spec2[] = "bin\0ary\xff\x00";
 
 static const struct proto_task tasks[] = {
-	{ 1, 1, spec0, sizeof(spec0) - 1, 1, "", 0 },
-	{ UINT64_MAX, UINT32_MAX, "", 0, 0, "", 0 },
-	{ 0x100000001ULL, 2, spec2, sizeof(spec2) - 1, 4, "0,1", 3 },
+	{ 1, 1, spec0, sizeof(spec0) - 1, 1, "", 0, "", 0 },
+	{ UINT64_MAX, UINT32_MAX, "", 0, 0, "", 0, "", 0 },
+	{ 0x100000001ULL, 2, spec2, sizeof(spec2) - 1, 4, "0,1", 3, "2,3", 3 },
 };
 
 static void

@@ -28,6 +28,7 @@
 #include <limits.h>
 #include <math.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>		/* also pthread_sigmask */
 #include <stdarg.h>
 #include <stdio.h>
@@ -70,6 +71,8 @@ struct launch {
 	int max_fd;		/* close bound when close_range fails */
 	struct sigaction dfl;	/* SIG_DFL, for every signal */
 	sigset_t empty;		/* the child's signal mask */
+	int pin;		/* bind the child to CPUS */
+	cpu_set_t cpus;
 };
 
 /* One output of the child. */
@@ -336,6 +339,34 @@ max_fd(void)
 	return n > FALLBACK_MAX_FD ? FALLBACK_MAX_FD : (int)n;
 }
 
+/* The CPUs of SET ("0,5": places, taken modulo the CPUs online) into
+ * L->cpus; none given: L->pin stays 0. */
+static void
+cpus_init(struct launch *l, const char *set)
+{
+	long n = sysconf(_SC_NPROCESSORS_ONLN);
+	char *end;
+	long c;
+
+	if (set == NULL || *set == '\0')
+		return;
+	if (n < 1)
+		n = 1;
+	if (n > CPU_SETSIZE)
+		n = CPU_SETSIZE;
+	CPU_ZERO(&l->cpus);
+	while (*set) {
+		c = strtol(set, &end, 10);
+		if (end == set || c < 0)
+			return;
+		CPU_SET((int)(c % n), &l->cpus);
+		l->pin = 1;
+		set = *end == ',' ? end + 1 : end;
+		if (*end != ',' && *end != '\0')
+			return;
+	}
+}
+
 /* Fill L from the (validated) task SPEC.  Cannot fail. */
 static void
 launch_init(struct launch *l, const json_t *spec, const char *const *extra)
@@ -480,7 +511,8 @@ child_exec(const struct launch *l)
 {
 	int stage = STAGE_SETUP;
 
-	if (setpgid(0, 0) < 0 || child_signals(l) < 0 || child_fds(l) < 0)
+	if (setpgid(0, 0) < 0 || child_signals(l) < 0 || child_fds(l) < 0 ||
+	    (l->pin && sched_setaffinity(0, sizeof(l->cpus), &l->cpus) < 0))
 		goto fail;
 	stage = STAGE_CHDIR;
 	if (l->cwd && chdir(l->cwd) < 0)
@@ -931,6 +963,7 @@ exec_run(const struct ft_task *task, struct ft_result *res)
 	int rc = -1, status;
 
 	launch_init(&l, task->spec, task->env);
+	cpus_init(&l, task->cpuset);
 	proc_init(&p, task);
 	if (l.argv[0] == NULL) {
 		fail(res, -1, "no argv (the task was not validated)");
