@@ -50,7 +50,7 @@ MASTER := master/main.c master/loop.c master/farm.c master/commands.c \
 	master/gangs.c master/grun.c master/pidwatch.c
 WORKER := worker/main.c worker/agent.c worker/runner.c worker/doze.c
 CLI := cli/main.c cli/err.c cli/commands.c cli/start.c cli/launch.c cli/supervise.c \
-	cli/nodes.c cli/watch.c cli/events.c cli/progress.c
+	cli/nodes.c cli/watch.c cli/events.c cli/progress.c cli/tasks.c
 PLUGINS := exec sleep wordcount relax
 
 common_o = $(COMMON:%.c=$(OBJ)/%.o)

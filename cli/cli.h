@@ -32,6 +32,7 @@
 #define FT_CLI_H
 
 #include <jansson.h>
+#include <stdint.h>
 
 #include "config.h"
 #include "ctl.h"
@@ -55,6 +56,14 @@ struct cli {
 	const char *since;		/* --since */
 	char **types;			/* --type, each (NULL-terminated) */
 	int ntypes;
+	const char *name;		/* --name */
+	int cpus, gpus;			/* --cpus, --gpus (0: not given) */
+	double timeout;			/* --timeout (0: not given) */
+	int priority;			/* --priority */
+	const char *each_line;		/* --each-line FILE */
+	const char *array;		/* --array A-B */
+	int stderr_out;			/* --stderr */
+	int cmdline;			/* submit's operands are a command */
 	int argc;			/* operands after the options */
 	char **argv;
 	int status;			/* exit status of the last failed call */
@@ -74,6 +83,8 @@ int cli_cancel(struct cli *c);
 int cli_watch(struct cli *c);
 int cli_events(struct cli *c);
 int cli_check(struct cli *c);
+int cli_submit_command(struct cli *c);
+int cli_cat(struct cli *c);
 int cli_probe(struct cli *c);
 int cli_rotate(struct cli *c);
 
@@ -92,6 +103,14 @@ void cli_print_table(const struct ctl_col *cols, int n, json_t *rows);
  * unsaid with *BROKEN set when the connection failed or broke. */
 json_t *cli_wait_progress(struct cli *c, json_int_t id, int *broken);
 /* Is MSG a push of KIND ({"push": KIND, ...})? */
+/* Check the batch TEXT (LEN bytes, malloc'd: taken over) named NAME as
+ * the master would, against c's config too.  0, or 2 after printing the
+ * error (1 when the task types cannot be loaded).  *NTASKS: its tasks. */
+int cli_check_text(const struct cli *c, const char *name, char *text,
+		   size_t len, uint32_t *ntasks);
+/* Send BATCH (taken over), print its id, and wait for it if WAIT.  The
+ * exit status. */
+int cli_send_batch(struct cli *c, json_t *batch, int wait);
 int cli_push_is(json_t *msg, const char *kind);
 
 #endif

@@ -278,30 +278,29 @@ check_batch(const json_t *batch, struct jerr *jerr)
 	return rc;
 }
 
-/* Check the batch file PATH here, as the master would.  0, or 2 after
- * printing one line "FILE:LINE:COL: KEY: MESSAGE" (or 1 when the task
- * types cannot be loaded).  *NTASKS: its tasks. */
-static int
-check_file(const char *path, uint32_t *ntasks)
+int
+cli_check_text(const struct cli *c, const char *name, char *text, size_t len,
+	       uint32_t *ntasks)
 {
 	struct batch_text bt;
 	struct ft_plugins pl;
-	char err[1024], *dir = ft_plugins_default_dir(), *text;
-	size_t len;
+	char err[1024], *dir = ft_plugins_default_dir();
 	int rc = ft_plugins_load(&pl, dir, err, sizeof(err));
 
 	free(dir);
 	if (rc == -1) {
+		free(text);
 		cli_err("%s", err);
 		return 1;
 	}
 	pl.other_jobs = check_gang_job;
-	if ((text = ft_read_file(path, &len)) == NULL) {
-		fprintf(stderr, "%s: cannot read: %s\n", path, strerror(errno));
-		rc = 2;
-	} else if (batch_text_read(&bt, path, text, len, &pl, 2, err,
-				   sizeof(err)) == -1) {
+	if (batch_text_read(&bt, name, text, len, &pl, 2, err,
+			    sizeof(err)) == -1) {
 		fprintf(stderr, "%s\n", err);
+		rc = 2;
+	} else if (batch_text_fit(&bt, name, &c->cfg, err, sizeof(err)) == -1) {
+		fprintf(stderr, "%s\n", err);
+		batch_text_free(&bt);
 		rc = 2;
 	} else {
 		*ntasks = bt.ntasks;
@@ -309,6 +308,38 @@ check_file(const char *path, uint32_t *ntasks)
 	}
 	ft_plugins_free(&pl);
 	return rc;
+}
+
+/* Check the batch file PATH here, as the master would.  0, or 2 after
+ * printing one line "FILE:LINE:COL: KEY: MESSAGE" (or 1 when the task
+ * types cannot be loaded).  *NTASKS: its tasks. */
+static int
+check_file(const struct cli *c, const char *path, uint32_t *ntasks)
+{
+	char *text;
+	size_t len;
+
+	if ((text = ft_read_file(path, &len)) == NULL) {
+		fprintf(stderr, "%s: cannot read: %s\n", path, strerror(errno));
+		return 2;
+	}
+	return cli_check_text(c, path, text, len, ntasks);
+}
+
+/* A line for each batch of BS whose wide task waits, and why. */
+static void
+print_waiting(const json_t *bs)
+{
+	const json_t *row;
+	size_t i;
+
+	json_array_foreach(bs, i, row)
+		if (json_is_string(json_object_get(row, "waiting")))
+			printf("batch %lld: %s\n",
+			       (long long)json_integer_value(json_object_get(
+				       row, "id")),
+			       json_string_value(json_object_get(row,
+								 "waiting")));
 }
 
 static void
@@ -422,9 +453,8 @@ submitted(struct cli *c, json_t *ans, int wait)
 	return wait ? wait_batch(c, id) : 0;
 }
 
-/* Send BATCH (taken over), print its id, and wait for it if WAIT. */
-static int
-send_batch(struct cli *c, json_t *batch, int wait)
+int
+cli_send_batch(struct cli *c, json_t *batch, int wait)
 {
 	json_t *req = ctl_request_new(CTL_SUBMIT), *ans;
 
@@ -444,6 +474,8 @@ cli_submit(struct cli *c)
 	uint32_t ntasks;
 	struct stat st;
 
+	if (c->cmdline)
+		return cli_submit_command(c);
 	if (c->argc != 1) {
 		cli_err("usage: ftfarm submit -c CFG BATCH.json [--wait]");
 		return 2;
@@ -454,7 +486,7 @@ cli_submit(struct cli *c)
 		/* Not a file we can send: say why as `check` would. */
 		if (body.fd != -1)
 			close(body.fd);
-		return check_file(c->argv[0], &ntasks);
+		return check_file(c, c->argv[0], &ntasks);
 	}
 	body.len = (size_t)st.st_size;
 	req = ctl_request_new(CTL_SUBMIT);
@@ -535,7 +567,7 @@ cli_wordcount(struct cli *c)
 		json_decref(batch);
 		return rc == -1 ? 2 : 1;
 	}
-	return send_batch(c, batch, 1);
+	return cli_send_batch(c, batch, 1);
 }
 
 /* wait -c CFG BATCH_ID */
@@ -706,6 +738,7 @@ cli_status(struct cli *c)
 			putchar('\n');
 			cli_print_table(ctl_batch_cols, CTL_B_NCOLS,
 				    json_object_get(ans, k[CTL_S_BATCHES]));
+			print_waiting(json_object_get(ans, k[CTL_S_BATCHES]));
 		}
 		print_gangs(json_object_get(ans, k[CTL_S_GANGS]));
 	}
@@ -721,7 +754,7 @@ cli_check(struct cli *c)
 
 	for (i = 0; i < c->argc; i++) {
 		uint32_t ntasks = 0;
-		int r = check_file(c->argv[i], &ntasks);
+		int r = check_file(c, c->argv[i], &ntasks);
 
 		if (r != 0)
 			rc = r;

@@ -23,9 +23,14 @@ static const struct command {
 	{ "stop", cli_stop, 1, "stop -c CFG",
 	  "Stop the cluster: supervisor, standby, master, workers, tasks." },
 	{ "submit", cli_submit, 1, "submit -c CFG BATCH.json [--wait] "
-	  "[--reconnect-timeout S]",
-	  "Submit a batch and print its id; --wait: exit 0 only when every "
-	  "task succeeded." },
+	  "[--reconnect-timeout S]
+  ftfarm submit -c CFG [--wait] [--name N] "
+	  "[--cpus K] [--gpus G] [--timeout S] [--priority P] "
+	  "[--each-line FILE | --array A-B] -- COMMAND ARG...",
+	  "Submit a batch file, or exec tasks typed on the command line, and "
+	  "print the batch id; --wait: exit 0 only when every task succeeded." },
+	{ "cat", cli_cat, 1, "cat -c CFG BATCH [TASK...] [--stderr]",
+	  "Print the tasks' standard output (or error) in task order." },
 	{ "wait", cli_wait, 1, "wait -c CFG BATCH_ID [--reconnect-timeout S]",
 	  "Wait for a batch to finish and print its summary." },
 	{ "wordcount", cli_wordcount, 1, "wordcount -c CFG -o OUT [--shards N] "
@@ -135,7 +140,57 @@ enum {
 	OPT_FOLLOW,
 	OPT_SINCE,
 	OPT_TYPE,
+	OPT_NAME,
+	OPT_CPUS,
+	OPT_GPUS,
+	OPT_TIMEOUT,
+	OPT_PRIORITY,
+	OPT_EACH_LINE,
+	OPT_ARRAY,
+	OPT_STDERR,
 };
+
+/* The whole number OPTARG of option NAME into *V, within LO..HI.  0, or
+ * -1 (said). */
+static int
+int_opt(const char *name, const char *arg, long lo, long hi, int *v)
+{
+	char *end;
+	long x = strtol(arg, &end, 10);
+
+	if (*end || end == arg || x < lo || x > hi) {
+		cli_err("--%s takes a whole number %ld..%ld", name, lo, hi);
+		return -1;
+	}
+	*v = (int)x;
+	return 0;
+}
+
+/* The options of submit's command form and of cat. */
+static int
+task_opt(struct cli *c, int o, char *arg)
+{
+	char *end;
+
+	switch (o) {
+	case OPT_NAME: c->name = arg; return 0;
+	case OPT_CPUS: return int_opt("cpus", arg, 1, FT_TASK_CPUS_MAX, &c->cpus);
+	case OPT_GPUS: return int_opt("gpus", arg, 0, FT_TASK_GPUS_MAX, &c->gpus);
+	case OPT_PRIORITY:
+		return int_opt("priority", arg, FT_BATCH_PRIO_MIN,
+			       FT_BATCH_PRIO_MAX, &c->priority);
+	case OPT_EACH_LINE: c->each_line = arg; return 0;
+	case OPT_ARRAY: c->array = arg; return 0;
+	case OPT_STDERR: c->stderr_out = 1; return 0;
+	default:
+		c->timeout = strtod(arg, &end);
+		if (*end || end == arg || !(c->timeout > 0)) {
+			cli_err("--timeout takes seconds (more than 0)");
+			return -1;
+		}
+		return 0;
+	}
+}
 
 static int
 parse(struct cli *c, int argc, char **argv)
@@ -156,11 +211,20 @@ parse(struct cli *c, int argc, char **argv)
 		{ "follow", no_argument, NULL, OPT_FOLLOW },
 		{ "since", required_argument, NULL, OPT_SINCE },
 		{ "type", required_argument, NULL, OPT_TYPE },
+		{ "name", required_argument, NULL, OPT_NAME },
+		{ "cpus", required_argument, NULL, OPT_CPUS },
+		{ "gpus", required_argument, NULL, OPT_GPUS },
+		{ "timeout", required_argument, NULL, OPT_TIMEOUT },
+		{ "priority", required_argument, NULL, OPT_PRIORITY },
+		{ "each-line", required_argument, NULL, OPT_EACH_LINE },
+		{ "array", required_argument, NULL, OPT_ARRAY },
+		{ "stderr", no_argument, NULL, OPT_STDERR },
 		{ NULL, 0, NULL, 0 },
 	};
 	char *end;
 	int o;
 
+	/* A command's own options come after "--", where getopt stops. */
 	while ((o = getopt_long(argc, argv, "c:ho:", opts, NULL)) != -1) {
 		switch (o) {
 		case 'c': c->config = optarg; break;
@@ -193,9 +257,17 @@ parse(struct cli *c, int argc, char **argv)
 		case OPT_FOLLOW: c->follow = 1; break;
 		case OPT_SINCE: c->since = optarg; break;
 		case OPT_TYPE: add_types(c, optarg); break;
+		case OPT_NAME: case OPT_CPUS: case OPT_GPUS: case OPT_TIMEOUT:
+		case OPT_PRIORITY: case OPT_EACH_LINE: case OPT_ARRAY:
+		case OPT_STDERR:
+			if (task_opt(c, o, optarg) == -1)
+				return -1;
+			c->cmdline |= o != OPT_STDERR;
+			break;
 		default: return -1;
 		}
 	}
+	c->cmdline |= optind > 1 && strcmp(argv[optind - 1], "--") == 0;
 	c->argc = argc - optind;
 	c->argv = argv + optind;
 	return 0;

@@ -12,12 +12,100 @@ static const struct jfield batch_fields[] = {
 	{ "name", JT_STRING, 0 },
 	{ "tasks", JT_ARRAY, 0 },
 	{ "job", JT_OBJECT, 0 },
+	{ "priority", JT_INT, 0 },
 	{ NULL, 0, 0 },
 };
 
+/* Check TASK's "cpus" and "gpus" at PATH (any task may carry them).  0, or
+ * -1 with ERR. */
+static int
+check_need(const json_t *task, const char *path, struct jerr *err)
+{
+	const char *keys[] = { "cpus", "gpus" };
+	const long long lo[] = { 1, 0 }, hi[] = { FT_TASK_CPUS_MAX,
+						 FT_TASK_GPUS_MAX };
+	char at[300];
+	int i;
+
+	for (i = 0; i < 2; i++) {
+		const json_t *v = json_object_get(task, keys[i]);
+
+		if (v == NULL)
+			continue;
+		jpath_key(at, sizeof(at), path, keys[i]);
+		if (!json_is_integer(v))
+			return jerr_set(err, at, "expected an integer, got %s",
+					jcheck_type_name(v));
+		if (json_integer_value(v) < lo[i] ||
+		    json_integer_value(v) > hi[i])
+			return jerr_set(err, at, "must be %lld..%lld, got %lld",
+					lo[i], hi[i],
+					(long long)json_integer_value(v));
+	}
+	return 0;
+}
+
+/* Does TASK carry "cpus" or "gpus"?  One walk over its few keys, cheaper
+ * than looking each up in its table. */
+static int
+has_need(const json_t *task)
+{
+	const char *k;
+	json_t *v;
+
+	json_object_foreach((json_t *)task, k, v)
+		if ((k[0] == 'c' && strcmp(k, "cpus") == 0) ||
+		    (k[0] == 'g' && strcmp(k, "gpus") == 0))
+			return 1;
+	return 0;
+}
+
+/* Let plugin P check TASK (at PATH) without the keys every task may have
+ * beside its own ("cpus", "gpus"), which it does not know; *CPUS and
+ * *GPUS: what it asks. */
+static int
+plugin_check(const struct ft_plugin *p, const json_t *task, const char *path,
+	     int *cpus, int *gpus, struct jerr *err)
+{
+	json_t *own;
+	int rc;
+
+	*cpus = 1;
+	*gpus = 0;
+	if (!has_need(task))
+		return p->validate(task, path, err);
+	if (check_need(task, path, err) == -1)
+		return -1;
+	ft_task_need(task, cpus, gpus);
+	own = json_copy((json_t *)task);
+	json_object_del(own, "cpus");
+	json_object_del(own, "gpus");
+	rc = p->validate(own, path, err);
+	json_decref(own);
+	return rc;
+}
+
 int
-ft_batch_check_task(const json_t *task, const char *path, const struct ft_plugins *pl,
-	   struct jerr *err)
+ft_task_need(const json_t *task, int *cpus, int *gpus)
+{
+	*cpus = (int)jget_int(task, "cpus", 1);
+	*gpus = (int)jget_int(task, "gpus", 0);
+	return *cpus > 1 || *gpus > 0;
+}
+
+int
+ft_batch_check_task(const json_t *task, const char *path,
+		    const struct ft_plugins *pl, struct jerr *err)
+{
+	int cpus, gpus;
+
+	return ft_batch_check_task_need(task, path, pl, &cpus, &gpus, err);
+}
+
+int
+ft_batch_check_task_need(const json_t *task, const char *path,
+			 const struct ft_plugins *pl, int *cpus, int *gpus,
+			 struct jerr *err)
 {
 	const json_t *type;
 	char tpath[300];
@@ -31,7 +119,8 @@ ft_batch_check_task(const json_t *task, const char *path, const struct ft_plugin
 		return jerr_set(err, path, "missing required key \"type\"");
 	kind = ft_plugins_index(pl, json_string_value(type));
 	if (kind >= 0)
-		return pl->v[kind]->validate(task, path, err) == -1 ? -1 : kind;
+		return plugin_check(pl->v[kind], task, path, cpus, gpus,
+				    err) == -1 ? -1 : kind;
 	jpath_key(tpath, sizeof(tpath), path, "type");
 	if (!json_is_string(type))
 		return jerr_set(err, tpath, "expected a string, got %s",
@@ -102,7 +191,9 @@ int
 ft_batch_check_top(const json_t *batch, size_t ntasks,
 		   const struct ft_plugins *pl, struct jerr *err)
 {
-	if (jcheck_object(batch, "", batch_fields, err) == -1)
+	if (jcheck_object(batch, "", batch_fields, err) == -1 ||
+	    jcheck_int_range(batch, "", "priority", FT_BATCH_PRIO_MIN,
+			     FT_BATCH_PRIO_MAX, err) == -1)
 		return -1;
 	if (json_object_get(batch, "job")) {
 		if (json_object_get(batch, "tasks"))

@@ -16,6 +16,11 @@
 #include "plugins.h"
 
 #define FT_BATCH_MAX_TASKS 10000000
+/* A batch's "priority" and a task's "cpus" and "gpus" (any task type). */
+#define FT_BATCH_PRIO_MIN (-128)
+#define FT_BATCH_PRIO_MAX 127
+#define FT_TASK_CPUS_MAX 256
+#define FT_TASK_GPUS_MAX 64
 
 /* The directory no job may write into (the cluster's state dir), for the
  * checks below; set once, before they run.  NULL: none. */
@@ -35,6 +40,16 @@ int ft_batch_check_top(const json_t *batch, size_t ntasks,
  * encodes it anyway.)  The index of its type in PL, or -1 with ERR. */
 int ft_batch_check_task(const json_t *task, const char *path,
 			const struct ft_plugins *pl, struct jerr *err);
+
+/* TASK's "cpus" (default 1) and "gpus" (default 0), checked.  Returns
+ * 1 when it needs more than one slot or a GPU. */
+int ft_task_need(const json_t *task, int *cpus, int *gpus);
+
+/* ft_batch_check_task, which also gives the task's "cpus" (default 1)
+ * and "gpus" (default 0) in *CPUS and *GPUS. */
+int ft_batch_check_task_need(const json_t *task, const char *path,
+			     const struct ft_plugins *pl, int *cpus, int *gpus,
+			     struct jerr *err);
 
 /* The plugin planning BATCH if it is a job (checked), else NULL. */
 const struct ft_plugin *ft_batch_job(const json_t *batch,

@@ -18,6 +18,7 @@
 #include <sys/mman.h>
 
 #include "batch.h"
+#include "config.h"
 #include "jcheck.h"
 #include "jparse.h"
 #include "jpos.h"
@@ -231,7 +232,7 @@ scan_member(struct scan *sc, struct top *t, const char *key)
 	if (skip_value(sc) == -1)
 		return -1;
 	if (strcmp(key, "name") != 0 && strcmp(key, "job") != 0 &&
-	    strcmp(key, "tasks") != 0) {
+	    strcmp(key, "tasks") != 0 && strcmp(key, "priority") != 0) {
 		json_object_set_new(t->obj, key, json_null());
 		return 0;		/* unknown: refused by the check */
 	}
@@ -317,7 +318,7 @@ check_part(void *arg)
 	struct part *p = arg;
 	char path[64];
 	uint32_t i;
-	int kind;
+	int kind, cpus, gpus;
 
 	p->bad = UINT32_MAX;
 	for (i = p->from; i < p->to; i++) {
@@ -337,8 +338,8 @@ check_part(void *arg)
 			break;
 		}
 		jpath_index(path, sizeof(path), "tasks", i);
-		if ((kind = ft_batch_check_task(t, path, p->pl,
-						&p->jerr)) == -1) {
+		if ((kind = ft_batch_check_task_need(t, path, p->pl, &cpus,
+						     &gpus, &p->jerr)) == -1) {
 			json_decref(t);
 			p->bad = i;
 			break;
@@ -351,7 +352,9 @@ check_part(void *arg)
 			break;
 		}
 		sp->timeout = ft_task_timeout(t, 0);
-		sp->kind = kind;
+		sp->kind = (int8_t)kind;
+		sp->cpus = (uint16_t)cpus;
+		sp->gpus = (uint8_t)gpus;
 		json_decref(t);
 	}
 	return NULL;
@@ -464,6 +467,7 @@ batch_text_scan(struct batch_text *bt, const char *file, char *text,
 	t.spans = NULL;
 	bt->name = ft_strdup(ft_batch_name(t.obj));
 	bt->job = json_incref(json_object_get(t.obj, "job"));
+	bt->priority = (int)jget_int(t.obj, "priority", 0);
 	json_decref(t.obj);
 	return 0;
 fail:
@@ -494,6 +498,58 @@ batch_text_read(struct batch_text *bt, const char *file, char *text,
 	if (batch_text_scan(bt, file, text, len, pl, err, n) == -1)
 		return -1;
 	return batch_text_check(bt, file, pl, threads, NULL, 0, err, n);
+}
+
+/* Does some node of CFG have CPUS slots and GPUS GPUs?  0, or -1 with
+ * JERR set for the task at PATH. */
+static int
+node_fits(const struct ft_config *cfg, int cpus, int gpus, const char *path,
+	  struct jerr *jerr)
+{
+	int i, most_c = 0, most_g = 0;
+	char at[96];
+
+	for (i = 0; i < cfg->nnodes; i++) {
+		const struct ft_node *nd = &cfg->nodes[i];
+
+		if (nd->workers >= cpus && nd->ngpus >= gpus)
+			return 0;
+		most_c = nd->workers > most_c ? nd->workers : most_c;
+		most_g = nd->ngpus > most_g ? nd->ngpus : most_g;
+	}
+	if (cpus > most_c) {
+		jpath_key(at, sizeof(at), path, "cpus");
+		return jerr_set(jerr, at, "no node has %d slots (the most: %d)",
+				cpus, most_c);
+	}
+	jpath_key(at, sizeof(at), path, "gpus");
+	if (gpus > most_g)
+		return jerr_set(jerr, at, "no node has %d GPUs (the most: %d)",
+				gpus, most_g);
+	return jerr_set(jerr, at, "no node has %d slots and %d GPUs together",
+			cpus, gpus);
+}
+
+int
+batch_text_fit(const struct batch_text *bt, const char *file,
+	       const struct ft_config *cfg, char *err, size_t n)
+{
+	struct jerr jerr;
+	char path[64];
+	uint32_t i;
+
+	for (i = 0; i < bt->ntasks; i++) {
+		const struct bt_span *sp = &bt->spans[i];
+
+		if (sp->cpus <= 1 && sp->gpus == 0)
+			continue;
+		jpath_index(path, sizeof(path), "tasks", i);
+		if (node_fits(cfg, sp->cpus, sp->gpus, path, &jerr) == -1) {
+			check_error(file, bt->text, bt->len, &jerr, err, n);
+			return -1;
+		}
+	}
+	return 0;
 }
 
 void

@@ -20,12 +20,15 @@
 #include "plugins.h"
 
 /* One task's bytes in the text, its "timeout" (0: none given; float as
- * in the scheduler's task table) and its type (the index of its plugin). */
+ * in the scheduler's task table), its type (the index of its plugin, -1
+ * unknown) and what it needs ("cpus", "gpus"). */
 struct bt_span {
 	uint32_t off;
 	uint32_t len;
 	float timeout;
-	int kind;
+	int8_t kind;
+	uint8_t gpus;
+	uint16_t cpus;
 };
 
 struct batch_text {
@@ -33,6 +36,7 @@ struct batch_text {
 	size_t len;
 	char *name;			/* "name", or "batch" */
 	json_t *job;			/* the "job" object, or NULL */
+	int priority;			/* "priority", default 0 */
 	struct bt_span *spans;		/* the tasks, in order */
 	size_t spans_mapped;		/* bytes of their own mapping, or 0 */
 	uint32_t ntasks;
@@ -55,6 +59,12 @@ int batch_text_scan(struct batch_text *bt, const char *file, char *text,
 int batch_text_check(struct batch_text *bt, const char *file,
 		     const struct ft_plugins *pl, int threads,
 		     const uint8_t *skip, uint32_t nskip, char *err, size_t n);
+/* Can some node of CFG give each task of BT the slots ("cpus") and GPUs
+ * ("gpus") it asks?  0, or -1 with ERR ("FILE:LINE:COL: tasks[I].cpus:
+ * ...", the first task none can). */
+struct ft_config;
+int batch_text_fit(const struct batch_text *bt, const char *file,
+		   const struct ft_config *cfg, char *err, size_t n);
 /* The spec of task I (not NUL-terminated). */
 static inline const char *
 batch_text_spec(const struct batch_text *bt, uint32_t i, uint32_t *len)

@@ -84,6 +84,8 @@ static const struct jfield node_fields[] = {
 	{ "workers", JT_INT, 0 },
 	{ "bmc", JT_OBJECT, 0 },
 	{ "ready_command", JT_STRING_ARRAY, 0 },
+	{ "gpus", JT_ANY, 0 },
+	{ "pin", JT_BOOL, 0 },
 	{ NULL, JT_ANY, 0 },
 };
 
@@ -495,6 +497,64 @@ parse_ready(const json_t *el, const char *path, struct ft_node *node,
 	return 0;
 }
 
+/* NODE gets N GPUs named "0".."N-1". */
+static void
+gpus_count(struct ft_node *node, int n)
+{
+	char id[16];
+	int i;
+
+	node->gpus = ft_calloc((size_t)n + 1, sizeof(char *));
+	for (i = 0; i < n; i++) {
+		snprintf(id, sizeof(id), "%d", i);
+		node->gpus[i] = ft_strdup(id);
+	}
+	node->ngpus = n;
+}
+
+/* The node's "gpus" at PATH into NODE: a count, or a list of distinct
+ * device ids without commas (absent: none).  0 or -1 with ERR. */
+static int
+parse_gpus(const json_t *el, const char *path, struct ft_node *node,
+	   struct jerr *err)
+{
+	const json_t *g = json_object_get(el, "gpus"), *v;
+	char at[sizeof(err->path)];
+	size_t i, j;
+
+	jpath_key(at, sizeof(at), path, "gpus");
+	if (g == NULL)
+		return 0;
+	if (json_is_integer(g)) {
+		if (json_integer_value(g) < 0 || json_integer_value(g) > 64)
+			return jerr_set(err, at, "must be 0..64 (GPUs), got %lld",
+					(long long)json_integer_value(g));
+		gpus_count(node, (int)json_integer_value(g));
+		return 0;
+	}
+	if (!json_is_array(g) || json_array_size(g) > 64)
+		return jerr_set(err, at, "expected a count or a list of at "
+				"most 64 device ids, got %s",
+				jcheck_type_name(g));
+	json_array_foreach(g, i, v) {
+		const char *id = json_string_value(v);
+
+		if (id == NULL || *id == '\0' || strpbrk(id, ", \t\n"))
+			return jerr_set(err, at, "element %zu: expected a device "
+					"id (a string without commas or blanks)",
+					i);
+		for (j = 0; j < i; j++)
+			if (strcmp(id, json_string_value(json_array_get(g, j))) == 0)
+				return jerr_set(err, at, "device id \"%s\" twice",
+						id);
+	}
+	node->gpus = ft_calloc(json_array_size(g) + 1, sizeof(char *));
+	json_array_foreach(g, i, v)
+		node->gpus[i] = ft_strdup(json_string_value(v));
+	node->ngpus = (int)json_array_size(g);
+	return 0;
+}
+
 /* Check node object EL (at PATH) and append it to CFG->nodes (which has
  * room).  0 or -1 with ERR set. */
 static int
@@ -526,9 +586,33 @@ parse_node(const json_t *el, const char *path, struct ft_config *cfg,
 	node->name = ft_strdup(name);
 	node->host = ft_strdup(host);
 	node->workers = (int)jget_int(el, "workers", 1);
-	if (parse_bmc(el, path, cfg, node, err) == -1)
+	node->pin = jget_bool(el, "pin", 0);
+	if (parse_bmc(el, path, cfg, node, err) == -1 ||
+	    parse_gpus(el, path, node, err) == -1)
 		return -1;
 	return parse_ready(el, path, node, err);
+}
+
+/* Every node of a Slurm allocation gets the GPUs the allocation gives
+ * (slurm_gpus).  0 or -1 with ERR. */
+static int
+slurm_node_gpus(struct ft_config *cfg, struct jerr *err)
+{
+	char msg[256], **ids;
+	int n = slurm_gpus(getenv("SLURM_JOB_GPUS"), getenv("SLURM_GPUS_ON_NODE"),
+			   getenv("SLURM_TRES_PER_NODE"), &ids, msg, sizeof(msg));
+	int i, k;
+
+	if (n == -1)
+		return jerr_set(err, "nodes", "%s", msg);
+	for (i = 0; i < cfg->nnodes && n > 0; i++) {
+		cfg->nodes[i].gpus = ft_calloc((size_t)n + 1, sizeof(char *));
+		for (k = 0; k < n; k++)
+			cfg->nodes[i].gpus[k] = ft_strdup(ids[k]);
+		cfg->nodes[i].ngpus = n;
+	}
+	slurm_names_free(ids);
+	return 0;
 }
 
 /* "nodes": "slurm": one node per host of the Slurm allocation we run in,
@@ -562,7 +646,7 @@ parse_slurm_nodes(struct ft_config *cfg, struct jerr *err)
 		cfg->nworkers += tasks[i];
 	}
 	cfg->nnodes = n;
-	rc = 0;
+	rc = slurm_node_gpus(cfg, err);
 out:
 	slurm_names_free(names);
 	free(tasks);
@@ -814,6 +898,9 @@ node_free(struct ft_node *node)
 	for (i = 0; node->ready_command && node->ready_command[i]; i++)
 		free(node->ready_command[i]);
 	free(node->ready_command);
+	for (i = 0; i < node->ngpus; i++)
+		free(node->gpus[i]);
+	free(node->gpus);
 }
 
 void

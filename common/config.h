@@ -39,6 +39,9 @@ struct ft_node {
 	int workers;			/* worker processes on the node, >= 1 */
 	struct ft_bmc *bmc;		/* "bmc", or NULL: no power control */
 	char **ready_command;		/* "ready_command" argv, or NULL */
+	char **gpus;			/* "gpus": device ids (a count n: "0".."n-1") */
+	int ngpus;			/* how many, 0..64 */
+	int pin;			/* "pin": each task bound to its slots' CPUs */
 };
 
 /* "control": the control socket's access and limits. */

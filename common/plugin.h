@@ -43,6 +43,15 @@ struct ft_task {
 	 * the caller does not ask. */
 	void (*group)(const struct ft_task *task, pid_t pgid);
 	void *caller;			/* the caller's, for group() */
+	/* The task's environment variables beside the worker's, as
+	 * "NAME=value", NULL-terminated (or NULL): FTFARM_NODE, FTFARM_CPUS
+	 * and, for a task given GPUs, CUDA_VISIBLE_DEVICES.  A plugin that
+	 * starts commands gives them these. */
+	const char *const *env;
+	/* The CPUs the task is bound to ("0,1": places among its node's
+	 * slots, to be taken modulo the host's CPUs), or NULL when its node
+	 * does not pin.  A plugin that starts commands binds them. */
+	const char *cpuset;
 };
 
 /* What run() reports.  The caller zeroes it before the call and frees

@@ -50,6 +50,7 @@ proto_put_welcome(struct ft_buf *b, const struct proto_welcome *m)
 	wire_put_u32(b, m->output_cap);
 	wire_put_f64(b, m->master_timeout);
 	wire_put_f64(b, m->idle_nap);
+	wire_put_bytes(b, m->node, m->node_len);
 }
 
 int
@@ -61,6 +62,7 @@ proto_get_welcome(const void *p, size_t n, struct proto_welcome *m)
 	m->output_cap = wire_get_u32(&r);
 	m->master_timeout = wire_get_f64(&r);
 	m->idle_nap = wire_get_f64(&r);
+	m->node = wire_get_bytes(&r, &m->node_len);
 	return wire_end(&r);
 }
 
@@ -171,6 +173,9 @@ proto_put_task(struct ft_buf *b, const struct proto_task *m)
 	wire_put_u64(b, m->tid);
 	wire_put_u32(b, m->attempt);
 	wire_put_bytes(b, m->spec, m->spec_len);
+	wire_put_u32(b, m->cpus);
+	wire_put_bytes(b, m->gpus, m->gpus_len);
+	wire_put_bytes(b, m->cpuset, m->cpuset_len);
 }
 
 void
@@ -234,6 +239,9 @@ proto_next_task(struct proto_iter *it, struct proto_task *m)
 	m->tid = wire_get_u64(&r);
 	m->attempt = wire_get_u32(&r);
 	m->spec = wire_get_bytes(&r, &m->spec_len);
+	m->cpus = wire_get_u32(&r);
+	m->gpus = wire_get_bytes(&r, &m->gpus_len);
+	m->cpuset = wire_get_bytes(&r, &m->cpuset_len);
 	return iter_step(it, &r);
 }
 

@@ -8,7 +8,7 @@
  *
  *   worker -> master   HELLO   version, slot, pid, host, plugin names
  *   master -> worker   WELCOME output cap, master silence limit
- *   master -> worker   ASSIGN  count x (task id, attempt, spec)
+ *   master -> worker   ASSIGN  count x (task id, attempt, spec, cpus, gpus, cpuset)
  *   worker -> master   RESULT  count x (task id, attempt, ok, exit, seconds,
  *                               reason, stdout, stderr)
  *   master -> worker   PING    sequence number
@@ -25,7 +25,7 @@
 
 #include "util.h"
 
-#define FT_PROTO_VERSION 3
+#define FT_PROTO_VERSION 4
 /* What `ftfarm-worker --version` prints (with FT_PROTO_VERSION). */
 #define FT_WORKER_VERSION_FMT "ftfarm-worker protocol %d"
 /* Set in a worker's environment to its pid and its start time, so
@@ -70,6 +70,8 @@ struct proto_welcome {
 	uint32_t output_cap;
 	double master_timeout;		/* seconds of silence before a worker quits */
 	double idle_nap;		/* longest nap of an idle worker, seconds */
+	const char *node;		/* the worker's node (FTFARM_NODE) */
+	size_t node_len;
 };
 
 struct proto_task {
@@ -77,6 +79,11 @@ struct proto_task {
 	uint32_t attempt;
 	const char *spec;		/* JSON text, not NUL-terminated */
 	size_t spec_len;
+	uint32_t cpus;			/* slots it holds (FTFARM_CPUS), 0 = 1 */
+	const char *gpus;		/* its GPU ids, comma-separated, or "" */
+	size_t gpus_len;
+	const char *cpuset;		/* CPUs to bind it to ("0,1"), or "" */
+	size_t cpuset_len;
 };
 
 struct proto_result {

@@ -149,6 +149,73 @@ bad:
 	return -1;
 }
 
+/* The count of the gpu GRES in TRES ("gres/gpu:2", "gres/gpu:t:2",
+ * comma-separated among others), 0 when none, -1 when malformed. */
+static long
+tres_gpus(const char *tres)
+{
+	const char *p = strstr(tres, "gpu");
+	const char *end;
+	char *e;
+	long c;
+
+	if (p == NULL)
+		return 0;
+	end = strchr(p, ',');
+	if (end == NULL)
+		end = p + strlen(p);
+	while (end > p && end[-1] != ':')
+		end--;
+	if (end == p)
+		return 1;	/* "gres/gpu": one */
+	c = strtol(end, &e, 10);
+	return e == end || (*e != '\0' && *e != ',') || c < 0 ? -1 : c;
+}
+
+int
+slurm_gpus(const char *job_gpus, const char *gpus_on_node, const char *tres,
+	   char ***ids, char *err, size_t len)
+{
+	struct names a = { 0 };
+	long c = 0, i;
+	char id[24], *e;
+
+	*ids = NULL;
+	if (job_gpus && *job_gpus) {
+		const char *s = job_gpus;
+
+		while (*s) {
+			size_t k = strcspn(s, ",");
+
+			if (k == 0 || k >= sizeof(id) || add(&a, ft_asprintf("%.*s", (int)k, s)) == -1)
+				goto bad;
+			s += k + (s[k] == ',');
+		}
+		*ids = a.v;
+		return a.n;
+	}
+	if (gpus_on_node && *gpus_on_node) {
+		c = strtol(gpus_on_node, &e, 10);
+		if (e == gpus_on_node || *e != '\0' || c < 0)
+			goto bad;
+	} else if (tres && (c = tres_gpus(tres)) < 0) {
+		goto bad;
+	}
+	for (i = 0; i < c && i < 64; i++) {
+		snprintf(id, sizeof(id), "%ld", i);
+		if (add(&a, ft_strdup(id)) == -1)
+			goto bad;
+	}
+	*ids = a.v;
+	return a.n;
+bad:
+	slurm_names_free(a.v);
+	snprintf(err, len, "cannot read the GPUs of the allocation (%s)",
+		 job_gpus && *job_gpus ? job_gpus :
+		 gpus_on_node && *gpus_on_node ? gpus_on_node : tres);
+	return -1;
+}
+
 void
 slurm_names_free(char **names)
 {

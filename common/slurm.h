@@ -20,6 +20,15 @@ int slurm_hostlist(const char *list, char ***names, char *err, size_t n);
  * -1 with ERR when it does not give exactly N counts >= 1. */
 int slurm_tasks(const char *tpn, int *counts, int n, char *err, size_t len);
 
+/* The GPUs of each allocated node: the ids of JOB_GPUS (SLURM_JOB_GPUS,
+ * "0,1"), else GPUS_ON_NODE of them (SLURM_GPUS_ON_NODE, "2"), else the
+ * count of the gpu GRES in TRES (SLURM_TRES_PER_NODE, "gres/gpu:2" or
+ * "gres/gpu:a100:2"); any may be NULL.  *IDS: a new NULL-terminated array
+ * of new strings (ids "0".."n-1" for a count).  The count, 0 when none
+ * says, or -1 with ERR (bad syntax). */
+int slurm_gpus(const char *job_gpus, const char *gpus_on_node,
+	       const char *tres, char ***ids, char *err, size_t len);
+
 void slurm_names_free(char **names);
 
 #endif

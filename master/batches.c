@@ -51,6 +51,7 @@ struct batch {
 	json_t *gang_job;		/* its job, until handed over */
 	struct job *job;		/* while running */
 	int cancelled;			/* an operator cancelled it */
+	int priority;			/* "priority": its tasks' order */
 	char *error;			/* why its job failed, once finished */
 	json_t *result;			/* its job's summary, once finished */
 };
@@ -317,14 +318,16 @@ queue_text(struct batches *bs, struct batch *b, struct batch_text *bt,
 
 	for (i = 0; i < bt->ntasks; i++) {
 		const struct bt_span *sp = &bt->spans[i];
+		struct sched_need need = { sp->cpus ? sp->cpus : 1, sp->gpus,
+					   b->priority };
 		uint64_t tid;
 
 		if (done && journal_done(done, b->total + i))
 			continue;
-		tid = sched_add(bs->sched, (uint32_t)b->id, b->total + i,
-				bt->text + sp->off, sp->len,
-				sp->timeout > 0 ? sp->timeout :
-				bs->cfg->task_timeout);
+		tid = sched_add_need(bs->sched, (uint32_t)b->id, b->total + i,
+				     bt->text + sp->off, sp->len,
+				     sp->timeout > 0 ? sp->timeout :
+				     bs->cfg->task_timeout, &need);
 		kind_of(bs, tid, sp->kind);
 	}
 	b->total += bt->ntasks;
@@ -361,13 +364,15 @@ queue_phase(struct batches *bs, struct batch *b, json_t *tasks,
 	off[count] = buf.len;
 	json_array_foreach(tasks, i, t) {
 		uint32_t index = b->total + (uint32_t)i;
+		struct sched_need need = { 1, 0, b->priority };
 
 		if (done && journal_done(done, index))
 			continue;
-		kind_of(bs, sched_add(bs->sched, (uint32_t)b->id, index,
-				      buf.data + off[i],
-				      (uint32_t)(off[i + 1] - off[i]),
-				      ft_task_timeout(t, bs->cfg->task_timeout)),
+		kind_of(bs, sched_add_need(bs->sched, (uint32_t)b->id, index,
+					   buf.data + off[i],
+					   (uint32_t)(off[i + 1] - off[i]),
+					   ft_task_timeout(t, bs->cfg->task_timeout),
+					   &need),
 			ft_plugins_index(bs->pl, json_string_value(
 						 json_object_get(t, "type"))));
 	}
@@ -421,6 +426,7 @@ batches_accept(struct batches *bs, long id, struct batch_text *bt,
 		snprintf(err, n, "batch %ld was not reserved", id);
 		return -1;
 	}
+	b->priority = bt->priority;
 	if (open_results(b, err, n) == -1 ||
 	    (job && queue_phase(bs, b, tasks, NULL, err, n) == -1)) {
 		jsonl_close(&b->out);
@@ -484,6 +490,10 @@ batches_submit(struct batches *bs, json_t *batch, char *err, size_t n)
 	if (batch_text_read(&bt, "batch", text, strlen(text), bs->pl, 1, err,
 			    n) == -1)
 		goto fail;
+	if (batch_text_fit(&bt, "batch", bs->cfg, err, n) == -1) {
+		batch_text_free(&bt);
+		goto fail;
+	}
 	if (bt.job && !batches_is_gang(bs->pl, bt.job))
 		job = job_start(ft_plugins_find(bs->pl, json_string_value(
 					json_object_get(bt.job, "type"))),
@@ -1129,6 +1139,7 @@ rebuild(struct batches *bs, struct batch *b, struct batch_text *bt,
 	char *dir;
 
 	b->name = ft_strdup(bt->name);
+	b->priority = bt->priority;
 	if (bt->job == NULL) {
 		queue_text(bs, b, bt, r);
 		b->ok = r->ok;

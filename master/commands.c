@@ -127,6 +127,52 @@ batch_rows(const struct master *m, int max_finished)
 	return bs;
 }
 
+/* Why wide task W waits, in words, into BUF. */
+static void
+wait_text(const struct master *m, const struct sched_wait *w, char *buf,
+	  size_t n)
+{
+	char need[64];
+
+	snprintf(need, sizeof(need), "task %u needs %d cpus", w->index,
+		 w->cpus);
+	if (w->gpus)
+		snprintf(need, sizeof(need), "task %u needs %d cpus and %d "
+			 "GPUs", w->index, w->cpus, w->gpus);
+	if (w->why == SCHED_WAIT_RESERVED)
+		snprintf(buf, n, "%s: node %s is kept for it until they are "
+			 "free", need, m->cfg.nodes[w->node].name);
+	else if (w->why == SCHED_WAIT_BUSY)
+		snprintf(buf, n, "%s: every node that has them is busy or "
+			 "kept for another task", need);
+	else
+		snprintf(buf, n, "%s: no node in service has them (drained, "
+			 "inactive or down)", need);
+}
+
+/* Each batch row of BS whose wide task heads its queue and waits gets
+ * "waiting": why. */
+static void
+add_waiting(struct master *m, json_t *bs)
+{
+	struct sched_wait w[16];
+	int n = sched_waiting(m->sched, w, 16), i;
+	size_t k;
+	json_t *row;
+	char why[256];
+
+	for (i = 0; i < n; i++) {
+		json_array_foreach(bs, k, row) {
+			if (json_integer_value(json_object_get(row, "id")) !=
+			    (json_int_t)w[i].batch ||
+			    json_object_get(row, "waiting"))
+				continue;
+			wait_text(m, &w[i], why, sizeof(why));
+			json_object_set_new(row, "waiting", json_string(why));
+		}
+	}
+}
+
 json_t *
 commands_status(struct master *m, int max_finished)
 {
@@ -149,6 +195,7 @@ commands_status(struct master *m, int max_finished)
 	json_object_set_new(o, k[CTL_S_WORKERS], ws);
 	json_object_set_new(o, k[CTL_S_NODES], ns);
 	json_object_set_new(o, k[CTL_S_BATCHES], batch_rows(m, max_finished));
+	add_waiting(m, json_object_get(o, k[CTL_S_BATCHES]));
 	json_object_set_new(o, k[CTL_S_COUNTERS], counters_json(m));
 	json_object_set_new(o, k[CTL_S_STORE], store_status(&m->store));
 	json_object_set_new(o, k[CTL_S_EPOCH], json_integer((json_int_t)m->epoch));

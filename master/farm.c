@@ -1,6 +1,7 @@
 /* farm: the parts of the master wired together (see farm.h). */
 #include "farm.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 #include "commands.h"
@@ -9,6 +10,7 @@
 #include "log.h"
 #include "registry.h"
 #include "subs.h"
+#include "util.h"
 
 #define STOP_WAIT 5.0		/* seconds workers get to say bye */
 
@@ -157,6 +159,21 @@ on_gang_ended(void *ctx, uint32_t batch, uint32_t index, uint32_t attempt,
 			   figures, reason);
 }
 
+/* The scheduler learns which node each worker is on and each node's
+ * GPUs. */
+static void
+sched_nodes(struct master *m)
+{
+	int *node_of = ft_calloc((size_t)m->nworkers + 1, sizeof(int)), i;
+
+	for (i = 0; i < m->nworkers; i++)
+		node_of[i] = m->workers[i].node;
+	sched_set_nodes(m->sched, node_of, m->cfg.nnodes);
+	for (i = 0; i < m->cfg.nnodes; i++)
+		sched_set_gpus(m->sched, i, m->cfg.nodes[i].ngpus);
+	free(node_of);
+}
+
 void
 farm_init(struct master *m)
 {
@@ -184,6 +201,7 @@ farm_init(struct master *m)
 	sp.grace = m->cfg.heartbeat + m->cfg.heartbeat_timeout + 1;
 	m->sched = sched_new(m->cfg.nworkers, &sp, &so);
 	registry_init(m, &ro);
+	sched_nodes(m);
 	health_init(m, &ho);
 	batches_init(&m->batches, &m->cfg, &m->plugins, m->sched, &m->events,
 		     &m->store, &bo);

@@ -159,6 +159,11 @@ process(struct req *r, const struct ft_plugins *pl)
 	if (batch_text_read(&r->bt, r->file, text, r->len, pl, CHECK_THREADS,
 			    r->err, sizeof(r->err)) == -1)
 		return;
+	if (batch_text_fit(&r->bt, r->file, &in.m->cfg, r->err,
+			   sizeof(r->err)) == -1) {
+		batch_text_free(&r->bt);
+		return;
+	}
 	if (r->bt.job && !batches_is_gang(pl, r->bt.job) &&
 	    plan_job(r, pl) == -1)
 		return;

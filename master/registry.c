@@ -241,6 +241,49 @@ update_state(struct master *m, struct worker *w)
 	worker_set(w, to, NULL, &m->events);
 }
 
+/* The ids of the GPUs of MASK on W's node, comma-separated, into BUF.
+ * Their length. */
+static size_t
+gpu_ids(const struct master *m, const struct worker *w, uint64_t mask,
+	char *buf, size_t n)
+{
+	const struct ft_node *nd = &m->cfg.nodes[w->node];
+	size_t len = 0;
+	int g;
+
+	buf[0] = '\0';
+	for (g = 0; g < nd->ngpus && mask; g++)
+		if (mask & (1ull << g))
+			len += (size_t)snprintf(buf + len, n - len, "%s%s",
+						len ? "," : "", nd->gpus[g]);
+	return len < n ? len : n - 1;
+}
+
+/* For a node whose tasks are pinned: the places in W's node of W and of
+ * the workers its task holds (the CPUs the task is bound to, taken modulo
+ * the host's CPUs by the worker), comma-separated, into BUF.  Their
+ * length; 0 when the node does not pin. */
+static size_t
+cpu_set_of(const struct master *m, const struct worker *w, char *buf,
+	   size_t n)
+{
+	size_t len = 0;
+	int k, place = 0;
+
+	buf[0] = '\0';
+	if (!m->cfg.nodes[w->node].pin)
+		return 0;
+	for (k = 0; k < m->nworkers && len + 12 < n; k++) {
+		if (m->workers[k].node != w->node)
+			continue;
+		if (k == w->id || sched_holder(m->sched, k) == w->id)
+			len += (size_t)snprintf(buf + len, n - len, "%s%d",
+						len ? "," : "", place);
+		place++;
+	}
+	return len;
+}
+
 /* Pack PICKS into ASSIGN messages of at most FT_MSG_MAX bytes. */
 static void
 send_picks(struct master *m, struct worker *w, struct sched_pick *picks,
@@ -252,14 +295,22 @@ send_picks(struct master *m, struct worker *w, struct sched_pick *picks,
 
 	proto_begin_list(&msg);
 	for (i = 0; i < n; i++) {
+		char gpus[1024], cpuset[1400];
 		struct proto_task pt = {
 			.tid = picks[i].tid,
 			.attempt = picks[i].attempt,
 			.spec = picks[i].task->spec,
 			.spec_len = picks[i].task->spec_len,
+			.cpus = (uint32_t)picks[i].cpus,
+			.gpus = gpus,
+			.cpuset = cpuset,
 		};
 
-		if (count > 0 && msg.len + pt.spec_len + 32 > FT_MSG_MAX) {
+		pt.gpus_len = picks[i].gpus ? gpu_ids(m, w, picks[i].gpus, gpus,
+						      sizeof(gpus)) : 0;
+		pt.cpuset_len = cpu_set_of(m, w, cpuset, sizeof(cpuset));
+		if (count > 0 && msg.len + pt.spec_len + pt.gpus_len +
+		    pt.cpuset_len + 48 > FT_MSG_MAX) {
 			proto_set_count(&msg, count);
 			if (send_msg(m, w, FT_MSG_ASSIGN, &msg) == -1)
 				return;
@@ -314,6 +365,13 @@ registry_dispatch_all(struct master *m)
 }
 
 void
+registry_wake(struct master *m)
+{
+	if (sched_wake(m->sched))
+		registry_dispatch_all(m);
+}
+
+void
 registry_cancel(struct master *m, struct worker *w, uint64_t tid,
 		uint32_t attempt)
 {
@@ -354,6 +412,8 @@ on_hello(struct master *m, struct worker *w, const void *p, size_t n)
 		.output_cap = (uint32_t)m->cfg.output_cap,
 		.master_timeout = m->cfg.master_silence,
 		.idle_nap = idle_nap(m->cfg.heartbeat_timeout),
+		.node = w->node_name,
+		.node_len = strlen(w->node_name),
 	};
 	struct ft_buf msg = { 0 };
 
@@ -407,6 +467,7 @@ on_results(struct master *m, struct worker *w, const void *p, size_t n)
 	if (rc == -1)
 		goto bad;
 	registry_dispatch(m, w);
+	registry_wake(m);
 	return;
 bad:
 	m->counters.bad_msgs++;

@@ -46,6 +46,9 @@ int registry_start(struct master *m, char *err, size_t n);
 
 /* Hand W (or every up worker) what the scheduler has for it. */
 void registry_dispatch(struct master *m, struct worker *w);
+/* Offer tasks to every idle worker if the scheduler let workers or
+ * GPUs go, or reserved a node, since the last look (sched_wake). */
+void registry_wake(struct master *m);
 void registry_dispatch_all(struct master *m);
 
 /* W failed for REASON: declare it dead now.  Not from inside a scheduler

@@ -20,6 +20,10 @@ struct inflight {
 struct sworker {
 	int up;
 	int paused;
+	int node;			/* its node */
+	int holder;			/* the worker whose wide task holds it, -1 */
+	int wide;			/* its instance is a wide task */
+	uint64_t gpus;			/* that task's GPUs */
 	struct inflight *ring;		/* circular, oldest at head */
 	int cap, head, n;
 	int window;
@@ -41,6 +45,31 @@ struct chunk {
 	struct sched_task t[CHUNK];
 };
 
+/* A FIFO of task IDs, of one shape (cpus, gpus) within one priority;
+ * stale entries (tasks no longer queued) are skipped at its head. */
+struct fifo {
+	uint64_t *q;			/* circular */
+	size_t cap, head, len;
+	int cpus, gpus;
+	uint64_t resv;			/* its head's reservation: that task ... */
+	int resv_node;			/* ... kept this node (when it still does) */
+};
+
+/* The tasks of one priority; v[0] holds the one-slot tasks. */
+struct level {
+	int prio;
+	struct fifo *v;
+	int n;
+};
+
+struct snode {
+	int *w;				/* its workers */
+	int nw;
+	int ngpus;
+	uint64_t gpus_busy;		/* bit i: GPU i is some task's */
+	uint64_t resv;			/* the wide task it is kept for, or 0 */
+};
+
 struct sched {
 	struct sched_params p;
 	struct sched_ops ops;
@@ -49,8 +78,13 @@ struct sched {
 	size_t *done;			/* chunks whose tasks have all ended */
 	size_t ndone, dcap;
 	uint64_t ntasks;
-	uint64_t *queue;		/* circular deque of task IDs */
-	size_t qcap, qhead, qlen;
+	struct level *lv;		/* by priority, highest first */
+	int nlv;
+	struct fifo *plain;		/* that of one-slot tasks of priority 0,
+					 * or NULL (found again after a move) */
+	struct snode *nodes;
+	int nnodes;
+	int wake;			/* see sched_wake */
 	size_t nqueued;			/* tasks in TASK_QUEUED */
 	uint64_t nopen;			/* tasks neither done nor failed */
 	struct sworker *w;
@@ -59,6 +93,8 @@ struct sched {
 	uint64_t newest_done;		/* highest sequence number completed */
 	double mean_service;		/* over all workers */
 };
+
+static void queues_free(struct sched *s);
 
 #define REFILL_WIDE 16		/* windows this wide are refilled by halves */
 
@@ -86,9 +122,39 @@ sched_new(int nworkers, const struct sched_params *p,
 		s->ops = *ops;
 	s->nw = nworkers;
 	s->w = ft_calloc((size_t)nworkers, sizeof(*s->w));
-	for (i = 0; i < nworkers; i++)
+	for (i = 0; i < nworkers; i++) {
 		s->w[i].window = 1;
+		s->w[i].holder = -1;
+	}
+	sched_set_nodes(s, NULL, 1);
 	return s;
+}
+
+void
+sched_set_nodes(struct sched *s, const int *node_of, int nnodes)
+{
+	int k;
+
+	for (k = 0; k < s->nnodes; k++)
+		free(s->nodes[k].w);
+	free(s->nodes);
+	s->nnodes = nnodes;
+	s->nodes = ft_calloc((size_t)nnodes, sizeof(*s->nodes));
+	for (k = 0; k < nnodes; k++)
+		s->nodes[k].w = ft_calloc((size_t)s->nw + 1, sizeof(int));
+	for (k = 0; k < s->nw; k++) {
+		struct snode *n;
+
+		s->w[k].node = node_of ? node_of[k] : 0;
+		n = &s->nodes[s->w[k].node];
+		n->w[n->nw++] = k;
+	}
+}
+
+void
+sched_set_gpus(struct sched *s, int node, int n)
+{
+	s->nodes[node].ngpus = n > SCHED_GPUS_MAX ? SCHED_GPUS_MAX : n;
 }
 
 void
@@ -105,7 +171,10 @@ sched_free(struct sched *s)
 		free(s->w[k].ring);
 	free(s->chunks);
 	free(s->done);
-	free(s->queue);
+	queues_free(s);
+	for (k = 0; k < s->nnodes; k++)
+		free(s->nodes[k].w);
+	free(s->nodes);
 	free(s->w);
 	free(s);
 }
@@ -117,54 +186,129 @@ task_of(const struct sched *s, uint64_t tid)
 	return &s->chunks[(tid - 1) >> CHUNK_SHIFT]->t[(tid - 1) & (CHUNK - 1)];
 }
 
-/* ---- the queue: a deque of task IDs, stale entries skipped on pop ---- */
+/* ---- the queues: a FIFO per priority and shape ---- */
 
 static void
-queue_grow(struct sched *s)
+fifo_grow(struct fifo *f)
 {
-	size_t ncap = s->qcap ? s->qcap * 2 : 1024, i;
+	size_t ncap = f->cap ? f->cap * 2 : 1024, i;
 	uint64_t *q = ft_malloc(ncap * sizeof(*q));
 
-	for (i = 0; i < s->qlen; i++)
-		q[i] = s->queue[(s->qhead + i) % s->qcap];
-	free(s->queue);
-	s->queue = q;
-	s->qcap = ncap;
-	s->qhead = 0;
+	for (i = 0; i < f->len; i++)
+		q[i] = f->q[(f->head + i) % f->cap];
+	free(f->q);
+	f->q = q;
+	f->cap = ncap;
+	f->head = 0;
 }
 
 static void
-queue_push_back(struct sched *s, uint64_t tid)
+fifo_push(struct fifo *f, uint64_t tid, int front)
 {
-	if (s->qlen == s->qcap)
-		queue_grow(s);
-	s->queue[(s->qhead + s->qlen) % s->qcap] = tid;
-	s->qlen++;
+	if (f->len == f->cap)
+		fifo_grow(f);
+	if (front) {
+		f->head = (f->head + f->cap - 1) % f->cap;
+		f->q[f->head] = tid;
+	} else {
+		f->q[(f->head + f->len) % f->cap] = tid;
+	}
+	f->len++;
 }
 
-static void
-queue_push_front(struct sched *s, uint64_t tid)
-{
-	if (s->qlen == s->qcap)
-		queue_grow(s);
-	s->qhead = (s->qhead + s->qcap - 1) % s->qcap;
-	s->queue[s->qhead] = tid;
-	s->qlen++;
-}
-
-/* The next queued task, or 0. */
+/* F's first task still queued (the stale ones before it dropped), or 0. */
 static uint64_t
-queue_pop(struct sched *s)
+fifo_head(struct sched *s, struct fifo *f)
 {
-	while (s->qlen > 0) {
-		uint64_t tid = s->queue[s->qhead];
+	while (f->len > 0) {
+		uint64_t tid = f->q[f->head];
 
-		s->qhead = (s->qhead + 1) % s->qcap;
-		s->qlen--;
 		if (task_of(s, tid)->state == TASK_QUEUED)
 			return tid;
+		f->head = (f->head + 1) % f->cap;
+		f->len--;
 	}
 	return 0;
+}
+
+static void
+fifo_drop_head(struct fifo *f)
+{
+	f->head = (f->head + 1) % f->cap;
+	f->len--;
+}
+
+/* The level of priority PRIO, made when missing. */
+static struct level *
+level_of(struct sched *s, int prio)
+{
+	int i, j;
+
+	for (i = 0; i < s->nlv && s->lv[i].prio >= prio; i++)
+		if (s->lv[i].prio == prio)
+			return &s->lv[i];
+	s->plain = NULL;	/* the levels move */
+	s->lv = ft_realloc(s->lv, (size_t)(s->nlv + 1) * sizeof(*s->lv));
+	for (j = s->nlv; j > i; j--)
+		s->lv[j] = s->lv[j - 1];
+	s->nlv++;
+	memset(&s->lv[i], 0, sizeof(s->lv[i]));
+	s->lv[i].prio = prio;
+	s->lv[i].v = ft_calloc(1, sizeof(struct fifo));
+	s->lv[i].n = 1;
+	s->lv[i].v[0].cpus = 1;
+	return &s->lv[i];
+}
+
+/* The FIFO of T's priority and shape, made when missing. */
+static struct fifo *
+fifo_of(struct sched *s, const struct sched_task *t)
+{
+	struct level *l = level_of(s, t->prio);
+	int i;
+
+	for (i = 0; i < l->n; i++)
+		if (l->v[i].cpus == t->cpus_m1 + 1 && l->v[i].gpus == t->gpus)
+			return &l->v[i];
+	s->plain = NULL;	/* the FIFOs of L move */
+	l->v = ft_realloc(l->v, (size_t)(l->n + 1) * sizeof(*l->v));
+	memset(&l->v[l->n], 0, sizeof(*l->v));
+	l->v[l->n].cpus = t->cpus_m1 + 1;
+	l->v[l->n].gpus = t->gpus;
+	return &l->v[l->n++];
+}
+
+/* Queue TID, whose record is T, at the back (or the FRONT) of its FIFO. */
+static void
+queue_push(struct sched *s, const struct sched_task *t, uint64_t tid,
+	   int front)
+{
+	struct fifo *f;
+
+	if (t->cpus_m1 == 0 && t->gpus == 0 && t->prio == 0) {
+		if (s->plain == NULL)
+			s->plain = fifo_of(s, t);
+		f = s->plain;
+	} else {
+		f = fifo_of(s, t);
+	}
+	fifo_push(f, tid, front);
+}
+
+static void
+queues_free(struct sched *s)
+{
+	int i, j;
+
+	for (i = 0; i < s->nlv; i++) {
+		for (j = 0; j < s->lv[i].n; j++)
+			free(s->lv[i].v[j].q);
+		free(s->lv[i].v);
+	}
+	free(s->lv);
+	s->lv = NULL;
+	s->nlv = 0;
+	s->plain = NULL;
 }
 
 /* ---- each worker's ring of instances ---- */
@@ -225,6 +369,14 @@ uint64_t
 sched_add(struct sched *s, uint32_t batch, uint32_t index, const char *spec,
 	  uint32_t len, double timeout)
 {
+	return sched_add_need(s, batch, index, spec, len, timeout, NULL);
+}
+
+uint64_t
+sched_add_need(struct sched *s, uint32_t batch, uint32_t index,
+	       const char *spec, uint32_t len, double timeout,
+	       const struct sched_need *need)
+{
 	size_t c = (size_t)(s->ntasks >> CHUNK_SHIFT);
 	struct sched_task *t;
 
@@ -247,9 +399,14 @@ sched_add(struct sched *s, uint32_t batch, uint32_t index, const char *spec,
 	t->index = index;
 	t->timeout = (float)timeout;
 	t->state = TASK_QUEUED;
+	if (need) {
+		t->cpus_m1 = (uint8_t)(need->cpus - 1);
+		t->gpus = (uint8_t)need->gpus;
+		t->prio = (int8_t)need->prio;
+	}
 	s->nqueued++;
 	s->nopen++;
-	queue_push_back(s, s->ntasks);
+	queue_push(s, t, s->ntasks, 0);
 	return s->ntasks;
 }
 
@@ -349,9 +506,37 @@ instance_lost(struct sched *s, int worker, uint64_t tid, uint32_t attempt,
 	}
 	t->state = TASK_QUEUED;
 	s->nqueued++;
-	queue_push_front(s, tid);
+	queue_push(s, t, tid, 1);
 	if (s->ops.reassigned)
 		s->ops.reassigned(s->ops.ctx, tid, attempt, worker, reason);
+}
+
+/* WORKER's wide instance ended: its held workers and GPUs are free. */
+static void
+release_hold(struct sched *s, int worker)
+{
+	struct sworker *w = &s->w[worker];
+	struct snode *n = &s->nodes[w->node];
+	int i;
+
+	if (!w->wide)
+		return;
+	w->wide = 0;
+	n->gpus_busy &= ~w->gpus;
+	w->gpus = 0;
+	for (i = 0; i < n->nw; i++)
+		if (s->w[n->w[i]].holder == worker)
+			s->w[n->w[i]].holder = -1;
+	s->wake = 1;
+}
+
+/* Remove instance I of WORKER (it ended one way or another). */
+static void
+drop_instance(struct sched *s, int worker, int i)
+{
+	ring_remove(&s->w[worker], i);
+	if (s->w[worker].n == 0 && s->w[worker].wide)
+		release_hold(s, worker);
 }
 
 /* ---- workers ---- */
@@ -396,6 +581,8 @@ sched_worker_release(struct sched *s, int worker, const char *reason,
 		w->n--;
 		instance_lost(s, worker, in.tid, in.attempt, reason, 0);
 	}
+	release_hold(s, worker);
+	s->wake = 1;
 }
 
 void
@@ -415,6 +602,8 @@ sched_worker_down(struct sched *s, int worker, const char *reason, double now)
 		w->n--;
 		instance_lost(s, worker, in.tid, in.attempt, reason, w->n == 0);
 	}
+	release_hold(s, worker);
+	s->wake = 1;
 }
 
 /* Start an instance of TID on WORKER and describe it in OUT. */
@@ -440,6 +629,8 @@ start_instance(struct sched *s, int worker, uint64_t tid, double now,
 	out->attempt = in.attempt;
 	out->task = t;
 	out->duplicate = duplicate;
+	out->cpus = 1;
+	out->gpus = 0;
 }
 
 /* The oldest instance, on another worker than SKIP, that has run longer
@@ -470,6 +661,7 @@ find_straggler(struct sched *s, int skip, double now)
 			const struct sched_task *t = task_of(s, in->tid);
 
 			if (t->ninst == 1 && t->failures == 0 &&
+			    t->cpus_m1 == 0 && t->gpus == 0 &&
 			    now - in->start > limit && in->start < oldest) {
 				oldest = in->start;
 				best = in->tid;
@@ -479,22 +671,251 @@ find_straggler(struct sched *s, int skip, double now)
 	return best;
 }
 
+/* ---- placement ---- */
+
+static int
+popcount64(uint64_t x)
+{
+	return __builtin_popcountll(x);
+}
+
+/* WORKER is free: up, in service, with nothing to run and nobody's. */
+static int
+is_free(const struct sworker *w)
+{
+	return w->up && !w->paused && w->n == 0 && w->holder < 0 && !w->wide;
+}
+
+/* Slots of NODE in service (free or busy) and, in *FREE, free ones. */
+static int
+node_slots(const struct sched *s, int node, int *free)
+{
+	const struct snode *n = &s->nodes[node];
+	int i, up = 0;
+
+	*free = 0;
+	for (i = 0; i < n->nw; i++) {
+		const struct sworker *w = &s->w[n->w[i]];
+
+		up += w->up && !w->paused;
+		*free += is_free(w);
+	}
+	return up;
+}
+
+/* Could NODE ever hold a task shaped F (its slots in service)? */
+static int
+node_could(const struct sched *s, int node, const struct fifo *f)
+{
+	int free;
+
+	return node_slots(s, node, &free) >= f->cpus &&
+	       s->nodes[node].ngpus >= f->gpus;
+}
+
+/* Can a task shaped F start on WORKER now? */
+static int
+fits(const struct sched *s, int worker, const struct fifo *f)
+{
+	const struct sworker *w = &s->w[worker];
+	const struct snode *n = &s->nodes[w->node];
+	int free;
+
+	if (!is_free(w) ||
+	    n->ngpus - popcount64(n->gpus_busy) < f->gpus)
+		return 0;
+	node_slots(s, w->node, &free);
+	return free >= f->cpus;
+}
+
+/* Start wide task TID (shaped F) on WORKER: hold cpus - 1 free workers
+ * of its node and the first free GPUs. */
+static void
+place_wide(struct sched *s, int worker, struct fifo *f, uint64_t tid,
+	   double now, struct sched_pick *out)
+{
+	struct sworker *w = &s->w[worker];
+	struct snode *n = &s->nodes[w->node];
+	int i, need = f->cpus - 1, g;
+
+	start_instance(s, worker, tid, now, out, 0);
+	for (i = 0; i < n->nw && need > 0; i++) {
+		struct sworker *o = &s->w[n->w[i]];
+
+		if (n->w[i] != worker && is_free(o)) {
+			o->holder = worker;
+			need--;
+		}
+	}
+	for (g = 0; g < n->ngpus && popcount64(w->gpus) < f->gpus; g++)
+		if (!(n->gpus_busy & (1ull << g)))
+			w->gpus |= 1ull << g;
+	n->gpus_busy |= w->gpus;
+	w->wide = 1;
+	out->cpus = f->cpus;
+	out->gpus = w->gpus;
+	if (n->resv == tid)
+		n->resv = 0;
+}
+
+/* The node F's head keeps, or -1 when it keeps none (or no longer
+ * may: the task moved on, or the node cannot hold it any more). */
+static int
+resv_node(struct sched *s, struct fifo *f, uint64_t head)
+{
+	int r = f->resv_node;
+
+	if (f->resv != head || s->nodes[r].resv != head)
+		return -1;
+	if (!node_could(s, r, f)) {
+		s->nodes[r].resv = 0;
+		f->resv = 0;
+		s->wake = 1;
+		return -1;
+	}
+	return r;
+}
+
+/* Reserve for HEAD (shaped F) the node with the most free slots among
+ * those that could hold it and keep nothing else.  The node, or -1. */
+static int
+reserve(struct sched *s, struct fifo *f, uint64_t head)
+{
+	int k, best = -1, bfree = -1, free;
+
+	for (k = 0; k < s->nnodes; k++) {
+		if (s->nodes[k].resv != 0 && s->nodes[k].resv != head &&
+		    task_of(s, s->nodes[k].resv)->state == TASK_QUEUED)
+			continue;
+		if (!node_could(s, k, f))
+			continue;
+		node_slots(s, k, &free);
+		if (free > bfree) {
+			best = k;
+			bfree = free;
+		}
+	}
+	if (best < 0)
+		return -1;
+	s->nodes[best].resv = head;
+	f->resv = head;
+	f->resv_node = best;
+	s->wake = 1;		/* its idle workers may hold it now */
+	return best;
+}
+
+enum pick { PICK_NONE, PICK_ONE, PICK_HOLD };
+
+/* Consider wide task HEAD (shaped F) for WORKER. */
+static enum pick
+pick_wide(struct sched *s, int worker, struct fifo *f, uint64_t head,
+	  double now, struct sched_pick *out)
+{
+	int r = resv_node(s, f, head);
+
+	if (fits(s, worker, f)) {
+		if (r >= 0 && r != s->w[worker].node) {
+			s->nodes[r].resv = 0;
+			s->wake = 1;
+		}
+		fifo_drop_head(f);
+		place_wide(s, worker, f, head, now, out);
+		return PICK_ONE;
+	}
+	if (r < 0)
+		r = reserve(s, f, head);
+	return r == s->w[worker].node ? PICK_HOLD : PICK_NONE;
+}
+
+/* One task for WORKER: of the highest priority that has one for it,
+ * a wide task first (it starts here, or keeps a node, this one or
+ * another), else the oldest one-slot task. */
+static enum pick
+pick_one(struct sched *s, int worker, double now, struct sched_pick *out)
+{
+	int i, j;
+
+	for (i = 0; i < s->nlv; i++) {
+		struct level *l = &s->lv[i];
+		uint64_t head;
+
+		for (j = 1; j < l->n; j++) {
+			enum pick p;
+
+			if ((head = fifo_head(s, &l->v[j])) != 0 &&
+			    (p = pick_wide(s, worker, &l->v[j], head, now,
+					   out)) != PICK_NONE)
+				return p;
+		}
+		if ((head = fifo_head(s, &l->v[0])) != 0) {
+			fifo_drop_head(&l->v[0]);
+			start_instance(s, worker, head, now, out, 0);
+			return PICK_ONE;
+		}
+	}
+	return PICK_NONE;
+}
+
+/* WORKER's node is kept for a wide task: start it here if it fits.
+ * 1: it started; 0: the node is not kept; -1: kept, it waits. */
+static int
+kept_node(struct sched *s, int worker, double now, struct sched_pick *out)
+{
+	struct snode *n = &s->nodes[s->w[worker].node];
+	struct sched_task *t;
+	struct fifo *f;
+
+	if (n->resv == 0)
+		return 0;
+	t = task_of(s, n->resv);
+	f = fifo_of(s, t);
+	if (t->state != TASK_QUEUED || fifo_head(s, f) != n->resv ||
+	    resv_node(s, f, n->resv) != s->w[worker].node) {
+		n->resv = 0;
+		return 0;
+	}
+	if (!fits(s, worker, f))
+		return -1;
+	fifo_drop_head(f);
+	place_wide(s, worker, f, n->resv, now, out);
+	return 1;
+}
+
+/* Only one-slot tasks of one priority wait (the usual case): no need to
+ * look at any other queue. */
+static int
+simple_only(const struct sched *s)
+{
+	return s->nlv == 1 && s->lv[0].n == 1;
+}
+
 int
 sched_take(struct sched *s, int worker, double now, struct sched_pick *out,
 	   int max)
 {
 	struct sworker *w = &s->w[worker];
-	int count = 0;
+	int count = 0, k;
 	uint64_t tid;
 
-	if (!w->up || w->paused)
+	if (!w->up || w->paused || w->holder >= 0 || w->wide)
 		return 0;
 	/* A wide window is topped up once half of it has run: fewer, larger
 	 * messages where tasks are short. */
 	if (w->window >= REFILL_WIDE && w->n > w->window / 2)
 		return 0;
-	while (count < max && w->n < w->window && (tid = queue_pop(s)) != 0)
-		start_instance(s, worker, tid, now, &out[count++], 0);
+	if (max > 0 && (k = kept_node(s, worker, now, out)) != 0)
+		return k > 0;
+	if (simple_only(s)) {
+		while (count < max && w->n < w->window &&
+		       (tid = fifo_head(s, &s->lv[0].v[0])) != 0) {
+			fifo_drop_head(&s->lv[0].v[0]);
+			start_instance(s, worker, tid, now, &out[count++], 0);
+		}
+	} else {
+		while (count < max && w->n < w->window && !w->wide &&
+		       pick_one(s, worker, now, &out[count]) == PICK_ONE)
+			count++;
+	}
 	if (count == 0 && w->n == 0 && s->nqueued == 0 && max > 0 &&
 	    (tid = find_straggler(s, worker, now)) != 0)
 		start_instance(s, worker, tid, now, &out[count++], 1);
@@ -539,7 +960,7 @@ cancel_others(struct sched *s, uint64_t tid)
 				continue;
 			if (s->ops.cancel)
 				s->ops.cancel(s->ops.ctx, k, tid, in->attempt);
-			ring_remove(w, i);
+			drop_instance(s, k, i);
 			t->ninst--;
 			break;
 		}
@@ -566,7 +987,7 @@ sched_done(struct sched *s, int worker, uint64_t tid, uint32_t attempt,
 	if (i >= 0) {
 		if (ring_at(w, i)->seq > s->newest_done)
 			s->newest_done = ring_at(w, i)->seq;
-		ring_remove(w, i);
+		drop_instance(s, worker, i);
 		t->ninst--;
 		learn(s, w, seconds);
 	}
@@ -591,7 +1012,7 @@ expire(struct sched *s, int worker, double now)
 			i++;
 			continue;
 		}
-		ring_remove(w, i);
+		drop_instance(s, worker, i);
 		if (s->ops.cancel)
 			s->ops.cancel(s->ops.ctx, worker, in.tid, in.attempt);
 		instance_lost(s, worker, in.tid, in.attempt, "deadline passed", 1);
@@ -645,6 +1066,7 @@ void
 sched_fail_open(struct sched *s, const char *reason)
 {
 	uint64_t tid;
+	int k;
 
 	for (tid = 1; tid <= s->ntasks && s->nopen > 0; tid++) {
 		const struct sched_task *t = sched_task(s, tid);
@@ -659,7 +1081,9 @@ sched_fail_open(struct sched *s, const char *reason)
 		if (s->ops.failed)
 			s->ops.failed(s->ops.ctx, tid, reason);
 	}
-	s->qlen = 0;
+	queues_free(s);
+	for (k = 0; k < s->nnodes; k++)
+		s->nodes[k].resv = 0;
 }
 
 void
@@ -689,6 +1113,57 @@ sched_fail_batch(struct sched *s, uint32_t batch, const char *reason,
 		if (s->ops.failed)
 			s->ops.failed(s->ops.ctx, tid, reason);
 	}
+}
+
+int
+sched_wake(struct sched *s)
+{
+	int w = s->wake;
+
+	s->wake = 0;
+	return w;
+}
+
+int
+sched_holder(const struct sched *s, int worker)
+{
+	return s->w[worker].holder;
+}
+
+/* Why the wide task HEAD (shaped F) waits. */
+static void
+why_waits(struct sched *s, struct fifo *f, uint64_t head,
+	  struct sched_wait *out)
+{
+	const struct sched_task *t = task_of(s, head);
+	int k, could = 0;
+
+	out->batch = t->batch;
+	out->index = t->index;
+	out->cpus = f->cpus;
+	out->gpus = f->gpus;
+	out->node = resv_node(s, f, head);
+	for (k = 0; k < s->nnodes && !could; k++)
+		could = node_could(s, k, f);
+	out->why = out->node >= 0 ? SCHED_WAIT_RESERVED :
+		   could ? SCHED_WAIT_BUSY : SCHED_WAIT_NO_NODE;
+}
+
+int
+sched_waiting(struct sched *s, struct sched_wait *out, int max)
+{
+	int i, j, n = 0;
+
+	for (i = 0; i < s->nlv; i++) {
+		for (j = 1; j < s->lv[i].n && n < max; j++) {
+			struct fifo *f = &s->lv[i].v[j];
+			uint64_t head = fifo_head(s, f);
+
+			if (head != 0)
+				why_waits(s, f, head, &out[n++]);
+		}
+	}
+	return n;
 }
 
 size_t

@@ -23,6 +23,24 @@
  * slow; still on the same instance slow_timeout later, it is reported hung.
  * When the queue is empty, idle workers get duplicates of the oldest
  * stragglers and the first result wins.
+ *
+ * Resources.  Workers belong to nodes (sched_set_nodes); a node may have
+ * GPUs, numbered 0..n-1 here (sched_set_gpus).  A task needs cpus slots of
+ * one node and gpus of its GPUs (struct sched_need); a task needing more
+ * than one slot or any GPU is *wide*.  A wide task starts on an idle
+ * worker when cpus - 1 other idle workers of its node and gpus free GPUs
+ * are there too; those workers are then held (they take nothing) and the
+ * GPUs are its own until its instance ends.  Its worker takes nothing else
+ * meanwhile, and wide tasks get no straggler copies.
+ *
+ * Order.  Tasks wait by priority (higher first).  Within a priority each
+ * shape (cpus, gpus) has its own FIFO, so that a worker looks only at the
+ * head of each; wide tasks go before one-slot ones.  A wide task at the
+ * head of its FIFO that cannot start now reserves one node (the one with
+ * the most free slots among those that could ever hold it; one
+ * reservation per node): that node finishes what it runs and takes
+ * nothing else until the reserved task starts, so a stream of one-slot
+ * tasks cannot overtake it forever; the other nodes go on meanwhile.
  */
 #ifndef FT_SCHED_H
 #define FT_SCHED_H
@@ -38,11 +56,40 @@ struct sched_task {
 	uint32_t batch;			/* the caller's batch number */
 	uint32_t index;			/* index in the batch */
 	float timeout;			/* seconds an instance may take */
-	uint8_t state;			/* enum task_state */
-	uint8_t ninst;			/* live instances */
+	uint8_t state : 3;		/* enum task_state */
+	uint8_t ninst : 5;		/* live instances (at most 2) */
 	uint8_t kind;			/* the caller's label (a task type), 0 by default */
-	uint16_t failures;		/* instances lost */
+	uint8_t gpus;			/* GPUs it needs */
+	uint8_t cpus_m1;		/* slots it needs, less one */
+	int8_t prio;			/* its batch's priority */
+	uint8_t failures;		/* instances lost (max_attempts <= 100) */
 	uint16_t attempts;		/* instances started */
+};
+
+/* What a task needs and how urgent it is. */
+struct sched_need {
+	int cpus;			/* slots of one node, 1..SCHED_CPUS_MAX */
+	int gpus;			/* GPUs of that node, 0..SCHED_GPUS_MAX */
+	int prio;			/* SCHED_PRIO_MIN..SCHED_PRIO_MAX, higher first */
+};
+
+#define SCHED_CPUS_MAX 256
+#define SCHED_GPUS_MAX 64
+#define SCHED_PRIO_MIN (-128)
+#define SCHED_PRIO_MAX 127
+
+/* Why a wide task at the head of its queue waits. */
+enum sched_wait_why {
+	SCHED_WAIT_NO_NODE = 1,		/* no node in service has that much */
+	SCHED_WAIT_RESERVED,		/* its node drains for it */
+	SCHED_WAIT_BUSY,		/* every node that could is busy or kept */
+};
+
+struct sched_wait {
+	uint32_t batch, index;		/* the task */
+	int cpus, gpus;
+	int node;			/* its reserved node, or -1 */
+	enum sched_wait_why why;
 };
 
 /* One task to send to a worker. */
@@ -51,6 +98,8 @@ struct sched_pick {
 	uint32_t attempt;
 	const struct sched_task *task;
 	int duplicate;			/* a copy of a straggler */
+	int cpus;			/* slots it holds (its worker's and others) */
+	uint64_t gpus;			/* its GPUs: bit i is GPU i of its node */
 };
 
 struct sched_params {
@@ -92,6 +141,25 @@ void sched_params_default(struct sched_params *p);
 struct sched *sched_new(int nworkers, const struct sched_params *p,
 			const struct sched_ops *ops);
 void sched_free(struct sched *s);
+
+/* Put WORKER i on node NODE_OF[i] (0..NNODES-1); by default every worker
+ * is on node 0.  Call before any task is taken. */
+void sched_set_nodes(struct sched *s, const int *node_of, int nnodes);
+/* NODE has N GPUs (0..SCHED_GPUS_MAX). */
+void sched_set_gpus(struct sched *s, int node, int n);
+/* Queue a task needing NEED (NULL: one slot, priority 0); otherwise as
+ * sched_add. */
+uint64_t sched_add_need(struct sched *s, uint32_t batch, uint32_t index,
+			const char *spec, uint32_t len, double timeout,
+			const struct sched_need *need);
+/* Workers held by a wide task, or reservations, were let go since the
+ * last call: the owner should offer tasks to every idle worker. */
+int sched_wake(struct sched *s);
+/* WORKER is held by another worker's wide task (or -1 if not). */
+int sched_holder(const struct sched *s, int worker);
+/* Fill OUT with up to MAX wide tasks that head their queues and cannot
+ * start now, and why.  Returns the count. */
+int sched_waiting(struct sched *s, struct sched_wait *out, int max);
 
 /* Queue a task; SPEC (LEN bytes) stays the caller's and must live until
  * the task has ended.  Returns its ID. */

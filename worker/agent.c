@@ -158,7 +158,10 @@ on_assign(struct agent *a, const void *p, size_t n)
 		die(a, "malformed assign message");
 	while ((rc = proto_next_task(&it, &pt)) == 1) {
 		struct runner_task *t = runner_task_new(pt.tid, pt.attempt,
-							pt.spec, pt.spec_len);
+							pt.spec, pt.spec_len,
+							pt.cpus, pt.gpus,
+							pt.gpus_len, pt.cpuset,
+							pt.cpuset_len);
 
 		*tail = t;
 		tail = &t->next;
@@ -199,6 +202,7 @@ on_welcome(struct agent *a, const void *p, size_t n)
 	if (proto_get_welcome(p, n, &w) == -1)
 		die(a, "malformed welcome");
 	runner_set_output_cap(a->runner, w.output_cap);
+	runner_set_node(a->runner, w.node, w.node_len);
 	a->master_timeout = w.master_timeout;
 	if (w.idle_nap > NAP_MAX)
 		a->idle_nap = w.idle_nap;

@@ -27,6 +27,7 @@ struct runner {
 	struct runner_task *running;
 	struct runner_result *rhead, *rtail;
 	size_t output_cap;
+	char node_env[280];		/* "FTFARM_NODE=<its node>" */
 	int stop;
 	int ran;			/* a task ran since the last trim */
 	atomic_int group;		/* the running task's process group, 0 */
@@ -36,18 +37,54 @@ struct runner {
 				 * memory tasks freed goes back */
 
 struct runner_task *
-runner_task_new(uint64_t tid, uint32_t attempt, const char *spec, size_t len)
+runner_task_new(uint64_t tid, uint32_t attempt, const char *spec, size_t len,
+		uint32_t cpus, const char *gpus, size_t glen,
+		const char *cpuset, size_t clen)
 {
-	struct runner_task *t = ft_malloc(sizeof(*t) + len + 1);
+	struct runner_task *t = ft_malloc(sizeof(*t) + len + glen + clen + 3);
 
 	t->tid = tid;
 	t->attempt = attempt;
 	t->cancel = 0;
 	t->next = NULL;
+	t->cpus = cpus ? cpus : 1;
 	t->spec_len = len;
 	memcpy(t->spec, spec, len);
 	t->spec[len] = '\0';
+	if (glen)
+		memcpy(t->spec + len + 1, gpus, glen);
+	t->spec[len + 1 + glen] = '\0';
+	t->gpus = t->spec + len + 1;
+	if (clen)
+		memcpy(t->spec + len + glen + 2, cpuset, clen);
+	t->spec[len + glen + 2 + clen] = '\0';
+	t->cpuset = t->spec + len + glen + 2;
 	return t;
+}
+
+/* T's environment beside the worker's (struct ft_task's env): ENV (4
+ * entries), in BUF (NBUF bytes) when T holds more than one slot or GPUs;
+ * a one-slot task's is ready made. */
+static void
+task_env(const struct runner *r, const struct runner_task *t, char *buf,
+	 size_t nbuf, const char *env[4])
+{
+	int k = 0, n;
+
+	env[k++] = r->node_env;
+	if (t->cpus == 1) {
+		env[k++] = "FTFARM_CPUS=1";
+	} else {
+		n = snprintf(buf, nbuf, "FTFARM_CPUS=%u", t->cpus);
+		env[k++] = buf;
+		buf += n + 1;
+		nbuf -= (size_t)n + 1;
+	}
+	if (*t->gpus) {
+		snprintf(buf, nbuf, "CUDA_VISIBLE_DEVICES=%s", t->gpus);
+		env[k++] = buf;
+	}
+	env[k] = NULL;
 }
 
 void
@@ -87,6 +124,8 @@ run_one(struct runner *r, struct runner_task *t, struct runner_result *res)
 	const struct ft_plugin *p = NULL;
 	struct ft_task task;
 	double t0 = ft_now();
+	char envbuf[2048];
+	const char *env[4];
 
 	if (spec)
 		p = ft_plugins_find(r->pl, jget_str(spec, "type", ""));
@@ -104,6 +143,9 @@ run_one(struct runner *r, struct runner_task *t, struct runner_result *res)
 	task.output_cap = r->output_cap;
 	task.group = on_group;
 	task.caller = r;
+	task_env(r, t, envbuf, sizeof(envbuf), env);
+	task.env = env;
+	task.cpuset = *t->cpuset ? t->cpuset : NULL;
 	if (p->run(&task, &res->res) == -1)
 		res->res.ok = 0;
 	atomic_store(&r->group, 0);
@@ -202,6 +244,7 @@ runner_start(const struct ft_plugins *pl)
 	struct runner *r = ft_calloc(1, sizeof(*r));
 	pthread_condattr_t ca;
 
+	strcpy(r->node_env, "FTFARM_NODE=");
 	r->pl = pl;
 	r->output_cap = 65536;
 	r->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
@@ -220,6 +263,15 @@ runner_start(const struct ft_plugins *pl)
 		return NULL;
 	}
 	return r;
+}
+
+void
+runner_set_node(struct runner *r, const char *node, size_t len)
+{
+	pthread_mutex_lock(&r->mu);
+	snprintf(r->node_env, sizeof(r->node_env), "FTFARM_NODE=%.*s",
+		 (int)(len < 256 ? len : 256), node ? node : "");
+	pthread_mutex_unlock(&r->mu);
 }
 
 void

@@ -18,8 +18,11 @@ struct runner_task {
 	uint32_t attempt;
 	volatile int cancel;
 	struct runner_task *next;
+	uint32_t cpus;			/* slots it holds */
+	const char *gpus;		/* its GPU ids ("0,1"), "" for none: in spec[] */
+	const char *cpuset;		/* CPUs to bind it to, "" for none: in spec[] */
 	size_t spec_len;
-	char spec[];			/* JSON text, NUL-terminated */
+	char spec[];			/* JSON text, NUL-terminated, then gpus */
 };
 
 struct runner_result {
@@ -35,6 +38,9 @@ struct runner;
 /* Start the runner thread.  NULL on failure. */
 struct runner *runner_start(const struct ft_plugins *pl);
 void runner_set_output_cap(struct runner *r, size_t cap);
+/* The worker's node, which its tasks see as FTFARM_NODE (set before any
+ * task comes). */
+void runner_set_node(struct runner *r, const char *node, size_t len);
 /* Append a list of tasks (taken over). */
 void runner_push(struct runner *r, struct runner_task *list);
 /* Take every finished result, oldest first (NULL if none). */
@@ -54,9 +60,13 @@ void runner_kill_group(struct runner *r);
 /* Tasks queued or running. */
 int runner_busy(struct runner *r);
 
-/* A task TID, ATTEMPT with a copy of SPEC (LEN bytes), in one block. */
+/* A task TID, ATTEMPT with a copy of SPEC (LEN bytes), of GPUS (GLEN
+ * bytes, its GPU ids) and of CPUSET (CLEN bytes, the CPUs to bind it
+ * to), holding CPUS slots, in one block. */
 struct runner_task *runner_task_new(uint64_t tid, uint32_t attempt,
-				    const char *spec, size_t len);
+				    const char *spec, size_t len, uint32_t cpus,
+				    const char *gpus, size_t glen,
+				    const char *cpuset, size_t clen);
 void runner_result_free(struct runner_result *res);
 void runner_task_free(struct runner_task *t);
 

@@ -174,9 +174,15 @@ BATCH_CASES = [
      '"retries"', "tasks[3].retries", "unknown"),
     ("empty_tasks", '{\n  "name": "e",\n  "tasks": []\n}\n',
      '"tasks"', "tasks", "task"),
-    ("unknown_batch_key", '{\n  "name": "e",\n  "priority": 1,\n'
+    ("unknown_batch_key", '{\n  "name": "e",\n  "urgency": 1,\n'
      '  "tasks": [{"type": "sleep", "seconds": 0}]\n}\n',
-     '"priority"', "priority", "unknown"),
+     '"urgency"', "urgency", "unknown"),
+    ("priority_out_of_range", '{\n  "name": "e",\n  "priority": 999,\n'
+     '  "tasks": [{"type": "sleep", "seconds": 0}]\n}\n',
+     '"priority"', "priority", "between"),
+    ("cpus_not_integer",
+     batch_text('{"type": "exec", "argv": ["x"], "cpus": "4"}'),
+     '"cpus"', "tasks[3].cpus", "integer"),
     ("bad_json", batch_text('{"type": "exec" "argv": ["x"]}'),
      None, None, "JSON"),
     ("not_an_object", '[\n  {"type": "sleep", "seconds": 0}\n]\n',

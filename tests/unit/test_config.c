@@ -631,12 +631,78 @@ test_slurm_nodes(void **state)
 	unsetenv("SLURM_TASKS_PER_NODE");
 }
 
+/* The GPUs of a Slurm allocation, from fixed environment strings. */
+static void
+test_slurm_gpus(void **state)
+{
+	struct ft_config cfg;
+	char err[256], **ids;
+
+	assert_int_equal(slurm_gpus("0,2", "9", "gres/gpu:9", &ids, err,
+				    sizeof(err)), 2);
+	assert_string_equal(ids[0], "0");
+	assert_string_equal(ids[1], "2");
+	assert_null(ids[2]);
+	slurm_names_free(ids);
+	assert_int_equal(slurm_gpus(NULL, "3", NULL, &ids, err, sizeof(err)),
+			 3);
+	assert_string_equal(ids[2], "2");
+	slurm_names_free(ids);
+	assert_int_equal(slurm_gpus("", NULL, "cpu=4,gres/gpu:a100:2", &ids,
+				    err, sizeof(err)), 2);
+	slurm_names_free(ids);
+	assert_int_equal(slurm_gpus(NULL, NULL, "gres/gpu", &ids, err,
+				    sizeof(err)), 1);
+	slurm_names_free(ids);
+	assert_int_equal(slurm_gpus(NULL, NULL, "cpu=4", &ids, err,
+				    sizeof(err)), 0);
+	slurm_names_free(ids);
+	assert_int_equal(slurm_gpus(NULL, "x", NULL, &ids, err, sizeof(err)),
+			 -1);
+	assert_int_equal(slurm_gpus("0,,1", NULL, NULL, &ids, err,
+				    sizeof(err)), -1);
+	setenv("SLURM_JOB_NODELIST", "g[1-2]", 1);
+	setenv("SLURM_TASKS_PER_NODE", "4(x2)", 1);
+	setenv("SLURM_JOB_GPUS", "1,3", 1);
+	accepted(state, "{\"state_dir\": \"s\", \"nodes\": \"slurm\"}", &cfg);
+	assert_int_equal(cfg.nodes[1].ngpus, 2);
+	assert_string_equal(cfg.nodes[1].gpus[1], "3");
+	ft_config_free(&cfg);
+	unsetenv("SLURM_JOB_GPUS");
+	unsetenv("SLURM_JOB_NODELIST");
+	unsetenv("SLURM_TASKS_PER_NODE");
+}
+
+/* A node's "gpus": ids or a count; refused when malformed. */
+static void
+test_node_gpus(void **state)
+{
+	struct ft_config cfg;
+
+	accepted(state, "{\"state_dir\": \"s\", \"nodes\": [{\"name\": \"a\", "
+		 "\"gpus\": [\"7\", \"x\"]}, {\"name\": \"b\", \"gpus\": 3}]}",
+		 &cfg);
+	assert_int_equal(cfg.nodes[0].ngpus, 2);
+	assert_string_equal(cfg.nodes[0].gpus[1], "x");
+	assert_int_equal(cfg.nodes[1].ngpus, 3);
+	assert_string_equal(cfg.nodes[1].gpus[2], "2");
+	ft_config_free(&cfg);
+	refused(state, "{\"state_dir\": \"s\", \"nodes\": [{\"name\": \"a\", "
+		"\"gpus\": [\"0\", \"0\"]}]}",
+		"%s:1:44: nodes[0].gpus: device id \"0\" twice");
+	refused(state, "{\"state_dir\": \"s\", \"nodes\": [{\"name\": \"a\", "
+		"\"gpus\": 65}]}",
+		"%s:1:44: nodes[0].gpus: must be 0..64 (GPUs), got 65");
+}
+
 int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
 		T(test_missing_key),
+		T(test_slurm_gpus),
+		T(test_node_gpus),
 		T(test_wrong_type),
 		T(test_unknown_key),
 		T(test_bad_json),

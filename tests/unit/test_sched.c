@@ -1505,6 +1505,223 @@ test_reclaim_ended_chunks(void **st)
 	sched_free(s);
 }
 
+/* ---- resources: nodes, wide tasks, reservations, priorities ---- */
+
+/* Two nodes of 4 workers (0-3, 4-7) with GPUS GPUs each, all up. */
+static struct sched *
+mk_nodes(int gpus)
+{
+	static const int node_of[8] = { 0, 0, 0, 0, 1, 1, 1, 1 };
+	struct sched *s = mk(8, NULL);
+	int w;
+
+	sched_set_nodes(s, node_of, 2);
+	sched_set_gpus(s, 0, gpus);
+	sched_set_gpus(s, 1, gpus);
+	for (w = 0; w < 8; w++)
+		sched_worker_up(s, w);
+	return s;
+}
+
+/* Add a task needing CPUS and GPUS at priority PRIO; its ID. */
+static uint64_t
+add_need(struct sched *s, uint32_t batch, int cpus, int gpus, int prio)
+{
+	static const char spec[] = "{}";
+	struct sched_need need = { cpus, gpus, prio };
+
+	return sched_add_need(s, batch, 0, spec, 2, 10, &need);
+}
+
+static void
+test_wide_task_holds_slots_of_its_node(void **st)
+{
+	struct sched *s = mk_nodes(0);
+	uint64_t wide = add_need(s, 1, 3, 0, 0);
+	struct sched_pick p;
+	int w, held = 0;
+
+	(void)st;
+	add_n(s, 4, 10);
+	p = take1(s, 1, 0);
+	assert_int_equal(p.tid, wide);
+	assert_int_equal(p.cpus, 3);
+	for (w = 0; w < 8; w++)
+		held += sched_holder(s, w) == 1;
+	assert_int_equal(held, 2);		/* two others of node 0 */
+	for (w = 0; w < 4; w++)
+		if (sched_holder(s, w) == 1 || w == 1)
+			take_none(s, w, 0);
+	/* The one free worker of node 0 and those of node 1 go on. */
+	for (w = 0; w < 4; w++)
+		if (sched_holder(s, w) < 0 && w != 1)
+			take1(s, w, 0);
+	take1(s, 4, 0);
+	(void)sched_wake(s);
+	assert_int_equal(sched_done(s, 1, p.tid, p.attempt, 1, 1),
+			 SCHED_ACCEPTED);
+	assert_true(sched_wake(s));
+	for (w = 0; w < 8; w++)
+		assert_int_equal(sched_holder(s, w), -1);
+	sched_free(s);
+}
+
+static void
+test_gpus_are_never_shared(void **st)
+{
+	struct sched *s = mk_nodes(2);
+	struct sched_pick a, b;
+
+	(void)st;
+	add_need(s, 1, 1, 1, 0);
+	add_need(s, 1, 1, 1, 0);
+	add_need(s, 1, 1, 1, 0);
+	a = take1(s, 0, 0);
+	b = take1(s, 1, 0);
+	assert_int_equal(__builtin_popcountll(a.gpus), 1);
+	assert_int_equal(__builtin_popcountll(b.gpus), 1);
+	assert_int_equal(a.gpus & b.gpus, 0);
+	/* Node 0 has no GPU left: its third worker waits, node 1 runs it. */
+	take_none(s, 2, 0);
+	assert_int_equal(__builtin_popcountll(take1(s, 4, 0).gpus), 1);
+	assert_int_equal(sched_done(s, 0, a.tid, a.attempt, 1, 1),
+			 SCHED_ACCEPTED);
+	add_need(s, 1, 1, 1, 0);
+	assert_int_equal(take1(s, 2, 1).gpus, a.gpus);	/* freed, given again */
+	sched_free(s);
+}
+
+/* The stream of one-slot tasks does not overtake a task needing a whole
+ * node for ever: a node is kept for it and drains. */
+static void
+test_reservation_drains_one_node(void **st)
+{
+	struct sched *s = mk_nodes(0);
+	struct sched_pick run[8], p;
+	struct sched_wait why[4];
+	uint64_t wide;
+	int w;
+
+	(void)st;
+	add_n(s, 8, 10);
+	for (w = 0; w < 8; w++)
+		run[w] = take1(s, w, 0);
+	wide = add_need(s, 2, 4, 0, 0);
+	add_n(s, 20, 10);
+	/* Worker 0 ends its task: node 0 is kept for the wide task, so it
+	 * takes nothing; node 1 goes on with one-slot tasks. */
+	assert_int_equal(sched_done(s, 0, run[0].tid, run[0].attempt, 1, 1),
+			 SCHED_ACCEPTED);
+	take_none(s, 0, 1);
+	assert_int_equal(sched_waiting(s, why, 4), 1);
+	assert_int_equal(why[0].why, SCHED_WAIT_RESERVED);
+	assert_int_equal(why[0].node, 0);
+	assert_int_equal(sched_done(s, 4, run[4].tid, run[4].attempt, 1, 1),
+			 SCHED_ACCEPTED);
+	assert_int_not_equal(take1(s, 4, 1).tid, wide);
+	for (w = 1; w < 3; w++) {
+		assert_int_equal(sched_done(s, w, run[w].tid, run[w].attempt,
+					    1, 2), SCHED_ACCEPTED);
+		take_none(s, w, 2);
+	}
+	assert_int_equal(sched_done(s, 3, run[3].tid, run[3].attempt, 1, 3),
+			 SCHED_ACCEPTED);
+	p = take1(s, 3, 3);
+	assert_int_equal(p.tid, wide);
+	assert_int_equal(sched_waiting(s, why, 4), 0);
+	sched_free(s);
+}
+
+static void
+test_priority_then_fifo(void **st)
+{
+	struct sched *s = mk(1, NULL);
+	uint64_t lo1 = add_need(s, 1, 1, 0, 0), lo2 = add_need(s, 1, 1, 0, 0);
+	uint64_t hi1 = add_need(s, 2, 1, 0, 5), hi2 = add_need(s, 2, 1, 0, 5);
+	uint64_t neg = add_need(s, 3, 1, 0, -3);
+	uint64_t want[] = { hi1, hi2, lo1, lo2, neg };
+	size_t i;
+
+	(void)st;
+	sched_worker_up(s, 0);
+	for (i = 0; i < 5; i++) {
+		struct sched_pick p = take1(s, 0, (double)i);
+
+		assert_int_equal(p.tid, want[i]);
+		assert_int_equal(sched_done(s, 0, p.tid, p.attempt, 1, (double)i),
+				 SCHED_ACCEPTED);
+	}
+	sched_free(s);
+}
+
+/* The worker of a wide task dies: the task waits again (first in line),
+ * its held workers and GPUs are free.  A held worker that dies and comes
+ * back stays held while the task runs. */
+static void
+test_wide_task_and_worker_deaths(void **st)
+{
+	struct sched *s = mk_nodes(1);
+	uint64_t wide = add_need(s, 1, 2, 1, 0);
+	struct sched_pick p = take1(s, 0, 0);
+	int other = sched_holder(s, 1) == 0 ? 1 : sched_holder(s, 2) == 0 ? 2 : 3;
+
+	(void)st;
+	assert_int_equal(p.tid, wide);
+	assert_int_equal(sched_holder(s, other), 0);
+	sched_worker_down(s, other, "killed", 1);
+	sched_worker_up(s, other);
+	take_none(s, other, 1);
+	sched_worker_down(s, 0, "killed", 2);
+	assert_int_equal(nev(&R, EV_REASSIGNED, 0, wide, 1), 1);
+	assert_int_equal(sched_holder(s, other), -1);
+	p = take1(s, 1, 3);
+	assert_int_equal(p.tid, wide);
+	assert_int_equal(p.attempt, 2);
+	assert_int_equal(p.gpus, 1);
+	sched_free(s);
+}
+
+/* A node that loses slots (down, drained) no longer holds what it
+ * cannot: the wide task waits, and says why. */
+static void
+test_wait_reason_when_slots_go(void **st)
+{
+	struct sched *s = mk_nodes(0);
+	struct sched_wait why[2];
+	uint64_t wide;
+	int w;
+
+	(void)st;
+	for (w = 1; w < 8; w++)
+		if (w != 4)
+			sched_worker_pause(s, w);
+	wide = add_need(s, 1, 2, 0, 0);
+	take_none(s, 0, 0);
+	take_none(s, 4, 0);
+	assert_int_equal(sched_waiting(s, why, 2), 1);
+	assert_int_equal(why[0].why, SCHED_WAIT_NO_NODE);
+	sched_worker_resume(s, 5);
+	(void)sched_wake(s);
+	assert_int_equal(take1(s, 4, 1).tid, wide);
+	sched_free(s);
+}
+
+/* No straggler copy of a wide task: a copy would run without its slots
+ * and GPUs. */
+static void
+test_no_copy_of_a_wide_task(void **st)
+{
+	struct sched *s = mk_nodes(1);
+	struct sched_pick p;
+
+	(void)st;
+	add_need(s, 1, 1, 1, 0);
+	p = take1(s, 0, 0);
+	assert_int_equal(p.gpus, 1);
+	take_none(s, 5, 100);
+	sched_free(s);
+}
+
 int
 main(void)
 {
@@ -1536,6 +1753,13 @@ main(void)
 		cmocka_unit_test(test_slow_cleared_by_worker_down),
 		cmocka_unit_test(test_pause_keeps_inflight),
 		cmocka_unit_test(test_property_exactly_once),
+		cmocka_unit_test(test_wide_task_holds_slots_of_its_node),
+		cmocka_unit_test(test_gpus_are_never_shared),
+		cmocka_unit_test(test_reservation_drains_one_node),
+		cmocka_unit_test(test_priority_then_fifo),
+		cmocka_unit_test(test_wide_task_and_worker_deaths),
+		cmocka_unit_test(test_wait_reason_when_slots_go),
+		cmocka_unit_test(test_no_copy_of_a_wide_task),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -258,7 +258,7 @@ test_welcome_round_trip(void **st)
 
 	(void)st;
 	proto_put_welcome(&b, &w);
-	assert_int_equal(b.len, 20);
+	assert_int_equal(b.len, 24);	/* and an empty node name */
 	memset(&g, 0, sizeof(g));
 	assert_int_equal(proto_get_welcome(b.data, b.len, &g), 0);
 	assert_int_equal(g.output_cap, 1 << 20);
@@ -343,7 +343,7 @@ static void
 test_fixed_messages_strict(void **st)
 {
 	struct ft_buf b = { 0 };
-	struct proto_welcome w = { 5, 1.0, 0.1 };
+	struct proto_welcome w = { 5, 1.0, 0.1, "node1", 5 };
 	struct proto_pong p = { 1, 2, 3 };
 
 	(void)st;
@@ -388,9 +388,9 @@ static const char spec0[] = "{\"type\": \"sleep\", \"seconds\": 0}";
 static const char spec2[] = "bin\0ary\xff\x00";
 
 static const struct proto_task tasks[] = {
-	{ 1, 1, spec0, sizeof(spec0) - 1 },
-	{ UINT64_MAX, UINT32_MAX, "", 0 },
-	{ 0x100000001ULL, 2, spec2, sizeof(spec2) - 1 },
+	{ 1, 1, spec0, sizeof(spec0) - 1, 1, "", 0, "", 0 },
+	{ UINT64_MAX, UINT32_MAX, "", 0, 0, "", 0, "", 0 },
+	{ 0x100000001ULL, 2, spec2, sizeof(spec2) - 1, 4, "0,1", 3, "2,3", 3 },
 };
 
 static void

@@ -28,6 +28,7 @@
 #include <limits.h>
 #include <math.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>		/* also pthread_sigmask */
 #include <stdarg.h>
 #include <stdio.h>
@@ -70,6 +71,8 @@ struct launch {
 	int max_fd;		/* close bound when close_range fails */
 	struct sigaction dfl;	/* SIG_DFL, for every signal */
 	sigset_t empty;		/* the child's signal mask */
+	int pin;		/* bind the child to CPUS */
+	cpu_set_t cpus;
 };
 
 /* One output of the child. */
@@ -240,6 +243,27 @@ env_overrides(const json_t *env, const char *entry)
 	return json_object_getn(env, entry, n) != NULL;
 }
 
+/* Does EXTRA ("NAME=value" entries, NULL-terminated, or NULL) set the
+ * variable named by the N bytes at NAME? */
+static int
+extra_sets(const char *const *extra, const char *name, size_t n)
+{
+	size_t i;
+
+	for (i = 0; extra && extra[i]; i++)
+		if (strncmp(extra[i], name, n) == 0 && extra[i][n] == '=')
+			return 1;
+	return 0;
+}
+
+static size_t
+name_len(const char *entry)
+{
+	const char *eq = strchr(entry, '=');
+
+	return eq ? (size_t)(eq - entry) : strlen(entry);
+}
+
 /* The MPI library's and its launcher's variables: tasks do not see them
  * (a task that runs an MPI program of its own must not take the worker's
  * place in the worker's job). */
@@ -260,26 +284,35 @@ is_mpi_var(const char *entry)
 }
 
 /* The worker's environment less the MPI's variables, with ENV's members
- * added or replacing.  Entries from *FIRST on are new strings.  Reads
- * environ: the worker must not change its environment while tasks run. */
+ * added or replacing, then EXTRA's (the worker's word on the task: its
+ * node, its slots, its GPUs) over both.  Entries from *FIRST on are new
+ * strings.  Reads environ: the worker must not change its environment
+ * while tasks run. */
 static char **
-env_build(const json_t *env, size_t *first)
+env_build(const json_t *env, const char *const *extra, size_t *first)
 {
 	const char *key;
 	json_t *v;
 	char **envp;
-	size_t n = 0, k = 0, i;
+	size_t n = 0, k = 0, i, nx = 0;
 
 	while (environ && environ[n])
 		n++;
-	envp = ft_calloc(n + json_object_size(env) + 1, sizeof(*envp));
+	while (extra && extra[nx])
+		nx++;
+	envp = ft_calloc(n + json_object_size(env) + nx + 1, sizeof(*envp));
 	for (i = 0; i < n; i++)
 		if (!is_mpi_var(environ[i]) &&
-		    !(env && env_overrides(env, environ[i])))
+		    !(env && env_overrides(env, environ[i])) &&
+		    !extra_sets(extra, environ[i], name_len(environ[i])))
 			envp[k++] = environ[i];
 	*first = k;
 	json_object_foreach((json_t *)env, key, v)
-		envp[k++] = ft_asprintf("%s=%s", key, json_string_value(v));
+		if (!extra_sets(extra, key, strlen(key)))
+			envp[k++] = ft_asprintf("%s=%s", key,
+						json_string_value(v));
+	for (i = 0; i < nx; i++)
+		envp[k++] = ft_strdup(extra[i]);
 	return envp;
 }
 
@@ -306,9 +339,37 @@ max_fd(void)
 	return n > FALLBACK_MAX_FD ? FALLBACK_MAX_FD : (int)n;
 }
 
+/* The CPUs of SET ("0,5": places, taken modulo the CPUs online) into
+ * L->cpus; none given: L->pin stays 0. */
+static void
+cpus_init(struct launch *l, const char *set)
+{
+	long n = sysconf(_SC_NPROCESSORS_ONLN);
+	char *end;
+	long c;
+
+	if (set == NULL || *set == '\0')
+		return;
+	if (n < 1)
+		n = 1;
+	if (n > CPU_SETSIZE)
+		n = CPU_SETSIZE;
+	CPU_ZERO(&l->cpus);
+	while (*set) {
+		c = strtol(set, &end, 10);
+		if (end == set || c < 0)
+			return;
+		CPU_SET((int)(c % n), &l->cpus);
+		l->pin = 1;
+		set = *end == ',' ? end + 1 : end;
+		if (*end != ',' && *end != '\0')
+			return;
+	}
+}
+
 /* Fill L from the (validated) task SPEC.  Cannot fail. */
 static void
-launch_init(struct launch *l, const json_t *spec)
+launch_init(struct launch *l, const json_t *spec, const char *const *extra)
 {
 	const json_t *argv = json_object_get(spec, "argv");
 	size_t i, n = json_array_size(argv);
@@ -317,7 +378,7 @@ launch_init(struct launch *l, const json_t *spec)
 	l->argv = ft_calloc(n + 1, sizeof(*l->argv));
 	for (i = 0; i < n; i++)
 		l->argv[i] = (char *)json_string_value(json_array_get(argv, i));
-	l->envp = env_build(json_object_get(spec, "env"), &l->env_first);
+	l->envp = env_build(json_object_get(spec, "env"), extra, &l->env_first);
 	l->path = env_path(l->envp ? l->envp : environ);
 	l->cwd = jget_str(spec, "cwd", NULL);
 	l->fd[0] = l->fd[1] = l->fd[2] = l->errpipe = -1;
@@ -450,7 +511,8 @@ child_exec(const struct launch *l)
 {
 	int stage = STAGE_SETUP;
 
-	if (setpgid(0, 0) < 0 || child_signals(l) < 0 || child_fds(l) < 0)
+	if (setpgid(0, 0) < 0 || child_signals(l) < 0 || child_fds(l) < 0 ||
+	    (l->pin && sched_setaffinity(0, sizeof(l->cpus), &l->cpus) < 0))
 		goto fail;
 	stage = STAGE_CHDIR;
 	if (l->cwd && chdir(l->cwd) < 0)
@@ -900,7 +962,8 @@ exec_run(const struct ft_task *task, struct ft_result *res)
 	enum end end;
 	int rc = -1, status;
 
-	launch_init(&l, task->spec);
+	launch_init(&l, task->spec, task->env);
+	cpus_init(&l, task->cpuset);
 	proc_init(&p, task);
 	if (l.argv[0] == NULL) {
 		fail(res, -1, "no argv (the task was not validated)");

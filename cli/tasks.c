@@ -1,0 +1,284 @@
+/*
+ * tasks: batches typed on the command line, and their outputs.
+ *
+ *   ftfarm submit -c CFG [--wait] [--name N] [--cpus K] [--gpus G]
+ *       [--timeout S] [--priority P] [--each-line FILE | --array A-B]
+ *       -- COMMAND ARG...
+ *   ftfarm cat -c CFG BATCH [TASK...] [--stderr]
+ */
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "statedir.h"
+#include "util.h"
+
+/* S with every "{}" replaced by ITEM (a new string). */
+static char *
+fill(const char *s, const char *item)
+{
+	struct ft_buf b = { 0 };
+	const char *p;
+
+	while ((p = strstr(s, "{}")) != NULL) {
+		ft_buf_add(&b, s, (size_t)(p - s));
+		ft_buf_add(&b, item, strlen(item));
+		s = p + 2;
+	}
+	ft_buf_add(&b, s, strlen(s) + 1);
+	return b.data;
+}
+
+/* One exec task of c's command with ITEM for "{}" (NULL: as typed). */
+static json_t *
+task_of(const struct cli *c, const char *item)
+{
+	json_t *t = json_object(), *argv = json_array();
+	int i;
+
+	for (i = 0; i < c->argc; i++) {
+		char *a = item ? fill(c->argv[i], item) : ft_strdup(c->argv[i]);
+
+		json_array_append_new(argv, json_string(a));
+		free(a);
+	}
+	json_object_set_new(t, "type", json_string("exec"));
+	json_object_set_new(t, "argv", argv);
+	if (c->cpus > 0)
+		json_object_set_new(t, "cpus", json_integer(c->cpus));
+	if (c->gpus > 0)
+		json_object_set_new(t, "gpus", json_integer(c->gpus));
+	if (c->timeout > 0)
+		json_object_set_new(t, "timeout", json_real(c->timeout));
+	return t;
+}
+
+/* The tasks of --each-line FILE into TASKS: one per line.  0, or 2
+ * (said). */
+static int
+each_line(const struct cli *c, json_t *tasks)
+{
+	size_t len, start = 0, i;
+	char *text = ft_read_file(c->each_line, &len);
+
+	if (text == NULL) {
+		cli_err("%s: cannot read: %s", c->each_line, strerror(errno));
+		return 2;
+	}
+	for (i = 0; i <= len; i++) {
+		if (i < len && text[i] != '\n')
+			continue;
+		if (i == len && start == len)
+			break;		/* no line after the last newline */
+		text[i < len ? i : len] = '\0';
+		json_array_append_new(tasks, task_of(c, text + start));
+		start = i + 1;
+	}
+	free(text);
+	if (json_array_size(tasks) == 0) {
+		cli_err("%s: no lines, so no tasks", c->each_line);
+		return 2;
+	}
+	return 0;
+}
+
+/* The tasks of --array A-B into TASKS: one per integer.  0, or 2
+ * (said). */
+static int
+array(const struct cli *c, json_t *tasks)
+{
+	char *end, item[32];
+	long a, b, i;
+
+	errno = 0;
+	a = strtol(c->array, &end, 10);
+	if (end == c->array || *end != '-' || a < 0)
+		goto bad;
+	b = strtol(end + 1, &end, 10);
+	if (*end != '\0' || errno || b < a || b - a >= 10000000)
+		goto bad;
+	for (i = a; i <= b; i++) {
+		snprintf(item, sizeof(item), "%ld", i);
+		json_array_append_new(tasks, task_of(c, item));
+	}
+	return 0;
+bad:
+	cli_err("--array takes A-B, whole numbers 0 <= A <= B (at most 10^7 "
+		"tasks), not \"%s\"", c->array);
+	return 2;
+}
+
+/* submit ... -- COMMAND ARG...: the batch built from the command line,
+ * checked here as a batch file would be, then sent. */
+int
+cli_submit_command(struct cli *c)
+{
+	json_t *batch = json_object(), *tasks = json_array();
+	char *text;
+	uint32_t ntasks;
+	int rc = 0;
+
+	if (c->argc == 0 || (c->each_line && c->array)) {
+		cli_err("usage: ftfarm submit -c CFG [--wait] [--name N] "
+			"[--cpus K] [--gpus G] [--timeout S] [--priority P] "
+			"[--each-line FILE | --array A-B] -- COMMAND ARG...");
+		rc = 2;
+	} else if (c->each_line) {
+		rc = each_line(c, tasks);
+	} else if (c->array) {
+		rc = array(c, tasks);
+	} else {
+		json_array_append_new(tasks, task_of(c, NULL));
+	}
+	json_object_set_new(batch, "name", json_string(c->name ? c->name :
+						       c->argv[0] ? c->argv[0] :
+						       "command"));
+	if (c->priority)
+		json_object_set_new(batch, "priority",
+				    json_integer(c->priority));
+	json_object_set_new(batch, "tasks", tasks);
+	if (rc == 0) {
+		text = json_dumps(batch, JSON_COMPACT);
+		rc = cli_check_text(c, "<command line>", text, strlen(text),
+				    &ntasks);
+	}
+	if (rc != 0) {
+		json_decref(batch);
+		return rc;
+	}
+	return cli_send_batch(c, batch, c->wait);
+}
+
+/* ---- cat ---- */
+
+/* The result lines of batch ID, by task (an array of NTASKS, NULL where
+ * there is none), from its results.jsonl.  NULL (said) when it cannot
+ * be read. */
+static json_t **
+read_results(const struct cli *c, long id, size_t *ntasks)
+{
+	char *path = ft_asprintf("%s/batches/%ld/results.jsonl",
+				 c->cfg.state_dir, id), *text, *line, *save;
+	json_t **by = NULL;
+	size_t len;
+
+	*ntasks = 0;
+	if ((text = ft_read_file(path, &len)) == NULL) {
+		cli_err("batch %ld: cannot read %s: %s", id, path,
+			strerror(errno));
+		free(path);
+		return NULL;
+	}
+	free(path);
+	by = ft_calloc(1, sizeof(*by));
+	for (line = strtok_r(text, "\n", &save); line;
+	     line = strtok_r(NULL, "\n", &save)) {
+		json_t *r = json_loads(line, 0, NULL);
+		json_int_t t = json_integer_value(json_object_get(r, "task"));
+
+		if (r == NULL || t < 0 || t >= INT_MAX) {
+			json_decref(r);
+			continue;	/* a torn last line: not a result */
+		}
+		if ((size_t)t >= *ntasks) {
+			by = ft_realloc(by, ((size_t)t + 1) * sizeof(*by));
+			memset(by + *ntasks, 0,
+			       ((size_t)t + 1 - *ntasks) * sizeof(*by));
+			*ntasks = (size_t)t + 1;
+		}
+		json_decref(by[t]);
+		by[t] = r;
+	}
+	free(text);
+	return by;
+}
+
+static int
+by_number(const void *a, const void *b)
+{
+	long x = *(const long *)a, y = *(const long *)b;
+
+	return (x > y) - (x < y);
+}
+
+/* Print task T's output (KEY: "stdout" or "stderr") of BY; 1 when it has
+ * no result (said). */
+static int
+print_task(json_t **by, size_t n, long t, const char *key, long id)
+{
+	const json_t *out;
+
+	if (t < 0 || (size_t)t >= n || by[t] == NULL) {
+		cli_err("batch %ld: task %ld has no result (yet)", id, t);
+		return 1;
+	}
+	out = json_object_get(by[t], key);
+	fwrite(json_string_value(out) ? json_string_value(out) : "", 1,
+	       json_string_length(out), stdout);
+	return 0;
+}
+
+/* The task numbers of c's operands after the batch (sorted), into *OUT;
+ * their count, or -1 (said). */
+static int
+task_list(const struct cli *c, long **out)
+{
+	long *v = ft_calloc((size_t)c->argc, sizeof(*v));
+	char *end;
+	int i;
+
+	for (i = 1; i < c->argc; i++) {
+		v[i - 1] = strtol(c->argv[i], &end, 10);
+		if (*end || end == c->argv[i] || v[i - 1] < 0) {
+			cli_err("cat: \"%s\" is not a task number", c->argv[i]);
+			free(v);
+			return -1;
+		}
+	}
+	qsort(v, (size_t)c->argc - 1, sizeof(*v), by_number);
+	*out = v;
+	return c->argc - 1;
+}
+
+/* cat -c CFG BATCH [TASK...] [--stderr]: the tasks' standard output (or
+ * error), in task order, as results.jsonl keeps it. */
+int
+cli_cat(struct cli *c)
+{
+	const char *key = c->stderr_out ? "stderr" : "stdout";
+	json_t **by;
+	size_t n, i;
+	long id, *want = NULL;
+	char *end;
+	int nwant, rc = 0;
+
+	if (c->argc < 1) {
+		cli_err("usage: ftfarm cat -c CFG BATCH [TASK...] [--stderr]");
+		return 2;
+	}
+	id = strtol(c->argv[0], &end, 10);
+	if (*end || end == c->argv[0] || id < 1) {
+		cli_err("cat: \"%s\" is not a batch id", c->argv[0]);
+		return 2;
+	}
+	if ((nwant = task_list(c, &want)) < 0)
+		return 2;
+	if ((by = read_results(c, id, &n)) == NULL) {
+		free(want);
+		return 1;
+	}
+	for (i = 0; nwant == 0 && i < n; i++)
+		if (by[i])
+			print_task(by, n, (long)i, key, id);
+	for (i = 0; i < (size_t)nwant; i++)
+		rc |= print_task(by, n, want[i], key, id);
+	for (i = 0; i < n; i++)
+		json_decref(by[i]);
+	free(by);
+	free(want);
+	fflush(stdout);
+	return rc;
+}
