@@ -83,7 +83,10 @@ int cli_cancel(struct cli *c);
 int cli_watch(struct cli *c);
 int cli_events(struct cli *c);
 int cli_check(struct cli *c);
-int cli_submit_command(struct cli *c);
+/* The batch of exec tasks that submit's command-line form describes
+ * (-- COMMAND ARG..., --each-line, --array), unchecked, in *BATCHP; 0, or
+ * the exit status after printing the error. */
+int cli_command_batch(const struct cli *c, json_t **batchp);
 int cli_cat(struct cli *c);
 int cli_probe(struct cli *c);
 int cli_rotate(struct cli *c);
@@ -103,14 +106,6 @@ void cli_print_table(const struct ctl_col *cols, int n, json_t *rows);
  * unsaid with *BROKEN set when the connection failed or broke. */
 json_t *cli_wait_progress(struct cli *c, json_int_t id, int *broken);
 /* Is MSG a push of KIND ({"push": KIND, ...})? */
-/* Check the batch TEXT (LEN bytes, malloc'd: taken over) named NAME as
- * the master would, against c's config too.  0, or 2 after printing the
- * error (1 when the task types cannot be loaded).  *NTASKS: its tasks. */
-int cli_check_text(const struct cli *c, const char *name, char *text,
-		   size_t len, uint32_t *ntasks);
-/* Send BATCH (taken over), print its id, and wait for it if WAIT.  The
- * exit status. */
-int cli_send_batch(struct cli *c, json_t *batch, int wait);
 int cli_push_is(json_t *msg, const char *kind);
 
 #endif

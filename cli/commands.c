@@ -278,7 +278,10 @@ check_batch(const json_t *batch, struct jerr *jerr)
 	return rc;
 }
 
-int
+/* Check the batch TEXT (LEN bytes, malloc'd: taken over) named NAME as
+ * the master would, against c's config too.  0, or 2 after printing the
+ * error (1 when the task types cannot be loaded).  *NTASKS: its tasks. */
+static int
 cli_check_text(const struct cli *c, const char *name, char *text, size_t len,
 	       uint32_t *ntasks)
 {
@@ -453,7 +456,7 @@ submitted(struct cli *c, json_t *ans, int wait)
 	return wait ? wait_batch(c, id) : 0;
 }
 
-int
+static int
 cli_send_batch(struct cli *c, json_t *batch, int wait)
 {
 	json_t *req = ctl_request_new(CTL_SUBMIT), *ans;
@@ -462,6 +465,31 @@ cli_send_batch(struct cli *c, json_t *batch, int wait)
 	ans = submit_call(c, req, NULL, "the batch");
 	json_decref(req);
 	return submitted(c, ans, wait);
+}
+
+/* submit -c CFG [OPTION...] -- COMMAND ARG...: the batch the command line
+ * makes (cli_command_batch), checked here as a file would be, then sent. */
+static int
+submit_command(struct cli *c)
+{
+	json_t *batch;
+	uint32_t ntasks;
+	char *text;
+	int rc = cli_command_batch(c, &batch);
+
+	if (rc != 0)
+		return rc;
+	if ((text = json_dumps(batch, JSON_COMPACT)) == NULL) {
+		json_decref(batch);
+		cli_err("out of memory");
+		return 1;
+	}
+	rc = cli_check_text(c, "<command line>", text, strlen(text), &ntasks);
+	if (rc != 0) {
+		json_decref(batch);
+		return rc;
+	}
+	return cli_send_batch(c, batch, c->wait);
 }
 
 /* submit -c CFG BATCH.json [--wait]: the file's bytes go to the master,
@@ -475,7 +503,7 @@ cli_submit(struct cli *c)
 	struct stat st;
 
 	if (c->cmdline)
-		return cli_submit_command(c);
+		return submit_command(c);
 	if (c->argc != 1) {
 		cli_err("usage: ftfarm submit -c CFG BATCH.json [--wait]");
 		return 2;

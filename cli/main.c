@@ -23,8 +23,7 @@ static const struct command {
 	{ "stop", cli_stop, 1, "stop -c CFG",
 	  "Stop the cluster: supervisor, standby, master, workers, tasks." },
 	{ "submit", cli_submit, 1, "submit -c CFG BATCH.json [--wait] "
-	  "[--reconnect-timeout S]
-  ftfarm submit -c CFG [--wait] [--name N] "
+	  "[--reconnect-timeout S]\n  ftfarm submit -c CFG [--wait] [--name N] "
 	  "[--cpus K] [--gpus G] [--timeout S] [--priority P] "
 	  "[--each-line FILE | --array A-B] -- COMMAND ARG...",
 	  "Submit a batch file, or exec tasks typed on the command line, and "

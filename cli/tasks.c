@@ -114,11 +114,9 @@ bad:
 /* submit ... -- COMMAND ARG...: the batch built from the command line,
  * checked here as a batch file would be, then sent. */
 int
-cli_submit_command(struct cli *c)
+cli_command_batch(const struct cli *c, json_t **batchp)
 {
 	json_t *batch = json_object(), *tasks = json_array();
-	char *text;
-	uint32_t ntasks;
 	int rc = 0;
 
 	if (c->argc == 0 || (c->each_line && c->array)) {
@@ -140,16 +138,12 @@ cli_submit_command(struct cli *c)
 		json_object_set_new(batch, "priority",
 				    json_integer(c->priority));
 	json_object_set_new(batch, "tasks", tasks);
-	if (rc == 0) {
-		text = json_dumps(batch, JSON_COMPACT);
-		rc = cli_check_text(c, "<command line>", text, strlen(text),
-				    &ntasks);
-	}
 	if (rc != 0) {
 		json_decref(batch);
 		return rc;
 	}
-	return cli_send_batch(c, batch, c->wait);
+	*batchp = batch;
+	return 0;
 }
 
 /* ---- cat ---- */
