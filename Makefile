@@ -29,6 +29,9 @@ CPPFLAGS := -std=c11 -D_GNU_SOURCE -iquote common -iquote master -iquote worker 
 LDLIBS := -ljansson -lm
 # libmicrohttpd: the master's HTTP listener (master/http.c).
 HTTP_LIBS := -lmicrohttpd
+# libmunge: control clients over TCP prove who they are (master/remote.c,
+# cli/remote.c).
+MUNGE_LIBS := -lmunge
 PLUGIN_CFLAGS := -fPIC -shared
 
 # Code without MPI: shared by the CLI, master, worker and plugins.
@@ -36,7 +39,8 @@ COMMON := common/jpos.c common/jcheck.c common/config.c common/log.c \
 	common/wire.c common/plugins.c common/batch.c \
 	common/util.c common/ctl.c common/proto.c common/jsonl.c \
 	common/batchtext.c common/statedir.c common/crc32c.c common/lease.c \
-	common/progress.c common/hosts.c common/slurm.c common/jparse.c
+	common/progress.c common/hosts.c common/slurm.c common/jparse.c \
+	common/rauth.c
 # Code that calls MPI.
 COMMON_MPI := common/treq.c
 MASTER := master/main.c master/loop.c master/farm.c master/commands.c \
@@ -47,10 +51,10 @@ MASTER := master/main.c master/loop.c master/farm.c master/commands.c \
 	master/blame.c master/ladder.c master/bmc.c master/child.c \
 	master/stats.c master/subs.c master/evring.c \
 	master/http.c master/metrics.c master/expo.c master/page.c \
-	master/gangs.c master/grun.c master/pidwatch.c
+	master/gangs.c master/grun.c master/pidwatch.c master/remote.c
 WORKER := worker/main.c worker/agent.c worker/runner.c worker/doze.c
 CLI := cli/main.c cli/commands.c cli/start.c cli/launch.c cli/supervise.c \
-	cli/nodes.c cli/watch.c cli/events.c cli/progress.c
+	cli/nodes.c cli/watch.c cli/events.c cli/progress.c cli/remote.c
 PLUGINS := exec sleep wordcount relax
 
 common_o = $(COMMON:%.c=$(OBJ)/%.o)
@@ -74,7 +78,7 @@ $(OBJ)/%.o: %.c
 
 $(BINDIR)/ftfarm-master: $(master_o) $(common_mpi_o) $(common_o)
 	@mkdir -p $(dir $@)
-	$(MPICC) $(CFLAGS) -o $@ $^ $(EV_LIBS) $(HTTP_LIBS) $(LDLIBS) -ldl -lpthread
+	$(MPICC) $(CFLAGS) -o $@ $^ $(EV_LIBS) $(HTTP_LIBS) $(MUNGE_LIBS) $(LDLIBS) -ldl -lpthread
 
 # The status page is assembled into the master (.incbin in page.c).
 $(OBJ)/master/page.o: master/page.html
@@ -85,7 +89,7 @@ $(BINDIR)/ftfarm-worker: $(worker_o) $(common_mpi_o) $(common_o)
 
 $(BINDIR)/ftfarm: $(cli_o) $(common_o)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS) -ldl -lpthread
+	$(CC) $(CFLAGS) -o $@ $^ $(MUNGE_LIBS) $(LDLIBS) -ldl -lpthread
 
 # Plugins link the small pieces of common/ they use into themselves (and
 # are rebuilt when a header of common/, the ABI among them, changes).

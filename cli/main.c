@@ -7,6 +7,7 @@
 
 #include "batch.h"
 #include "cli.h"
+#include "remote.h"
 
 /* Which commands need the config loaded. */
 static const struct {
@@ -181,6 +182,7 @@ main(int argc, char **argv)
 			return 2;
 		}
 		ft_batch_protect(c.cfg.state_dir);
+		cli_remote_init(&c.cfg);
 	}
 	rc = commands[i].fn(&c);
 	ft_config_free(&c.cfg);

@@ -17,6 +17,7 @@
 #include "http.h"
 #include "intake.h"
 #include "log.h"
+#include "remote.h"
 #include "subs.h"
 
 /* A command handler: 0 with *ANS set, -1 with ERR set, or 1 when the
@@ -756,6 +757,10 @@ commands_open(struct master *m, char *err, size_t n)
 	free(path);
 	if (m->control == NULL)
 		return -1;
+	if (cc->listen_host &&
+	    (m->remote = remote_open(m->loop, m->control, &m->cfg, err,
+				     n)) == NULL)
+		return -1;
 	rc = intake_init(m, err, n);
 	return rc;
 }
@@ -777,6 +782,8 @@ commands_close(struct master *m)
 		wait_free(w);
 	}
 	intake_free(m);
+	remote_close(m->remote);
+	m->remote = NULL;
 	control_close(m->control);
 	m->control = NULL;
 	subs_free(m->subs);

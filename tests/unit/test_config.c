@@ -615,9 +615,15 @@ test_slurm_nodes(void **state)
 	assert_int_equal(slurm_tasks("2(x3)", counts, 4, err, sizeof(err)),
 			 -1);
 	unsetenv("SLURM_JOB_NODELIST");
-	refused(state, "{\"state_dir\": \"s\", \"nodes\": \"slurm\"}",
-		"%s:1:20: nodes: \"slurm\" needs a Slurm allocation (run "
-		"inside salloc or sbatch)");
+	/* Outside the allocation: read, without nodes (only start needs
+	 * them). */
+	accepted(state, "{\"state_dir\": \"s\", \"nodes\": \"slurm\"}", &cfg);
+	assert_int_equal(cfg.nnodes, 0);
+	assert_int_equal(cfg.slurm, 1);
+	assert_int_equal(ft_config_has_nodes(&cfg, err, sizeof(err)), -1);
+	assert_non_null(strstr(err, "nodes: \"slurm\" needs a Slurm "
+			       "allocation"));
+	ft_config_free(&cfg);
 	setenv("SLURM_JOB_NODELIST", "x[1-3]", 1);
 	setenv("SLURM_TASKS_PER_NODE", "2(x3)", 1);
 	accepted(state, "{\"state_dir\": \"s\", \"nodes\": \"slurm\"}", &cfg);
