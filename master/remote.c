@@ -106,16 +106,22 @@ greeting_free(struct greeting *g)
 	free(g);
 }
 
-/* Refuse G: tell it why (one line) and close it. */
+/* Refuse G: tell it why (one line) and close it.  What it sent and was
+ * not read is read first (a bounded amount), or closing would reset the
+ * connection and the reason could be lost. */
 static void
 greeting_refuse(struct greeting *g, const char *why)
 {
-	char *line = rauth_verdict(why, 0, 0);
+	char *line = rauth_verdict(why, 0, 0), sink[4096];
+	int k;
 
 	log_info("control: %s refused: %s", g->peer, why);
 	g->r->refused++;
 	(void)!write(g->fd, line, strlen(line));
 	free(line);
+	shutdown(g->fd, SHUT_WR);
+	for (k = 0; k < 16 && read(g->fd, sink, sizeof(sink)) > 0; k++)
+		;
 	close(g->fd);
 	greeting_free(g);
 }
