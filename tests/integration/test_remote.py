@@ -9,8 +9,10 @@ import subprocess
 
 import pytest
 
+import remote_flow
 from conftest import check_exactly_once, exec_task, pid_alive, wait_until
 from remote_client import Munged, Raw, credential, masked, run_masked
+from slurm_cluster import slurm_cluster, slurm_cluster_factory  # noqa: F401
 
 
 @pytest.fixture
@@ -159,3 +161,13 @@ def test_roles_and_credentials_over_tcp(make_cluster, munged, open_dir):
     refused(raw, "too long")
     assert pid_alive(c.master_pid)
     assert c.status()["workers"]
+
+
+@pytest.mark.slurm
+@pytest.mark.timeout(240)
+def test_login_flow(slurm_cluster, bins, open_dir):
+    """The outside check (scripts/check-remote-slurm) with fewer tasks.
+    (A short name: slurmstepd's socket path under the test's directory
+    must stay within 108 bytes.)"""
+    remote_flow.run(slurm_cluster, n=60, bindir=bins["openmpi"],
+                    workdir=open_dir, log=lambda s: None)
