@@ -182,7 +182,9 @@ main(int argc, char **argv)
 			return 2;
 		}
 		ft_batch_protect(c.cfg.state_dir);
-		cli_remote_init(&c.cfg);
+		/* start runs where the master will: never over TCP. */
+		if (commands[i].fn != cli_start)
+			cli_remote_init(&c.cfg);
 	}
 	rc = commands[i].fn(&c);
 	ft_config_free(&c.cfg);

@@ -209,12 +209,14 @@ ctl_set_elsewhere(ctl_elsewhere_fn fn, void *ctx)
 	elsewhere_ctx = ctx;
 }
 
-/* May the master be on another host when connect() failed with E? */
+/* May the master be on another host when connect() failed with E?  (Its
+ * socket file is there, as a shared file system shows it, but cannot be
+ * connected to from here.  No file: no master runs.) */
 static int
 maybe_elsewhere(int e)
 {
-	return e == ECONNREFUSED || e == ENOENT || e == EACCES ||
-	       e == EPERM || e == ENOTSOCK;
+	return e == ECONNREFUSED || e == EACCES || e == EPERM ||
+	       e == ENOTSOCK;
 }
 
 int

@@ -753,6 +753,7 @@ commands_open(struct master *m, char *err, size_t n)
 
 	if (m->subs == NULL)
 		commands_init(m);
+	remote_unpublish(m->cfg.state_dir);
 	m->control = control_open(m->loop, path, &ops, &lim, err, n);
 	free(path);
 	if (m->control == NULL)

@@ -391,6 +391,15 @@ reachable_host(const char *listen_host, const char *net, char *out, size_t n)
 		snprintf(out, n, "127.0.0.1");
 }
 
+void
+remote_unpublish(const char *state_dir)
+{
+	char *path = ft_asprintf("%s/control.tcp", state_dir);
+
+	unlink(path);
+	free(path);
+}
+
 /* Write <state_dir>/control.tcp.  0, or -1 with ERR. */
 static int
 publish(struct remote *r, const struct ft_config *cfg, char *err, size_t n)

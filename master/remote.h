@@ -32,6 +32,9 @@ struct control;
  * dir; authenticated clients go to CTL.  The listener, or NULL with ERR. */
 struct remote *remote_open(struct ev_loop *loop, struct control *ctl,
 			   const struct ft_config *cfg, char *err, size_t n);
+/* Remove what an earlier master of STATE_DIR published (it may have died
+ * without removing it). */
+void remote_unpublish(const char *state_dir);
 /* Close the listener and every connection not yet authenticated; remove
  * the published address. */
 void remote_close(struct remote *r);
