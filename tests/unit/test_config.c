@@ -637,6 +637,33 @@ test_slurm_nodes(void **state)
 	unsetenv("SLURM_TASKS_PER_NODE");
 }
 
+/* "control": "listen" (control over TCP) and "munge_socket". */
+static void
+test_control_tcp(void **state)
+{
+	struct ft_config cfg;
+
+	accepted(state, "{\"state_dir\": \"s\", " NODES "}", &cfg);
+	assert_null(cfg.control.listen_host);	/* off by default */
+	assert_null(cfg.control.munge_socket);
+	ft_config_free(&cfg);
+	accepted(state, "{\"state_dir\": \"s\", " NODES ", \"control\": "
+		 "{\"listen\": \":0\", \"munge_socket\": \"/run/m.sock\"}}",
+		 &cfg);
+	assert_string_equal(cfg.control.listen_host, "0.0.0.0");
+	assert_int_equal(cfg.control.listen_port, 0);
+	assert_string_equal(cfg.control.munge_socket, "/run/m.sock");
+	ft_config_free(&cfg);
+	accepted(state, "{\"state_dir\": \"s\", " NODES ", \"control\": "
+		 "{\"listen\": \"10.0.0.1:7000\"}}", &cfg);
+	assert_string_equal(cfg.control.listen_host, "10.0.0.1");
+	assert_int_equal(cfg.control.listen_port, 7000);
+	ft_config_free(&cfg);
+	refused(state, "{\"state_dir\": \"s\", " NODES ", \"control\": "
+		"{\"listen\": \"h:99999\"}}", "%s:1:59: control.listen: must "
+		"be HOST:PORT with a port from 0 to 65535");
+}
+
 int
 main(void)
 {
@@ -658,6 +685,7 @@ main(void)
 		T(test_bad_bmc),
 		T(test_hosts_keys),
 		T(test_slurm_nodes),
+		T(test_control_tcp),
 		cmocka_unit_test(test_shipped_configs),
 #undef T
 	};

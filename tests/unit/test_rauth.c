@@ -1,5 +1,4 @@
-/* Unit tests of the greeting of control over TCP (common/rauth.c) and of
- * the config keys that turn it on ("control": "listen", "munge_socket"). */
+/* Unit tests of the greeting of control over TCP (common/rauth.c). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -7,11 +6,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include <cmocka.h>
 
-#include "config.h"
 #include "rauth.h"
 #include "util.h"
 
@@ -86,62 +83,12 @@ test_strict(void **state)
 	assert_int_equal(rauth_line(big, sizeof(big)), 5);
 }
 
-/* A config with "control": CONTROL.  The load's return. */
-static int
-load(const char *control, struct ft_config *cfg, char *err, size_t n)
-{
-	char path[] = "/tmp/test_rauth.XXXXXX.json";
-	char *text = ft_asprintf("{\"state_dir\": \"/tmp/x\", \"nodes\": "
-				 "[{\"name\": \"n1\"}], \"control\": %s}\n",
-				 control);
-	int fd = mkstemps(path, 5), rc;
-
-	assert_true(fd >= 0);
-	assert_int_equal(ft_write_all(fd, text, strlen(text)), 0);
-	close(fd);
-	rc = ft_config_load(path, cfg, err, n);
-	unlink(path);
-	free(text);
-	return rc;
-}
-
-static void
-test_config_keys(void **state)
-{
-	struct ft_config cfg;
-	char err[512];
-
-	(void)state;
-	assert_int_equal(load("{}", &cfg, err, sizeof(err)), 0);
-	assert_null(cfg.control.listen_host);	/* off by default */
-	assert_null(cfg.control.munge_socket);
-	ft_config_free(&cfg);
-	assert_int_equal(load("{\"listen\": \":0\", \"munge_socket\": "
-			      "\"/run/m.sock\"}", &cfg, err, sizeof(err)), 0);
-	assert_string_equal(cfg.control.listen_host, "0.0.0.0");
-	assert_int_equal(cfg.control.listen_port, 0);
-	assert_string_equal(cfg.control.munge_socket, "/run/m.sock");
-	ft_config_free(&cfg);
-	assert_int_equal(load("{\"listen\": \"10.0.0.1:7000\"}", &cfg, err,
-			      sizeof(err)), 0);
-	assert_string_equal(cfg.control.listen_host, "10.0.0.1");
-	assert_int_equal(cfg.control.listen_port, 7000);
-	ft_config_free(&cfg);
-	assert_int_equal(load("{\"listen\": \"h:99999\"}", &cfg, err,
-			      sizeof(err)), -1);
-	assert_non_null(strstr(err, "control.listen: must be HOST:PORT"));
-	assert_int_equal(load("{\"listen\": 7000}", &cfg, err, sizeof(err)),
-			 -1);
-	assert_non_null(strstr(err, "control.listen"));
-}
-
 int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_round_trip),
 		cmocka_unit_test(test_strict),
-		cmocka_unit_test(test_config_keys),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
