@@ -50,7 +50,6 @@ struct remote {
 	char *address;			/* HOST:PORT as published */
 	struct greeting *greetings;
 	int ngreetings;
-	uint64_t refused;
 };
 
 /* ---- who may connect ---- */
@@ -116,7 +115,6 @@ greeting_refuse(struct greeting *g, const char *why)
 	int k;
 
 	log_info("control: %s refused: %s", g->peer, why);
-	g->r->refused++;
 	(void)!write(g->fd, line, strlen(line));
 	free(line);
 	shutdown(g->fd, SHUT_WR);
@@ -518,16 +516,4 @@ remote_close(struct remote *r)
 	free(r->published);
 	free(r->address);
 	free(r);
-}
-
-const char *
-remote_address(const struct remote *r)
-{
-	return r ? r->address : NULL;
-}
-
-uint64_t
-remote_refused(const struct remote *r)
-{
-	return r ? r->refused : 0;
 }

@@ -21,7 +21,6 @@
 
 #include <ev.h>
 #include <stddef.h>
-#include <stdint.h>
 
 #include "config.h"
 
@@ -38,9 +37,5 @@ void remote_unpublish(const char *state_dir);
 /* Close the listener and every connection not yet authenticated; remove
  * the published address. */
 void remote_close(struct remote *r);
-/* "HOST:PORT" as published (a string of R's), or NULL for none. */
-const char *remote_address(const struct remote *r);
-/* Connections refused so far (bad or missing credentials, caps). */
-uint64_t remote_refused(const struct remote *r);
 
 #endif
