@@ -6,6 +6,7 @@ Each test runs a munged of its own."""
 import json
 import shutil
 import subprocess
+import time
 
 import pytest
 
@@ -171,3 +172,28 @@ def test_login_flow(slurm_cluster, bins, open_dir):
     must stay within 108 bytes.)"""
     remote_flow.run(slurm_cluster, n=60, bindir=bins["openmpi"],
                     workdir=open_dir, log=lambda s: None)
+
+
+@pytest.mark.long
+@pytest.mark.timeout(120)
+def test_unauthenticated_peers_are_bounded(make_cluster, munged):
+    """A peer that never authenticates is closed after 10 s; past 64 such
+    peers at once, newcomers are refused at once; neither gets data."""
+    c = remote_cluster(make_cluster, munged)
+    idle = [Raw(c.state_dir) for _ in range(64)]
+    extra = Raw(c.state_dir)        # its first line: the refusal, no nonce
+    rest = extra.lines()
+    extra.close()
+    assert extra.hello["ok"] is False and "too many connections" in \
+        extra.hello["error"] and rest == [], (extra.hello, rest)
+    time.sleep(11)
+    for raw in idle:
+        lines = raw.lines()
+        raw.close()
+        assert len(lines) == 1 and "no credential in time" in lines[0], \
+            lines
+    # The master is as it was, and a client authenticates again.
+    r = run_masked([c.ftfarm, "status", "-c", c.config, "--json"],
+                   c.state_dir, env=c.env)
+    assert r.returncode == 0, r.stderr
+    assert len(json.loads(r.stdout)["workers"]) == 2
