@@ -10,7 +10,6 @@ of the state dir covered by /dev/null (a bind mount): connect() then fails
 Optionally as another user (setpriv after the mount: unshare needs root).
 """
 import json
-import os
 import socket
 import subprocess
 import tempfile
