@@ -29,6 +29,9 @@ CPPFLAGS := -std=c11 -D_GNU_SOURCE -iquote common -iquote master -iquote worker 
 LDLIBS := -ljansson -lm
 # libmicrohttpd: the master's HTTP listener (master/http.c).
 HTTP_LIBS := -lmicrohttpd
+# libmunge: control clients over TCP prove who they are (master/remote.c,
+# cli/remote.c).
+MUNGE_LIBS := -lmunge
 PLUGIN_CFLAGS := -fPIC -shared
 
 # Code without MPI: shared by the CLI, master, worker and plugins.
@@ -36,7 +39,8 @@ COMMON := common/jpos.c common/jcheck.c common/config.c common/log.c \
 	common/wire.c common/plugins.c common/batch.c \
 	common/util.c common/ctl.c common/proto.c common/jsonl.c \
 	common/batchtext.c common/statedir.c common/crc32c.c common/lease.c \
-	common/progress.c common/hosts.c common/slurm.c common/jparse.c
+	common/progress.c common/hosts.c common/slurm.c common/jparse.c \
+	common/rauth.c
 # Code that calls MPI.
 COMMON_MPI := common/treq.c
 MASTER := master/main.c master/loop.c master/farm.c master/commands.c \
@@ -47,10 +51,10 @@ MASTER := master/main.c master/loop.c master/farm.c master/commands.c \
 	master/blame.c master/ladder.c master/bmc.c master/child.c \
 	master/stats.c master/subs.c master/evring.c \
 	master/http.c master/metrics.c master/expo.c master/page.c \
-	master/gangs.c master/grun.c master/pidwatch.c
+	master/gangs.c master/grun.c master/pidwatch.c master/remote.c
 WORKER := worker/main.c worker/agent.c worker/runner.c worker/doze.c
 CLI := cli/main.c cli/err.c cli/commands.c cli/start.c cli/launch.c cli/supervise.c \
-	cli/nodes.c cli/watch.c cli/events.c cli/progress.c cli/tasks.c
+	cli/nodes.c cli/watch.c cli/events.c cli/progress.c cli/tasks.c cli/remote.c
 PLUGINS := exec sleep wordcount relax
 
 common_o = $(COMMON:%.c=$(OBJ)/%.o)
@@ -63,7 +67,7 @@ plugin_so = $(PLUGINS:%=$(BINDIR)/tasks/%.so)
 PROGRAMS := $(BINDIR)/ftfarm-master $(BINDIR)/ftfarm-worker $(BINDIR)/ftfarm
 
 .PHONY: all clean test unit integration demo deps bench fuzz lint test-long \
-	install
+	install uninstall
 all: $(PROGRAMS) $(plugin_so)
 
 $(OBJ)/common/treq.o $(master_o) $(worker_o): CC := $(MPICC)
@@ -74,7 +78,7 @@ $(OBJ)/%.o: %.c
 
 $(BINDIR)/ftfarm-master: $(master_o) $(common_mpi_o) $(common_o)
 	@mkdir -p $(dir $@)
-	$(MPICC) $(CFLAGS) -o $@ $^ $(EV_LIBS) $(HTTP_LIBS) $(LDLIBS) -ldl -lpthread
+	$(MPICC) $(CFLAGS) -o $@ $^ $(EV_LIBS) $(HTTP_LIBS) $(MUNGE_LIBS) $(LDLIBS) -ldl -lpthread
 
 # The status page is assembled into the master (.incbin in page.c).
 $(OBJ)/master/page.o: master/page.html
@@ -85,7 +89,7 @@ $(BINDIR)/ftfarm-worker: $(worker_o) $(common_mpi_o) $(common_o)
 
 $(BINDIR)/ftfarm: $(cli_o) $(common_o)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS) -ldl -lpthread
+	$(CC) $(CFLAGS) -o $@ $^ $(MUNGE_LIBS) $(LDLIBS) -ldl -lpthread
 
 # Plugins link the small pieces of common/ they use into themselves (and
 # are rebuilt when a header of common/, the ABI among them, changes).
@@ -135,19 +139,44 @@ demo: deps
 	scripts/demo
 
 # `make install PREFIX=/usr/local DESTDIR=`: the programs in bin (the
-# master and worker beside ftfarm, which starts them from its own
-# directory), the task plugins in lib/ftfarm/tasks (found from bin), the
-# example configs and the sbatch script in share/ftfarm.  Every host of a
-# cluster needs the same PREFIX (or a shared file system).
+# master, worker and gang runtime beside ftfarm, which starts them from its
+# own directory), the task and gang plugins in lib/ftfarm/{tasks,gangs}
+# (found from bin), the example configs in share/ftfarm/examples with the
+# BMC simulator they name in share/ftfarm/scripts, the sbatch script in
+# share/ftfarm, the user documentation in share/doc/ftfarm.  Every host of
+# a cluster needs the same PREFIX (or a shared file system).  `make
+# uninstall` removes exactly these files (and the directories left empty).
 PREFIX ?= /usr/local
 DESTDIR ?=
+I_ROOT = $(DESTDIR)$(PREFIX)
+I_BIN := ftfarm ftfarm-master ftfarm-worker ftfarm-gang
+I_TASKS := $(PLUGINS:%=%.so)
+I_GANGS := ftallreduce.so pipeline.so
+I_EXAMPLES := $(notdir $(wildcard config/*.json)) bmc-password
+I_DOCS := $(notdir $(wildcard docs/*.md))
+I_DIRS := lib/ftfarm/tasks lib/ftfarm/gangs lib/ftfarm share/ftfarm/examples \
+	share/ftfarm/scripts share/ftfarm share/doc/ftfarm
 install: all
-	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/ftfarm/tasks \
-		$(DESTDIR)$(PREFIX)/share/ftfarm/examples
-	install -m 755 $(PROGRAMS) $(DESTDIR)$(PREFIX)/bin/
-	install -m 644 $(plugin_so) $(DESTDIR)$(PREFIX)/lib/ftfarm/tasks/
-	install -m 644 config/*.json $(DESTDIR)$(PREFIX)/share/ftfarm/examples/
-	install -m 755 scripts/ftfarm.sbatch $(DESTDIR)$(PREFIX)/share/ftfarm/
+	install -d $(I_ROOT)/bin $(I_ROOT)/lib/ftfarm/tasks \
+		$(I_ROOT)/lib/ftfarm/gangs $(I_ROOT)/share/ftfarm/examples \
+		$(I_ROOT)/share/ftfarm/scripts $(I_ROOT)/share/doc/ftfarm
+	install -m 755 $(I_BIN:%=$(BINDIR)/%) $(I_ROOT)/bin/
+	install -m 644 $(I_TASKS:%=$(BINDIR)/tasks/%) $(I_ROOT)/lib/ftfarm/tasks/
+	install -m 644 $(I_GANGS:%=$(BINDIR)/gangs/%) $(I_ROOT)/lib/ftfarm/gangs/
+	install -m 644 $(I_EXAMPLES:%=config/%) $(I_ROOT)/share/ftfarm/examples/
+	install -m 755 scripts/bmc-sim $(I_ROOT)/share/ftfarm/scripts/
+	install -m 755 scripts/ftfarm.sbatch $(I_ROOT)/share/ftfarm/
+	$(if $(I_DOCS),install -m 644 $(I_DOCS:%=docs/%) $(I_ROOT)/share/doc/ftfarm/)
+
+uninstall:
+	rm -f $(I_BIN:%=$(I_ROOT)/bin/%) \
+		$(I_TASKS:%=$(I_ROOT)/lib/ftfarm/tasks/%) \
+		$(I_GANGS:%=$(I_ROOT)/lib/ftfarm/gangs/%) \
+		$(I_EXAMPLES:%=$(I_ROOT)/share/ftfarm/examples/%) \
+		$(I_ROOT)/share/ftfarm/scripts/bmc-sim \
+		$(I_ROOT)/share/ftfarm/ftfarm.sbatch \
+		$(I_DOCS:%=$(I_ROOT)/share/doc/ftfarm/%)
+	-rmdir $(I_DIRS:%=$(I_ROOT)/%) 2>/dev/null || true
 
 clean:
 	rm -rf build bin

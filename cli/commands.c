@@ -789,7 +789,10 @@ cli_check(struct cli *c)
 		else
 			printf("%s: batch OK (%u tasks)\n", c->argv[i], ntasks);
 	}
-	if (rc == 0)
+	if (rc == 0 && c->cfg.slurm && c->cfg.nnodes == 0)
+		printf("%s: configuration OK (nodes: those of the Slurm "
+		       "allocation it is started in)\n", c->config);
+	else if (rc == 0)
 		printf("%s: configuration OK (%d nodes, %d workers)\n",
 		       c->config, c->cfg.nnodes, c->cfg.nworkers);
 	return rc;

@@ -6,6 +6,7 @@
 
 #include "batch.h"
 #include "cli.h"
+#include "remote.h"
 
 /* The commands, as data: what runs each, whether it needs the config
  * loaded, its usage (after "ftfarm ") and what it does, for the list,
@@ -313,6 +314,9 @@ main(int argc, char **argv)
 			goto out;
 		}
 		ft_batch_protect(c.cfg.state_dir);
+		/* start runs where the master will: never over TCP. */
+		if (commands[i].fn != cli_start)
+			cli_remote_init(&c.cfg);
 	}
 	rc = cmd->fn(&c);
 	ft_config_free(&c.cfg);

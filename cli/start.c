@@ -96,6 +96,10 @@ cli_start(struct cli *c)
 	int fds[2];
 	pid_t pid;
 
+	if (ft_config_has_nodes(&c->cfg, err, sizeof(err)) == -1) {
+		fprintf(stderr, "%s\n", err);
+		return 2;
+	}
 	if (sd_prepare(c->cfg.state_dir, err, sizeof(err)) == -1) {
 		cli_err("%s", err);
 		return 1;
@@ -408,6 +412,27 @@ ask_stop(struct cli *c)
 	return rc;
 }
 
+/* The cluster's supervisor runs on another host (R: the lease): ask the
+ * master to stop and wait for that supervisor to set the lease free; it
+ * ends the job there.  Nothing of this host is touched: the pid files
+ * name processes of that host. */
+static int
+stop_elsewhere(struct cli *c, struct lease *l, const struct lease_rec *r)
+{
+	char who[LEASE_HOST_MAX + 32];
+	int rc = ask_stop(c);
+
+	if (rc == 0 && !wait_supervisor(l, r)) {
+		cli_err("the supervisor on %s did not finish the stop",
+			lease_id_str(&r->sup, who, sizeof(who)));
+		rc = 1;
+	}
+	lease_close(l);
+	if (rc == 0)
+		printf("cluster %s stopped\n", c->cfg.name);
+	return rc;
+}
+
 /* stop -c CFG: set the lease stopping, ask the master to stop, wait for
  * the supervisor, a standby of this host and the launcher to end, and
  * kill what is left of the cluster, each process checked to be the one
@@ -430,6 +455,10 @@ cli_stop(struct cli *c)
 	have_lease = lease_open(&lease, dir, err, sizeof(err)) == 0;
 	if (have_lease)
 		lease_stopping(&lease, &rec);
+	if (have_lease && rec.sup.pid > 0 && !lease_id_local(&rec.sup)) {
+		json_decref(rows);
+		return stop_elsewhere(c, &lease, &rec);
+	}
 	if (ask_stop(c) != 0) {
 		json_decref(rows);
 		if (have_lease)

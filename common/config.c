@@ -75,6 +75,8 @@ static const struct jfield control_fields[] = {
 	{ "max_clients", JT_INT, 0 },
 	{ "max_clients_per_uid", JT_INT, 0 },
 	{ "idle_timeout_s", JT_NUMBER, 0 },
+	{ "listen", JT_STRING, 0 },
+	{ "munge_socket", JT_STRING, 0 },
 	{ NULL, JT_ANY, 0 },
 };
 
@@ -273,6 +275,28 @@ parse_user(const json_t *v, const char *path, unsigned *uid,
 	return 0;
 }
 
+/* "HOST:PORT", "[V6]:PORT", ":PORT" or "PORT" (the value of KEY) into
+ * *HOST (a new string; DEFHOST when there is none) and *PORT.  0, or -1
+ * with ERR. */
+static int
+parse_listen(const char *s, const char *key, const char *defhost,
+	     char **host, int *port, struct jerr *err)
+{
+	const char *colon = strrchr(s, ':'), *p = colon ? colon + 1 : s;
+	size_t hlen = colon ? (size_t)(colon - s) : 0;
+	char *end;
+	long v = strtol(p, &end, 10);
+
+	if (*p == '\0' || *end != '\0' || v < 0 || v > 65535)
+		return jerr_set(err, key, "must be HOST:PORT with a "
+				"port from 0 to 65535");
+	if (hlen >= 2 && s[0] == '[' && s[hlen - 1] == ']')
+		s++, hlen -= 2;		/* [::1]:9750 */
+	*host = hlen ? ft_asprintf("%.*s", (int)hlen, s) : ft_strdup(defhost);
+	*port = (int)v;
+	return 0;
+}
+
 /* "socket_mode": an octal string such as "0660".  0 or -1. */
 static int
 parse_mode(const json_t *c, struct ft_control_cfg *cc, struct jerr *err)
@@ -327,6 +351,13 @@ control_values(const json_t *c, struct ft_control_cfg *cc, struct jerr *err)
 	cc->idle_timeout = jget_num(c, "idle_timeout_s", 60);
 	if (jget_str(c, "socket_group", NULL))
 		cc->socket_group = ft_strdup(jget_str(c, "socket_group", NULL));
+	if (jget_str(c, "munge_socket", NULL))
+		cc->munge_socket = ft_strdup(jget_str(c, "munge_socket", NULL));
+	if (jget_str(c, "listen", NULL) &&
+	    parse_listen(jget_str(c, "listen", NULL), "control.listen",
+			 "0.0.0.0", &cc->listen_host, &cc->listen_port,
+			 err) == -1)
+		return -1;
 	sub = json_object_get(c, "submitters");
 	cc->submitters = ft_calloc(json_array_size(sub) + 1, sizeof(unsigned));
 	json_array_foreach(sub, i, v) {
@@ -625,9 +656,9 @@ parse_slurm_nodes(struct ft_config *cfg, struct jerr *err)
 	char msg[256], **names = NULL;
 	int n, i, *tasks = NULL, rc = -1;
 
+	cfg->slurm = 1;
 	if (list == NULL || tpn == NULL)
-		return jerr_set(err, "nodes", "\"slurm\" needs a Slurm "
-				"allocation (run inside salloc or sbatch)");
+		return 0;	/* outside the allocation: known at start */
 	if ((n = slurm_hostlist(list, &names, msg, sizeof(msg))) == -1) {
 		jerr_set(err, "nodes", "SLURM_JOB_NODELIST: %s", msg);
 		goto out;
@@ -637,7 +668,6 @@ parse_slurm_nodes(struct ft_config *cfg, struct jerr *err)
 		jerr_set(err, "nodes", "%s", msg);
 		goto out;
 	}
-	cfg->slurm = 1;
 	cfg->nodes = ft_calloc((size_t)n, sizeof(*cfg->nodes));
 	for (i = 0; i < n; i++) {
 		cfg->nodes[i].name = ft_strdup(names[i]);
@@ -752,27 +782,6 @@ parse_state_dir(const json_t *root, struct ft_config *cfg, struct jerr *err)
 	return 0;
 }
 
-/* "HOST:PORT", "[V6]:PORT", ":PORT" or "PORT" into CFG (the host
- * defaults to the loopback).  0, or -1 with ERR. */
-static int
-parse_listen(const char *s, struct ft_config *cfg, struct jerr *err)
-{
-	const char *colon = strrchr(s, ':'), *port = colon ? colon + 1 : s;
-	size_t hlen = colon ? (size_t)(colon - s) : 0;
-	char *end;
-	long v = strtol(port, &end, 10);
-
-	if (*port == '\0' || *end != '\0' || v < 0 || v > 65535)
-		return jerr_set(err, "http.listen", "must be HOST:PORT with a "
-				"port from 0 to 65535");
-	if (hlen >= 2 && s[0] == '[' && s[hlen - 1] == ']')
-		s++, hlen -= 2;		/* [::1]:9750 */
-	cfg->http_host = hlen ? ft_asprintf("%.*s", (int)hlen, s)
-			      : ft_strdup("127.0.0.1");
-	cfg->http_port = (int)v;
-	return 0;
-}
-
 /* "http": {"listen": ...}, off when absent. */
 static int
 parse_http(const json_t *root, struct ft_config *cfg, struct jerr *err)
@@ -784,7 +793,9 @@ parse_http(const json_t *root, struct ft_config *cfg, struct jerr *err)
 	if (jcheck_object(h, "http", http_fields, err) == -1)
 		return -1;
 	cfg->http = 1;
-	return parse_listen(jget_str(h, "listen", "127.0.0.1:9750"), cfg, err);
+	return parse_listen(jget_str(h, "listen", "127.0.0.1:9750"),
+			    "http.listen", "127.0.0.1", &cfg->http_host,
+			    &cfg->http_port, err);
 }
 
 /* Is S "ADDRESS/BITS", an IPv4 or IPv6 subnet? */
@@ -879,6 +890,16 @@ out:
 	return rc;
 }
 
+int
+ft_config_has_nodes(const struct ft_config *cfg, char *err, size_t n)
+{
+	if (cfg->nnodes > 0)
+		return 0;
+	ft_snprintf(err, n, "%s: nodes: \"slurm\" needs a Slurm allocation "
+		    "(run start inside salloc or sbatch)", cfg->path);
+	return -1;
+}
+
 static void
 node_free(struct ft_node *node)
 {
@@ -923,6 +944,8 @@ ft_config_free(struct ft_config *cfg)
 	free(cfg->ssh);
 	free(cfg->network);
 	free(cfg->control.socket_group);
+	free(cfg->control.listen_host);
+	free(cfg->control.munge_socket);
 	free(cfg->control.submitters);
 	memset(cfg, 0, sizeof(*cfg));
 }

@@ -56,6 +56,13 @@ struct ft_control_cfg {
 	int max_clients;		/* "max_clients", default 256 */
 	int max_clients_per_uid;	/* "max_clients_per_uid", default 64 */
 	double idle_timeout;		/* "idle_timeout_s", default 60 */
+	/* "listen": "HOST:PORT": control over TCP too, each client
+	 * authenticated by MUNGE; NULL: the unix socket alone.  The host
+	 * defaults to 0.0.0.0, port 0 is any free port. */
+	char *listen_host;
+	int listen_port;
+	char *munge_socket;		/* "munge_socket": munged's socket, or
+					 * NULL: libmunge's default */
 };
 
 /* When result lines and other records reach the disk (store.h). */
@@ -124,6 +131,10 @@ struct ft_config {
 /* Load and validate PATH into CFG.  Returns 0, or -1 with one line in ERR
  * (CFG then holds nothing to free). */
 int ft_config_load(const char *path, struct ft_config *cfg, char *err, size_t n);
+/* Does CFG name its nodes?  A "nodes": "slurm" config read outside a
+ * Slurm allocation has none (every command but start works without
+ * them).  0, or -1 with ERR saying so. */
+int ft_config_has_nodes(const struct ft_config *cfg, char *err, size_t n);
 
 void ft_config_free(struct ft_config *cfg);
 

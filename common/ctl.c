@@ -198,6 +198,27 @@ ctl_socket_path(const char *state_dir)
 	return ft_asprintf("%s/control.sock", state_dir);
 }
 
+/* Another way to the master when its socket cannot be used (ctl.h). */
+static ctl_elsewhere_fn elsewhere;
+static void *elsewhere_ctx;
+
+void
+ctl_set_elsewhere(ctl_elsewhere_fn fn, void *ctx)
+{
+	elsewhere = fn;
+	elsewhere_ctx = ctx;
+}
+
+/* May the master be on another host when connect() failed with E?  (Its
+ * socket file is there, as a shared file system shows it, but cannot be
+ * connected to from here.  No file: no master runs.) */
+static int
+maybe_elsewhere(int e)
+{
+	return e == ECONNREFUSED || e == EACCES || e == EPERM ||
+	       e == ENOTSOCK;
+}
+
 int
 ctl_connect(const char *state_dir, char *err, size_t n)
 {
@@ -211,11 +232,15 @@ ctl_connect(const char *state_dir, char *err, size_t n)
 	}
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (fd == -1 || connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == -1) {
+		int e = errno;
+
 		ft_snprintf(err, n, "no master is running for %s (%s)",
-			    state_dir, strerror(errno));
+			    state_dir, strerror(e));
 		if (fd != -1)
 			close(fd);
 		fd = -1;
+		if (elsewhere && maybe_elsewhere(e))
+			fd = elsewhere(elsewhere_ctx, state_dir, err, n);
 	}
 out:
 	free(path);

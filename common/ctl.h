@@ -217,8 +217,16 @@ void ctl_row_str(json_t *row, const struct ctl_col *col, const char *v);
 
 /* <state_dir>/control.sock (a new string). */
 char *ctl_socket_path(const char *state_dir);
-/* Connect to the master of STATE_DIR.  The fd, or -1 with ERR. */
+/* Connect to the master of STATE_DIR.  The fd, or -1 with ERR.  When its
+ * socket cannot be connected to (another host sees the file of a shared
+ * file system but cannot connect), the function set below is tried. */
 int ctl_connect(const char *state_dir, char *err, size_t n);
+/* Another way to the master of STATE_DIR: a connected fd speaking this
+ * protocol, or -1, leaving ERR as it is (it holds why the socket failed)
+ * when there is no other way, else saying why that way failed too. */
+typedef int (*ctl_elsewhere_fn)(void *ctx, const char *state_dir, char *err,
+				size_t n);
+void ctl_set_elsewhere(ctl_elsewhere_fn fn, void *ctx);
 /* Send REQ (a reference is taken: the caller still owns it, "v" is set)
  * and wait up to TIMEOUT seconds (<= 0: forever) for the answer line.
  * The answer, or NULL with ERR. */

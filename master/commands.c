@@ -16,6 +16,7 @@
 #include "http.h"
 #include "intake.h"
 #include "log.h"
+#include "remote.h"
 #include "subs.h"
 
 /* A command handler: 0 with *ANS set, -1 with ERR set, or 1 when the
@@ -818,9 +819,14 @@ commands_open(struct master *m, char *err, size_t n)
 
 	if (m->subs == NULL)
 		commands_init(m);
+	remote_unpublish(m->cfg.state_dir);
 	m->control = control_open(m->loop, path, &ops, &lim, err, n);
 	free(path);
 	if (m->control == NULL)
+		return -1;
+	if (cc->listen_host &&
+	    (m->remote = remote_open(m->loop, m->control, &m->cfg, err,
+				     n)) == NULL)
 		return -1;
 	rc = intake_init(m, err, n);
 	return rc;
@@ -843,6 +849,8 @@ commands_close(struct master *m)
 		wait_free(w);
 	}
 	intake_free(m);
+	remote_close(m->remote);
+	m->remote = NULL;
 	control_close(m->control);
 	m->control = NULL;
 	subs_free(m->subs);

@@ -485,30 +485,31 @@ on_retry(struct ev_loop *loop, ev_timer *t, int revents)
 		ev_io_start(loop, &ctl->io);
 }
 
-/* A new client on FD, of CRED: set up, or refused past the caps. */
-static void
-welcome(struct control *ctl, int fd, const struct ucred *cred)
+/* A new client on FD, of UID (process PID, 0 when unknown): set up, or
+ * NULL when refused past the caps. */
+static struct client *
+welcome(struct control *ctl, int fd, uid_t uid, pid_t pid)
 {
 	struct client *c;
 
 	if (ctl->nclients >= ctl->lim.max_clients) {
 		ctl->dropped++;
 		refuse(fd, "too many clients");
-		return;
+		return NULL;
 	}
 	/* Root and the master's user are bounded by the total alone. */
-	if (cred->uid != 0 && cred->uid != getuid() &&
-	    count_uid(ctl, cred->uid) >= ctl->lim.max_per_uid) {
+	if (uid != 0 && uid != getuid() &&
+	    count_uid(ctl, uid) >= ctl->lim.max_per_uid) {
 		ctl->dropped++;
 		refuse(fd, "too many clients of this user");
-		return;
+		return NULL;
 	}
 	c = ft_calloc(1, sizeof(*c));
 	c->ctl = ctl;
 	c->id = ++ctl->last_id;
 	c->fd = fd;
-	c->uid = cred->uid;
-	c->pid = cred->pid;
+	c->uid = uid;
+	c->pid = pid;
 	c->last = ft_now();
 	ev_io_init(&c->rio, on_readable, fd, EV_READ);
 	ev_io_init(&c->wio, on_writable, fd, EV_WRITE);
@@ -518,6 +519,22 @@ welcome(struct control *ctl, int fd, const struct ucred *cred)
 	c->next = ctl->clients;
 	ctl->clients = c;
 	ctl->nclients++;
+	return c;
+}
+
+int
+control_adopt(struct control *ctl, int fd, uid_t uid, const char *data,
+	      size_t len)
+{
+	struct client *c = welcome(ctl, fd, uid, 0);
+
+	if (c == NULL)
+		return -1;
+	if (len) {
+		ft_buf_add(&c->in, data, len);
+		consume(c);
+	}
+	return 0;
 }
 
 static void
@@ -540,7 +557,7 @@ on_accept(struct ev_loop *loop, ev_io *io, int revents)
 			close(fd);
 			continue;
 		}
-		welcome(ctl, fd, &cred);
+		welcome(ctl, fd, cred.uid, cred.pid);
 	}
 }
 

@@ -55,6 +55,12 @@ void control_close(struct control *ctl);
 /* Periodic work: clients idle past the timeout go.  NOW monotonic. */
 void control_tick(struct control *ctl, double now);
 
+/* Take over FD, a connection authenticated elsewhere as UID (remote.h),
+ * as a client; DATA (LEN bytes) is what it sent already.  0, or -1 when
+ * it is refused over the caps (FD then told so and closed). */
+int control_adopt(struct control *ctl, int fd, uid_t uid, const char *data,
+		  size_t len);
+
 /* Handed a client's body NAME: DATA (LEN bytes, malloc'd, taken over). */
 typedef void (*control_body_fn)(void *ctx, struct client *c,
 				const char *name, char *data, size_t len);

@@ -68,7 +68,7 @@ gangs_init(struct master *m, const struct gangs_ops *o)
 	gs.m = m;
 	gs.ops = *o;
 	gs.exe = ft_asprintf("%s/ftfarm-gang", dir);
-	gs.dir = ft_asprintf("%s/gangs", dir);
+	gs.dir = gang_load_default_dir();
 	gs.static_world = m->static_world;
 	free(dir);
 	m->plugins.other_jobs = check_job;

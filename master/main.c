@@ -66,7 +66,8 @@ setup(struct master *m, const char *config, unsigned long long epoch,
 	char *path, *dir;
 	int level, rc;
 
-	if (ft_config_load(config, &m->cfg, err, n) == -1)
+	if (ft_config_load(config, &m->cfg, err, n) == -1 ||
+	    ft_config_has_nodes(&m->cfg, err, n) == -1)
 		return -1;
 	/* What the master writes is its own: 0600 files, 0700 directories
 	 * (the state dir itself 0711, the control socket its own mode). */

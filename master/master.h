@@ -10,6 +10,7 @@
  *   farm.c      the wiring of the parts below and the periodic work
  *   commands.c  the control commands and the status answer
  *   subs.c      subscriptions: events and status pushed to clients
+ *   remote.c    control clients over TCP, authenticated by MUNGE
  *   control.c   the control socket and its clients
  *   http.c      the HTTP listener (/metrics, /status.json, the page),
  *               on its own thread, fed snapshots by the loop
@@ -77,6 +78,7 @@ struct counters {
 
 struct master;
 struct control;
+struct remote;
 struct subs;
 struct http;
 struct ft_buf;
@@ -122,6 +124,7 @@ struct master {
 	struct batches batches;
 	struct store store;
 	struct control *control;
+	struct remote *remote;		/* control over TCP, or NULL */
 	struct counters counters;
 	struct stats stats;
 	struct subs *subs;		/* the control socket's subscriptions */

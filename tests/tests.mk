@@ -12,7 +12,7 @@ $(OBJ)/tests/test_%: tests/unit/test_%.c $(wildcard tests/unit/*.h) $(UNIT_LINK)
 	@mkdir -p $(dir $@)
 	$(MPICC) $(CPPFLAGS) $(CFLAGS) $(WARN) -Wno-missing-prototypes \
 		-DFT_TEST_BINDIR='"$(abspath $(BINDIR))"' -DFT_TEST_SRCDIR='"$(abspath .)"' -o $@ $< $(UNIT_LINK) \
-		$(EV_LIBS) $(HTTP_LIBS) $(LDLIBS) -lcmocka -ldl -lpthread
+		$(EV_LIBS) $(HTTP_LIBS) $(MUNGE_LIBS) $(LDLIBS) -lcmocka -ldl -lpthread
 
 unit: $(UNIT_BIN)
 	@set -e; for t in $(UNIT_BIN); do \
@@ -29,7 +29,8 @@ integration: all
 	timeout 600 /usr/bin/python3 -m pytest -q -p no:xdist -m "slurm and not long" tests/integration $(PYTEST_ARGS)
 
 # libFuzzer harnesses (clang) over the control request parser, the batch
-# reader and the fast JSON reader (against jansson): `make fuzz` runs each for FUZZ_SECONDS (a short run is part of
+# reader, the fast JSON reader (against jansson) and the greeting of
+# control over TCP (rauth): `make fuzz` runs each for FUZZ_SECONDS (a short run is part of
 # `make test`); `make fuzz FUZZ_SECONDS=3600` is the long run.
 FUZZ_CC ?= clang
 FUZZ_SECONDS ?= 20
@@ -37,8 +38,9 @@ FUZZ_FLAGS := -g -O1 -fsanitize=fuzzer,address,undefined \
 	-fno-sanitize-recover=undefined
 FUZZ_SRC := common/ctl.c common/jcheck.c common/jpos.c common/util.c \
 	common/batch.c common/batchtext.c common/plugins.c common/statedir.c \
-	common/proto.c common/wire.c common/jparse.c
-FUZZ_BIN := $(OBJ)/fuzz/fuzz_request $(OBJ)/fuzz/fuzz_batch $(OBJ)/fuzz/fuzz_json
+	common/proto.c common/wire.c common/jparse.c common/rauth.c
+FUZZ_BIN := $(OBJ)/fuzz/fuzz_request $(OBJ)/fuzz/fuzz_batch $(OBJ)/fuzz/fuzz_json \
+	$(OBJ)/fuzz/fuzz_rauth
 
 $(OBJ)/fuzz/fuzz_%: tests/fuzz/fuzz_%.c $(FUZZ_SRC) $(wildcard common/*.h) \
 		$(plugin_so)
@@ -48,7 +50,7 @@ $(OBJ)/fuzz/fuzz_%: tests/fuzz/fuzz_%.c $(FUZZ_SRC) $(wildcard common/*.h) \
 		-ljansson -lm -ldl -lpthread
 
 fuzz: $(FUZZ_BIN)
-	@set -e; for f in request batch json; do \
+	@set -e; for f in request batch json rauth; do \
 		mkdir -p $(OBJ)/fuzz/corpus-$$f; \
 		cp -n tests/fuzz/corpus/$$f/* $(OBJ)/fuzz/corpus-$$f/ || true; \
 		echo "== fuzz_$$f ($(FUZZ_SECONDS) s)"; \

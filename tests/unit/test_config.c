@@ -615,9 +615,15 @@ test_slurm_nodes(void **state)
 	assert_int_equal(slurm_tasks("2(x3)", counts, 4, err, sizeof(err)),
 			 -1);
 	unsetenv("SLURM_JOB_NODELIST");
-	refused(state, "{\"state_dir\": \"s\", \"nodes\": \"slurm\"}",
-		"%s:1:20: nodes: \"slurm\" needs a Slurm allocation (run "
-		"inside salloc or sbatch)");
+	/* Outside the allocation: read, without nodes (only start needs
+	 * them). */
+	accepted(state, "{\"state_dir\": \"s\", \"nodes\": \"slurm\"}", &cfg);
+	assert_int_equal(cfg.nnodes, 0);
+	assert_int_equal(cfg.slurm, 1);
+	assert_int_equal(ft_config_has_nodes(&cfg, err, sizeof(err)), -1);
+	assert_non_null(strstr(err, "nodes: \"slurm\" needs a Slurm "
+			       "allocation"));
+	ft_config_free(&cfg);
 	setenv("SLURM_JOB_NODELIST", "x[1-3]", 1);
 	setenv("SLURM_TASKS_PER_NODE", "2(x3)", 1);
 	accepted(state, "{\"state_dir\": \"s\", \"nodes\": \"slurm\"}", &cfg);
@@ -695,6 +701,33 @@ test_node_gpus(void **state)
 		"%s:1:44: nodes[0].gpus: must be 0..64 (GPUs), got 65");
 }
 
+/* "control": "listen" (control over TCP) and "munge_socket". */
+static void
+test_control_tcp(void **state)
+{
+	struct ft_config cfg;
+
+	accepted(state, "{\"state_dir\": \"s\", " NODES "}", &cfg);
+	assert_null(cfg.control.listen_host);	/* off by default */
+	assert_null(cfg.control.munge_socket);
+	ft_config_free(&cfg);
+	accepted(state, "{\"state_dir\": \"s\", " NODES ", \"control\": "
+		 "{\"listen\": \":0\", \"munge_socket\": \"/run/m.sock\"}}",
+		 &cfg);
+	assert_string_equal(cfg.control.listen_host, "0.0.0.0");
+	assert_int_equal(cfg.control.listen_port, 0);
+	assert_string_equal(cfg.control.munge_socket, "/run/m.sock");
+	ft_config_free(&cfg);
+	accepted(state, "{\"state_dir\": \"s\", " NODES ", \"control\": "
+		 "{\"listen\": \"10.0.0.1:7000\"}}", &cfg);
+	assert_string_equal(cfg.control.listen_host, "10.0.0.1");
+	assert_int_equal(cfg.control.listen_port, 7000);
+	ft_config_free(&cfg);
+	refused(state, "{\"state_dir\": \"s\", " NODES ", \"control\": "
+		"{\"listen\": \"h:99999\"}}", "%s:1:59: control.listen: must "
+		"be HOST:PORT with a port from 0 to 65535");
+}
+
 int
 main(void)
 {
@@ -718,6 +751,7 @@ main(void)
 		T(test_bad_bmc),
 		T(test_hosts_keys),
 		T(test_slurm_nodes),
+		T(test_control_tcp),
 		cmocka_unit_test(test_shipped_configs),
 #undef T
 	};

@@ -14,6 +14,12 @@ gang_load_default_dir(void)
 	char *dir = ft_exe_dir();
 	char *path = ft_asprintf("%s/gangs", dir);
 
+	/* Installed (make install): PREFIX/bin and PREFIX/lib/ftfarm/gangs;
+	 * in the build tree: bin/ and bin/gangs. */
+	if (access(path, F_OK) != 0) {
+		free(path);
+		path = ft_asprintf("%s/../lib/ftfarm/gangs", dir);
+	}
 	free(dir);
 	return path;
 }

@@ -1,0 +1,110 @@
+"""`make install` into a temporary prefix, then a cluster that runs every
+job type (exec, wordcount, relax, ftallreduce, pipeline) from the
+installed tree alone: every ftfarm process runs in a mount namespace where
+the checkout is covered by an empty tmpfs.  `make uninstall` then removes
+every file install put there."""
+import json
+import subprocess
+import sys
+
+import pytest
+
+from conftest import ROOT, Cluster, check_exactly_once, exec_task
+
+sys.path.insert(0, str(ROOT / "tests" / "gang"))
+import gang_ref  # noqa: E402
+
+HIDE = 'mount -t tmpfs tmpfs "$0" && exec "$@"'
+
+
+def make(*args):
+    r = subprocess.run(["make", "-C", str(ROOT), *args], capture_output=True,
+                       text=True, timeout=300)
+    assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
+
+
+def files_under(d):
+    return sorted(str(p.relative_to(d)) for p in d.rglob("*") if p.is_file())
+
+
+@pytest.mark.timeout(240)
+def test_installed_tree_runs_every_job_type(tmp_path):
+    prefix = tmp_path / "prefix"
+    make("install", f"PREFIX={prefix}")
+    installed = files_under(prefix)
+    for f in ("bin/ftfarm", "bin/ftfarm-master", "bin/ftfarm-worker",
+              "bin/ftfarm-gang", "lib/ftfarm/tasks/exec.so",
+              "lib/ftfarm/tasks/wordcount.so", "lib/ftfarm/tasks/relax.so",
+              "lib/ftfarm/gangs/ftallreduce.so",
+              "lib/ftfarm/gangs/pipeline.so", "share/ftfarm/ftfarm.sbatch",
+              "share/ftfarm/examples/local.json",
+              "share/ftfarm/scripts/bmc-sim"):
+        assert f in installed, installed
+
+    c = Cluster(tmp_path, name="c", bindir=prefix / "bin", nodes=2,
+                heartbeat_ms=1000, heartbeat_timeout_ms=1500)
+
+    def cli(*args, timeout=120):
+        return subprocess.run(
+            ["unshare", "-m", "sh", "-c", HIDE, str(ROOT), c.ftfarm,
+             *map(str, args)], capture_output=True, text=True,
+            timeout=timeout, env=c.env, stdin=subprocess.DEVNULL,
+            cwd=tmp_path)
+
+    c.cli = cli
+    # What those processes see of the checkout: nothing.
+    seen = subprocess.run(["unshare", "-m", "sh", "-c", HIDE, str(ROOT),
+                           "ls", "-A", str(ROOT)], capture_output=True,
+                          text=True, timeout=30)
+    assert seen.returncode == 0 and seen.stdout == "", seen
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "relax").mkdir()
+    words = work / "words.txt"
+    words.write_text("b a c a b a\n" * 50)
+    (work / "pipe-in.bin").write_bytes(bytes(range(256)) * 20)
+    length = 64
+    jobs = {
+        "exec": {"name": "exec", "tasks": [exec_task(f"echo {i}")
+                                           for i in range(6)]},
+        "wordcount": {"name": "wc", "job": {
+            "type": "wordcount", "inputs": [str(words)],
+            "output": str(work / "counts.txt")}},
+        "relax": {"name": "relax", "job": {
+            "type": "relax", "n": 32, "itmax": 4, "blocks": 2,
+            "dir": str(work / "relax"), "output": str(work / "relax.json")}},
+        "ftallreduce": {"name": "ar", "job": {
+            "type": "ftallreduce", "ranks": 2, "spares": 1,
+            "length": length, "seed": 5, "output": str(work / "sum.bin")}},
+        "pipeline": {"name": "pipe", "job": {
+            "type": "pipeline", "width": 2, "height": 2, "routes": 1,
+            "bytes": 4096, "chunks": 4,
+            "input": str(work / "pipe-in.bin"),
+            "output": str(work / "pipe-out.bin")}},
+    }
+    try:
+        c.start()
+        for bid, (kind, batch) in enumerate(jobs.items(), 1):
+            r = cli("submit", "-c", c.config, c.write_batch(batch), "--wait")
+            assert r.returncode == 0, (kind, r.stdout, r.stderr,
+                                       c.master_log()[-3000:])
+            res = c.results(bid)
+            assert res and all(x["status"] == "ok" for x in res), (kind, res)
+        assert not check_exactly_once(c.results(1), 6)
+    finally:
+        c.stop()
+        c.cleanup()
+    counts = dict(line.split()[::-1] if line.split()[0].isdigit() else
+                  line.split() for line in
+                  (work / "counts.txt").read_text().splitlines())
+    assert {k: int(v) for k, v in counts.items()} == \
+        {"a": 150, "b": 100, "c": 50}, counts
+    assert json.loads((work / "relax.json").read_text())
+    rows = gang_ref.gen_rows(5, 2, length)
+    assert (work / "sum.bin").read_bytes() == \
+        gang_ref.pack(gang_ref.tree_sum(rows))
+    assert (work / "pipe-out.bin").read_bytes() == \
+        (work / "pipe-in.bin").read_bytes()[:4096]
+
+    make("uninstall", f"PREFIX={prefix}")
+    assert files_under(prefix) == [], files_under(prefix)
