@@ -315,7 +315,7 @@ main(int argc, char **argv)
 		}
 		ft_batch_protect(c.cfg.state_dir);
 		/* start runs where the master will: never over TCP. */
-		if (commands[i].fn != cli_start)
+		if (cmd->fn != cli_start)
 			cli_remote_init(&c.cfg);
 	}
 	rc = cmd->fn(&c);
