@@ -11,6 +11,7 @@
 #include "child.h"
 #include "hosts.h"
 #include "log.h"
+#include "parked.h"
 #include "spawn.h"
 
 #define SEND_TIMEOUT_MIN 5.0	/* seconds a send to a live worker may take */
@@ -26,6 +27,7 @@
 
 static struct registry_ops ops;
 static struct master *lm;		/* for the probes' callbacks */
+static struct parked *parked;		/* signal-9 reports held back */
 
 /* ---- set-up ---- */
 
@@ -44,6 +46,7 @@ registry_init(struct master *m, const struct registry_ops *o)
 
 	lm = m;
 	ops = *o;
+	parked = parked_new();
 	m->nworkers = m->cfg.nworkers;
 	m->workers = ft_calloc((size_t)m->nworkers, sizeof(*m->workers));
 	for (i = 0; i < m->cfg.nnodes; i++)
@@ -62,6 +65,8 @@ registry_free(struct master *m)
 	links_close_all(&m->links);
 	links_free(&m->links);
 	pidwatches_free(&m->exits);
+	parked_free(parked);
+	parked = NULL;
 	free(m->workers);
 	m->workers = NULL;
 }
@@ -379,6 +384,59 @@ on_hello(struct master *m, struct worker *w, const void *p, size_t n)
 	registry_dispatch(m, w);
 }
 
+/* R of W, as final. */
+static void
+take_result(struct master *m, struct worker *w, const struct proto_result *r)
+{
+	enum sched_verdict v = sched_done(m->sched, w->id, r->tid, r->attempt,
+					  r->seconds, ft_now());
+
+	if (v == SCHED_ACCEPTED) {
+		w->tasks_done++;
+		w->failures = 0;
+		ops.result(ops.ctx, w, r->tid, r);
+	} else if (v == SCHED_DUPLICATE) {
+		m->counters.duplicates++;
+	} else {
+		m->counters.bad_msgs++;
+	}
+}
+
+/* How long a task's signal 9 waits for its worker's death: as long as a
+ * death takes to be seen (a heartbeat round and its timeout). */
+static double
+kill_grace(const struct master *m)
+{
+	return m->cfg.heartbeat + m->cfg.heartbeat_timeout;
+}
+
+/* The held signal-9 reports: dropped if their worker died meanwhile (the
+ * task was in flight on it: it runs again), else taken as final once
+ * their grace is over (or at once when stopping). */
+static void
+settle_parked(struct master *m, double now)
+{
+	size_t i = 0;
+
+	while (i < parked_count(parked)) {
+		const struct parked_result *x = parked_at(parked, i);
+		struct worker *w = &m->workers[x->worker];
+
+		if (w->spawn_gen != x->gen || !worker_up(w)) {
+			log_info("worker %d: task id %llu killed by signal 9 "
+				 "and its worker died right after: lost, not "
+				 "failed", x->worker,
+				 (unsigned long long)x->r.tid);
+			parked_drop(parked, i);
+		} else if (now >= x->until || m->stopping) {
+			take_result(m, w, &x->r);
+			parked_drop(parked, i);
+		} else {
+			i++;
+		}
+	}
+}
+
 static void
 on_results(struct master *m, struct worker *w, const void *p, size_t n)
 {
@@ -389,20 +447,12 @@ on_results(struct master *m, struct worker *w, const void *p, size_t n)
 	if (proto_iter_init(&it, p, n) == -1)
 		goto bad;
 	while ((rc = proto_next_result(&it, &r)) == 1) {
-		enum sched_verdict v = sched_done(m->sched, w->id, r.tid,
-						  r.attempt, r.seconds,
-						  ft_now());
-
 		m->counters.results_in++;
-		if (v == SCHED_ACCEPTED) {
-			w->tasks_done++;
-			w->failures = 0;
-			ops.result(ops.ctx, w, r.tid, &r);
-		} else if (v == SCHED_DUPLICATE) {
-			m->counters.duplicates++;
-		} else {
-			m->counters.bad_msgs++;
-		}
+		if (parked_is_kill(&r) && !m->stopping)
+			parked_add(parked, w->id, w->spawn_gen,
+				   ft_now() + kill_grace(m), &r);
+		else
+			take_result(m, w, &r);
 	}
 	if (rc == -1)
 		goto bad;
@@ -854,6 +904,7 @@ registry_cron(struct master *m, double now)
 		collect_spawns(m);
 		start_more(m);
 	}
+	settle_parked(m, now);
 	for (i = 0; i < m->nworkers; i++) {
 		struct worker *w = &m->workers[i];
 
