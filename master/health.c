@@ -285,8 +285,16 @@ health_worker_dying(struct master *m, struct worker *w)
 	if (n->state == N_REBOOTING || n->state == N_DOWN ||
 	    n->state == N_INACTIVE)
 		return;		/* out of service: nothing to charge */
-	v = blame_death(blame, t ? w->died_on : 0, n->id, w->died_hung,
-			healthy(m, n), why, sizeof(why));
+	if (w->died_starting) {
+		/* Its node kills what starts there: the task is no suspect. */
+		v = BLAME_NODE;
+		snprintf(why, sizeof(why), "died again within %.0f s of its "
+			 "hello: the respawn did not come back",
+			 REGISTRY_EARLY_DEATH);
+	} else {
+		v = blame_death(blame, t ? w->died_on : 0, n->id,
+				w->died_hung, healthy(m, n), why, sizeof(why));
+	}
 	w->charged_task = v == BLAME_TASK;
 	if (t)
 		snprintf(text, sizeof(text), "task %u of batch %u: %s",
@@ -337,7 +345,10 @@ health_worker_failed(struct master *m, struct worker *w)
 		registry_respawn_later(m, w);
 		return;
 	}
-	if (w->died_starting)
+	if (w->died_starting && w->early_deaths >= 2)
+		snprintf(why, sizeof(why), "worker %d died again soon after "
+			 "its hello", w->id);
+	else if (w->died_starting)
 		snprintf(why, sizeof(why), "worker %d did not start", w->id);
 	else
 		snprintf(why, sizeof(why), "worker %d failed (%d in a row)",

@@ -89,12 +89,26 @@ deferred_failed(void *ctx, uint64_t id, uint64_t unused, const char *text)
 /* Move W to TO (DEAD or INACTIVE) for REASON; a death is blamed at once
  * (W->died_on and died_hung, set by the caller or 0; died_starting) and
  * handed to node health after the current callback. */
+/* Does W's death now make it a respawn that did not come back: its spawn
+ * or hello failed, or it died soon after its hello the second time in a
+ * row (a node that kills whatever starts there: power off, a dying
+ * disk).  The first start is not a respawn. */
+static int
+not_come_back(struct worker *w, enum wstate to)
+{
+	int early = to == W_DEAD && w->respawns > 0 && worker_up(w) &&
+		    ft_now() - w->hello_at < REGISTRY_EARLY_DEATH;
+
+	w->early_deaths = early ? w->early_deaths + 1 : 0;
+	return (w->ever_up && (w->state == W_SPAWNING ||
+			       w->state == W_STARTING)) ||
+	       w->early_deaths >= 2;
+}
+
 static void
 down(struct master *m, struct worker *w, enum wstate to, const char *reason)
 {
-	/* A respawn that did not come back; the first start is not one. */
-	w->died_starting = w->ever_up && (w->state == W_SPAWNING ||
-					  w->state == W_STARTING);
+	w->died_starting = not_come_back(w, to);
 	if (worker_set(w, to, reason, &m->events) == 0 && to == W_DEAD &&
 	    !m->stopping) {
 		ops.dying(ops.ctx, w);

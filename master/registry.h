@@ -22,6 +22,12 @@
 #include "master.h"
 #include "proto.h"
 
+/* A respawned worker that dies within this many seconds of its hello, the
+ * second time in a row, is a respawn that did not come back
+ * (W->died_starting): its node is sick whether or not it finished a task
+ * in between. */
+#define REGISTRY_EARLY_DEATH 2.0
+
 struct registry_ops {
 	void *ctx;
 	/* W's result R of task TID was the task's first: record it. */

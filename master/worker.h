@@ -53,6 +53,8 @@ struct worker {
 	int respawns;			/* times started after the first */
 	int failures;			/* failures since it last finished a task */
 	int ever_up;			/* has said hello once */
+	double hello_at;		/* its last hello (monotonic) */
+	int early_deaths;		/* deaths in a row soon after a hello */
 	int killed;			/* its last death killed its process */
 	int lingering;			/* dead, but its process was left alive */
 	int bye;			/* said bye */

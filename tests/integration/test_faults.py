@@ -3,11 +3,17 @@ a task or a node by mistake (docs/faults.md): a task's signal 9 when its
 worker dies right after, a node whose respawned workers keep dying soon
 after their hello, a spawn that hangs before a power cycle, and blame that
 does not depend on which of a worker's messages the master sees first."""
+import json
+import os
+import signal
+import subprocess
 import time
 
 import pytest
 
-from conftest import check_exactly_once, exec_task, wait_until
+from bmc import bmc_sim  # noqa: F401 (fixture)
+from conftest import (assert_no_leftovers, check_exactly_once, exec_task,
+                      wait_until)
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -37,3 +43,77 @@ def test_sigkill_with_its_worker_is_lost_not_failed(make_cluster, tmp_path):
     assert dead, "the worker was not killed: the test tested nothing"
     assert "lost, not failed" in c.master_log()
     c.stop()
+
+
+# ---- a node powered off under load ----
+
+def ipmi_cluster(make_cluster, bmc_sim, nodes=2, **cfg):
+    """A cluster whose nodes have simulated BMCs booting in 1 s."""
+    kw = dict(heartbeat_ms=200, heartbeat_timeout_ms=1000, reboot_wait_s=30)
+    kw.update(cfg)
+    c = make_cluster(nodes=nodes, **kw)
+    sim = bmc_sim(c.config, boot_delay=1)
+    cfgd = json.loads(c.config.read_text())
+    for n in cfgd["nodes"]:
+        n["bmc"]["min_gap_s"] = 0.2
+    c.config.write_text(json.dumps(cfgd, indent=2) + "\n")
+    c.start()
+    return c, sim
+
+
+def events_of(c, node, names):
+    return [e for e in c.events() if e.get("node") == node and
+            e["event"] in names]
+
+
+@pytest.mark.timeout(240)
+def test_respawns_dying_soon_after_hello_climb_the_ladder(make_cluster,
+                                                          bmc_sim):
+    """A node whose respawned workers each die half a second after their
+    hello, having finished tasks meanwhile (as under power loss with short
+    tasks), is power-cycled: each such death is a respawn that did not
+    come back, whether or not it finished a task.  No task fails."""
+    c, sim = ipmi_cluster(make_cluster, bmc_sim, nodes=2)
+    n = 1500
+    batch = c.write_batch({"name": "load", "tasks": [
+        exec_task("sleep 0.02; echo t$0", i) for i in range(n)]})
+    waiter = subprocess.Popen([c.ftfarm, "submit", "-c", str(c.config),
+                               str(batch), "--wait"], env=c.env,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              text=True)
+    kills, seen = [], {}
+    try:
+        assert wait_until(lambda: c.status()["batches"] and
+                          c.status()["batches"][0]["done"] > 20, 60)
+        end = time.monotonic() + 25
+        while time.monotonic() < end and not events_of(
+                c, "node2", ("node_power_cycle", "node_inactive")):
+            for w in c.status()["workers"]:
+                pid = w["pid"]
+                if w["node"] != "node2" or w["state"] not in (
+                        "idle", "busy") or pid <= 0 or pid in kills:
+                    continue
+                first = seen.setdefault(pid, time.monotonic())
+                if time.monotonic() - first >= 0.5:
+                    os.kill(pid, signal.SIGKILL)
+                    kills.append(pid)
+            time.sleep(0.05)
+        cycled = events_of(c, "node2", ("node_power_cycle",
+                                        "node_inactive"))
+        print(f"{len(kills)} kills of node2's workers before "
+              f"{cycled[:1]}")
+        assert cycled and cycled[0]["event"] == "node_power_cycle", \
+            (kills, [e for e in c.events() if e.get("node") == "node2" and
+                     e["event"].startswith(("node_", "worker_"))])
+        assert len(kills) <= 4, kills
+        out, err = waiter.communicate(timeout=150)
+        assert waiter.returncode == 0, out + err
+    finally:
+        if waiter.poll() is None:
+            waiter.kill()
+    bid = c.status()["batches"][0]["id"]
+    assert not check_exactly_once(c.results(bid), n, lambda i: f"t{i}\n")
+    assert wait_until(lambda: [x["state"] for x in c.status()["nodes"]] ==
+                      ["up", "up"], 60), c.status()["nodes"]
+    c.stop()
+    assert_no_leftovers(c)
