@@ -117,3 +117,49 @@ def test_respawns_dying_soon_after_hello_climb_the_ladder(make_cluster,
                       ["up", "up"], 60), c.status()["nodes"]
     c.stop()
     assert_no_leftovers(c)
+
+
+@pytest.mark.timeout(240)
+def test_power_off_under_load_cycles_without_waiting_for_a_hung_spawn(
+        make_cluster, bmc_sim):
+    """A node powered off under load: its respawn's MPI_Comm_spawn hangs
+    (the process it starts is killed as it starts); the power cycle does
+    not wait for that spawn beyond a few seconds, the node is back well
+    within reboot_wait_s, and no task fails."""
+    c, sim = ipmi_cluster(make_cluster, bmc_sim, nodes=2, reboot_wait_s=60)
+    n = 1500
+    batch = c.write_batch({"name": "load", "tasks": [
+        exec_task("sleep 0.02; echo t$0", i) for i in range(n)]})
+    waiter = subprocess.Popen([c.ftfarm, "submit", "-c", str(c.config),
+                               str(batch), "--wait"], env=c.env,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              text=True)
+    try:
+        assert wait_until(lambda: c.status()["batches"] and
+                          c.status()["batches"][0]["done"] > 20, 60)
+        t_off = time.time()
+        r = sim.ipmitool("node2", "chassis", "power", "off")
+        assert r.returncode == 0, r.stderr
+        back = wait_until(lambda: events_of(c, "node2", (
+            "node_back", "node_inactive")), 90)
+        evs = [e for e in c.events() if e.get("node") == "node2" and
+               e["ts"] >= t_off]
+        assert back and back[0]["event"] == "node_back", evs
+        rebooting = [e for e in evs if e["event"] == "node_power_cycle"]
+        sent = [e for e in evs if e["event"] == "bmc_command" and
+                e["command"] == "chassis power cycle"]
+        assert rebooting and sent, evs
+        print(f"power off -> cycle decided {rebooting[0]['ts'] - t_off:.1f}"
+              f" s, sent {sent[0]['ts'] - t_off:.1f} s, back "
+              f"{back[0]['ts'] - t_off:.1f} s")
+        assert sent[0]["ts"] - rebooting[0]["ts"] < 10, evs
+        assert back[0]["ts"] - t_off < 45, evs
+        out, err = waiter.communicate(timeout=150)
+        assert waiter.returncode == 0, out + err
+    finally:
+        if waiter.poll() is None:
+            waiter.kill()
+    bid = c.status()["batches"][0]["id"]
+    assert not check_exactly_once(c.results(bid), n, lambda i: f"t{i}\n")
+    c.stop()
+    assert_no_leftovers(c)
