@@ -285,16 +285,8 @@ health_worker_dying(struct master *m, struct worker *w)
 	if (n->state == N_REBOOTING || n->state == N_DOWN ||
 	    n->state == N_INACTIVE)
 		return;		/* out of service: nothing to charge */
-	if (w->died_starting) {
-		/* Its node kills what starts there: the task is no suspect. */
-		v = BLAME_NODE;
-		snprintf(why, sizeof(why), "died again within %.0f s of its "
-			 "hello: the respawn did not come back",
-			 REGISTRY_EARLY_DEATH);
-	} else {
-		v = blame_death(blame, t ? w->died_on : 0, n->id,
-				w->died_hung, healthy(m, n), why, sizeof(why));
-	}
+	v = blame_death(blame, t ? w->died_on : 0, n->id, w->died_hung,
+			healthy(m, n), why, sizeof(why));
 	w->charged_task = v == BLAME_TASK;
 	if (t)
 		snprintf(text, sizeof(text), "task %u of batch %u: %s",
@@ -345,10 +337,7 @@ health_worker_failed(struct master *m, struct worker *w)
 		registry_respawn_later(m, w);
 		return;
 	}
-	if (w->died_starting && w->early_deaths >= 2)
-		snprintf(why, sizeof(why), "worker %d died again soon after "
-			 "its hello", w->id);
-	else if (w->died_starting)
+	if (w->died_starting)
 		snprintf(why, sizeof(why), "worker %d did not start", w->id);
 	else
 		snprintf(why, sizeof(why), "worker %d failed (%d in a row)",
@@ -375,7 +364,10 @@ deferred_strike(void *ctx, uint64_t a, uint64_t b, const char *text)
 }
 
 /* A worker of N finished a task: N's failures in a row are over (its
- * reboots are not: they are forgotten only after failure_window_s). */
+ * reboots are not: they are forgotten only after failure_window_s).  Only
+ * a worker that has lived REGISTRY_VOUCH_AFTER past its hello vouches for
+ * its node: under power loss each respawn finishes a short task or two
+ * before it dies, and the node must still climb the ladder. */
 static void
 finished_task(struct master *m, struct node *n)
 {
@@ -390,7 +382,8 @@ health_task_result(struct master *m, uint64_t tid, struct worker *w, int ok)
 	char why[256];
 	int back;
 
-	if (m->nodes[w->node].strikes)
+	if (m->nodes[w->node].strikes &&
+	    ft_now() - w->hello_at >= REGISTRY_VOUCH_AFTER)
 		finished_task(m, &m->nodes[w->node]);
 	if (blame_records(blame) == 0)
 		return;

@@ -24,6 +24,8 @@
 #define RESPAWN_WAIT_MAX 5.0
 #define START_PARALLEL 8	/* first spawns under way at once */
 #define IDLE_NAP_MAX 0.5	/* longest nap of an idle worker */
+#define EXIT_DRAIN_ROUNDS 4	/* MPI progress rounds for a dead worker's
+				 * last messages */
 
 static struct registry_ops ops;
 static struct master *lm;		/* for the probes' callbacks */
@@ -89,26 +91,15 @@ deferred_failed(void *ctx, uint64_t id, uint64_t unused, const char *text)
 /* Move W to TO (DEAD or INACTIVE) for REASON; a death is blamed at once
  * (W->died_on and died_hung, set by the caller or 0; died_starting) and
  * handed to node health after the current callback. */
-/* Does W's death now make it a respawn that did not come back: its spawn
- * or hello failed, or it died soon after its hello the second time in a
- * row (a node that kills whatever starts there: power off, a dying
- * disk).  The first start is not a respawn. */
-static int
-not_come_back(struct worker *w, enum wstate to)
-{
-	int early = to == W_DEAD && w->respawns > 0 && worker_up(w) &&
-		    ft_now() - w->hello_at < REGISTRY_EARLY_DEATH;
-
-	w->early_deaths = early ? w->early_deaths + 1 : 0;
-	return (w->ever_up && (w->state == W_SPAWNING ||
-			       w->state == W_STARTING)) ||
-	       w->early_deaths >= 2;
-}
-
 static void
 down(struct master *m, struct worker *w, enum wstate to, const char *reason)
 {
-	w->died_starting = not_come_back(w, to);
+	/* A respawn that did not come back; the first start is not one, nor
+	 * a spawn that hung in MPI (Open MPI's, now and then under load: a
+	 * failure like any other, not proof that the node is gone). */
+	w->died_starting = w->ever_up && !w->spawn_hung &&
+			   (w->state == W_SPAWNING || w->state == W_STARTING);
+	w->spawn_hung = 0;
 	if (worker_set(w, to, reason, &m->events) == 0 && to == W_DEAD &&
 	    !m->stopping) {
 		ops.dying(ops.ctx, w);
@@ -551,7 +542,13 @@ on_exited(void *ctx, int id)
 	if (!worker_up(w))
 		return;
 	m->counters.exits_seen++;
-	registry_fail(m, w, "its process exited");
+	/* What it sent before it died comes first: a result still in MPI's
+	 * hands names a task it finished, and the task it died running is
+	 * the one after (blame must not depend on which is seen first). */
+	for (int i = 0; i < EXIT_DRAIN_ROUNDS && worker_up(w); i++)
+		treq_test(&m->treqs, ft_now());
+	if (worker_up(w))
+		registry_fail(m, w, "its process exited");
 }
 
 /* ---- death ---- */
@@ -899,6 +896,7 @@ check_start(struct master *m, struct worker *w, double now)
 	    now - w->since > spawn_timeout(m)) {
 		/* Its end, if any, is dropped by collect_spawns. */
 		w->spawn_gen++;
+		w->spawn_hung = 1;
 		down(m, w, W_DEAD, "MPI_Comm_spawn did not return in time");
 	}
 	/* A respawned worker is in MPI already when its spawn returns: it

@@ -22,11 +22,11 @@
 #include "master.h"
 #include "proto.h"
 
-/* A respawned worker that dies within this many seconds of its hello, the
- * second time in a row, is a respawn that did not come back
- * (W->died_starting): its node is sick whether or not it finished a task
- * in between. */
-#define REGISTRY_EARLY_DEATH 2.0
+/* A worker's finished tasks vouch for its node (clear the node's failures
+ * in a row) only once it has lived this many seconds past its hello: a
+ * node that kills whatever starts there within a moment (power off) is
+ * sick although each respawn finished a short task first. */
+#define REGISTRY_VOUCH_AFTER 2.0
 
 struct registry_ops {
 	void *ctx;

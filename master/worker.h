@@ -54,7 +54,6 @@ struct worker {
 	int failures;			/* failures since it last finished a task */
 	int ever_up;			/* has said hello once */
 	double hello_at;		/* its last hello (monotonic) */
-	int early_deaths;		/* deaths in a row soon after a hello */
 	int killed;			/* its last death killed its process */
 	int lingering;			/* dead, but its process was left alive */
 	int bye;			/* said bye */
@@ -79,6 +78,7 @@ struct worker {
 	uint64_t died_on;
 	int died_hung;
 	int died_starting;
+	int spawn_hung;			/* its spawn did not return in time */
 	int charged_task;
 };
 

@@ -29,10 +29,14 @@ def test_sigkill_with_its_worker_is_lost_not_failed(make_cluster, tmp_path):
     mark = tmp_path / "first"
     # First attempt: the task's shell SIGKILLs itself (the worker reports
     # "signal 9"), and a moment later its worker is SIGKILLed too.
+    # The killer leaves the task's process group (killed when the task
+    # ends) before the task kills itself.
+    ready = tmp_path / "killer-ready"
     script = (f'if [ -e {mark} ]; then echo again; exit 0; fi; '
               f'touch {mark}; '
-              f'setsid sh -c "sleep 0.2; kill -9 $PPID" </dev/null '
-              f'>/dev/null 2>&1 & kill -9 $$')
+              f'setsid sh -c "touch {ready}; sleep 0.2; kill -9 $PPID" '
+              f'</dev/null >/dev/null 2>&1 & '
+              f'while [ ! -e {ready} ]; do sleep 0.01; done; kill -9 $$')
     rc, out, err = c.submit({"name": "kill9", "tasks": [exec_task(script)]})
     assert rc == 0, out + err
     bid = int(out.split()[0])
@@ -69,8 +73,8 @@ def events_of(c, node, names):
 @pytest.mark.timeout(240)
 def test_respawns_dying_soon_after_hello_climb_the_ladder(make_cluster,
                                                           bmc_sim):
-    """A node whose respawned workers each die half a second after their
-    hello, having finished tasks meanwhile (as under power loss with short
+    """A node whose respawned workers each die a third of a second after
+    their hello, having finished tasks meanwhile (as under power loss with short
     tasks), is power-cycled: each such death is a respawn that did not
     come back, whether or not it finished a task.  No task fails."""
     c, sim = ipmi_cluster(make_cluster, bmc_sim, nodes=2)
@@ -94,7 +98,7 @@ def test_respawns_dying_soon_after_hello_climb_the_ladder(make_cluster,
                         "idle", "busy") or pid <= 0 or pid in kills:
                     continue
                 first = seen.setdefault(pid, time.monotonic())
-                if time.monotonic() - first >= 0.5:
+                if time.monotonic() - first >= 0.3:
                     os.kill(pid, signal.SIGKILL)
                     kills.append(pid)
             time.sleep(0.05)
@@ -153,7 +157,7 @@ def test_power_off_under_load_cycles_without_waiting_for_a_hung_spawn(
               f" s, sent {sent[0]['ts'] - t_off:.1f} s, back "
               f"{back[0]['ts'] - t_off:.1f} s")
         assert sent[0]["ts"] - rebooting[0]["ts"] < 10, evs
-        assert back[0]["ts"] - t_off < 45, evs
+        assert back[0]["ts"] - t_off < 60, evs
         out, err = waiter.communicate(timeout=150)
         assert waiter.returncode == 0, out + err
     finally:
@@ -161,5 +165,49 @@ def test_power_off_under_load_cycles_without_waiting_for_a_hung_spawn(
             waiter.kill()
     bid = c.status()["batches"][0]["id"]
     assert not check_exactly_once(c.results(bid), n, lambda i: f"t{i}\n")
+    c.stop()
+    assert_no_leftovers(c)
+
+
+# ---- blame under load ----
+
+@pytest.mark.timeout(240)
+def test_poison_among_benign_under_load_charges_no_node(make_cluster,
+                                                        bmc_sim):
+    """Six tasks that SIGKILL their worker among a hundred benign ones, on
+    the BMC cluster with two CPU hogs beside it: each poison task fails as
+    poison, every benign one succeeds, and no node is charged (no power
+    cycle, none inactive).  Run several times: blame must not depend on
+    whether a dead worker's last result or its exit is seen first."""
+    c, sim = ipmi_cluster(make_cluster, bmc_sim, nodes=3,
+                          heartbeat_ms=1000, heartbeat_timeout_ms=2000)
+    hogs = [subprocess.Popen(["sh", "-c", "while :; do :; done"])
+            for _ in range(2)]
+    try:
+        for rnd in range(3):
+            tasks = [exec_task("sleep 0.01; echo t$0", i) for i in range(100)]
+            poison = set(range(7 + rnd, 100, 16))
+            for i in poison:
+                tasks[i] = exec_task("kill -9 $PPID")
+            rc, out, err = c.submit({"name": f"mixed{rnd}",
+                                     "tasks": tasks}, timeout=200)
+            assert rc == 1, out + err
+            res = c.results(int(out.split()[0]))
+            assert len(res) == 100 and len({r["task"] for r in res}) == 100
+            for r in res:
+                if r["task"] in poison:
+                    assert r["status"] == "failed" and \
+                        "poison" in r["reason"], r
+                else:
+                    assert r["status"] == "ok", r
+    finally:
+        for h in hogs:
+            h.kill()
+            h.wait()
+    evs = c.events()
+    bad = [e for e in evs if e["event"] in ("node_inactive",
+                                            "node_power_cycle")]
+    assert not bad, (bad, [e for e in evs if e["event"] in (
+        "worker_dead", "worker_blamed", "node_suspect")])
     c.stop()
     assert_no_leftovers(c)
