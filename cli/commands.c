@@ -107,6 +107,7 @@ struct reconnect {
 	int have_lease;
 	struct sup_watch watch;
 	double until;			/* the bound of this outage; 0: none */
+	double orphan_since;		/* no supervisor nor standby seen since */
 	double pause;
 };
 
@@ -149,9 +150,14 @@ reconnect_wait(struct reconnect *r)
 	    rec.state == LEASE_FREE || rec.state == LEASE_STOPPING)
 		return 0;
 	/* A supervisor holds the lease, or a standby may take it over (the
-	 * lease names the supervisor it replaces until it has). */
-	if (!sup_watch_alive(&r->watch, &rec, cfg->lease, now) &&
-	    !sup_standby_waiting(cfg->state_dir))
+	 * lease names the supervisor it replaces until it has; a takeover
+	 * under way is given two lease periods to show). */
+	if (sup_watch_alive(&r->watch, &rec, cfg->lease, now) ||
+	    sup_standby_waiting(cfg->state_dir))
+		r->orphan_since = 0;
+	else if (r->orphan_since == 0)
+		r->orphan_since = now;
+	if (r->orphan_since > 0 && now - r->orphan_since >= 2 * cfg->lease)
 		return 0;
 	if (r->until == 0) {
 		if (bound < 0)

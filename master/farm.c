@@ -217,8 +217,7 @@ on_store_changed(void *ctx, int failed, double seconds)
 				strerror(m->store.err));
 		return;
 	}
-	ev_store_recovered(&m->events, seconds,
-			   (long long)m->store.episode_failures);
+	ev_store_recovered(&m->events, seconds);
 	registry_dispatch_all(m);
 }
 

@@ -65,6 +65,33 @@ def ipmi_cluster(make_cluster, bmc_sim, nodes=2, **cfg):
     return c, sim
 
 
+def submit_load(c, n):
+    """`submit --wait` of N short exec tasks in the background."""
+    batch = c.write_batch({"name": "load", "tasks": [
+        exec_task("sleep 0.02; echo t$0", i) for i in range(n)]})
+    return subprocess.Popen([c.ftfarm, "submit", "-c", str(c.config),
+                             str(batch), "--wait"], env=c.env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
+
+
+def end_load(c, waiter, n):
+    """Wait for the load's end: every task exactly once, ok."""
+    try:
+        out, err = waiter.communicate(timeout=150)
+        assert waiter.returncode == 0, out + err
+    finally:
+        if waiter.poll() is None:
+            waiter.kill()
+    bid = c.status()["batches"][0]["id"]
+    assert not check_exactly_once(c.results(bid), n, lambda i: f"t{i}\n")
+
+
+def load_done(c):
+    b = c.status()["batches"]
+    return b[0]["done"] if b else 0
+
+
 def events_of(c, node, names):
     return [e for e in c.events() if e.get("node") == node and
             e["event"] in names]
@@ -79,16 +106,10 @@ def test_respawns_dying_soon_after_hello_climb_the_ladder(make_cluster,
     come back, whether or not it finished a task.  No task fails."""
     c, sim = ipmi_cluster(make_cluster, bmc_sim, nodes=2)
     n = 1500
-    batch = c.write_batch({"name": "load", "tasks": [
-        exec_task("sleep 0.02; echo t$0", i) for i in range(n)]})
-    waiter = subprocess.Popen([c.ftfarm, "submit", "-c", str(c.config),
-                               str(batch), "--wait"], env=c.env,
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                              text=True)
+    waiter = submit_load(c, n)
     kills, seen = [], {}
     try:
-        assert wait_until(lambda: c.status()["batches"] and
-                          c.status()["batches"][0]["done"] > 20, 60)
+        assert wait_until(lambda: load_done(c) > 20, 60)
         end = time.monotonic() + 25
         while time.monotonic() < end and not events_of(
                 c, "node2", ("node_power_cycle", "node_inactive")):
@@ -110,13 +131,10 @@ def test_respawns_dying_soon_after_hello_climb_the_ladder(make_cluster,
             (kills, [e for e in c.events() if e.get("node") == "node2" and
                      e["event"].startswith(("node_", "worker_"))])
         assert len(kills) <= 4, kills
-        out, err = waiter.communicate(timeout=150)
-        assert waiter.returncode == 0, out + err
-    finally:
-        if waiter.poll() is None:
-            waiter.kill()
-    bid = c.status()["batches"][0]["id"]
-    assert not check_exactly_once(c.results(bid), n, lambda i: f"t{i}\n")
+    except BaseException:
+        waiter.kill()
+        raise
+    end_load(c, waiter, n)
     assert wait_until(lambda: [x["state"] for x in c.status()["nodes"]] ==
                       ["up", "up"], 60), c.status()["nodes"]
     c.stop()
@@ -132,15 +150,9 @@ def test_power_off_under_load_cycles_without_waiting_for_a_hung_spawn(
     within reboot_wait_s, and no task fails."""
     c, sim = ipmi_cluster(make_cluster, bmc_sim, nodes=2, reboot_wait_s=60)
     n = 1500
-    batch = c.write_batch({"name": "load", "tasks": [
-        exec_task("sleep 0.02; echo t$0", i) for i in range(n)]})
-    waiter = subprocess.Popen([c.ftfarm, "submit", "-c", str(c.config),
-                               str(batch), "--wait"], env=c.env,
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                              text=True)
+    waiter = submit_load(c, n)
     try:
-        assert wait_until(lambda: c.status()["batches"] and
-                          c.status()["batches"][0]["done"] > 20, 60)
+        assert wait_until(lambda: load_done(c) > 20, 60)
         t_off = time.time()
         r = sim.ipmitool("node2", "chassis", "power", "off")
         assert r.returncode == 0, r.stderr
@@ -158,13 +170,10 @@ def test_power_off_under_load_cycles_without_waiting_for_a_hung_spawn(
               f"{back[0]['ts'] - t_off:.1f} s")
         assert sent[0]["ts"] - rebooting[0]["ts"] < 10, evs
         assert back[0]["ts"] - t_off < 60, evs
-        out, err = waiter.communicate(timeout=150)
-        assert waiter.returncode == 0, out + err
-    finally:
-        if waiter.poll() is None:
-            waiter.kill()
-    bid = c.status()["batches"][0]["id"]
-    assert not check_exactly_once(c.results(bid), n, lambda i: f"t{i}\n")
+    except BaseException:
+        waiter.kill()
+        raise
+    end_load(c, waiter, n)
     c.stop()
     assert_no_leftovers(c)
 
