@@ -193,6 +193,37 @@ health_hosts_left_out(struct master *m)
 	free(why);
 }
 
+static void escalate(struct master *m, struct node *n, const char *why);
+
+/* The power status of a node asked when the master started: a node
+ * found off (power lost while no master watched, or while the one before
+ * was being replaced) is power-cycled at once rather than found out by
+ * spawns that hang. */
+static void
+on_start_power(struct master *m, int node, enum bmc_cmd cmd,
+	       const struct bmc_result *r)
+{
+	struct node *n = &m->nodes[node];
+
+	(void)cmd;
+	if (!r->ok || r->power != 0 || m->stopping ||
+	    (n->state != N_UP && n->state != N_SUSPECT))
+		return;
+	log_warnx("node %s: its power is off", n->name);
+	escalate(m, n, "power off when the master started");
+}
+
+void
+health_check_power(struct master *m)
+{
+	char err[160];
+	int i;
+
+	for (i = 0; i < m->cfg.nnodes; i++)
+		if (health_can_reboot(m, &m->nodes[i], err, sizeof(err)) == 0)
+			bmc_send(m, i, BMC_STATUS, on_start_power);
+}
+
 /* Power-cycle N now for WHY (an operator's reboot if BY_OPERATOR): its
  * tasks go elsewhere at once. */
 static void
