@@ -220,3 +220,28 @@ def test_poison_among_benign_under_load_charges_no_node(make_cluster,
         "worker_dead", "worker_blamed", "node_suspect")])
     c.stop()
     assert_no_leftovers(c)
+
+
+@pytest.mark.timeout(180)
+def test_node_powered_off_before_a_master_restart_is_cycled(make_cluster,
+                                                            bmc_sim):
+    """A node powered off at the moment the master dies: the master that
+    the supervisor starts next asks every BMC for its power and cycles the
+    node found off at once, instead of finding it out by hung spawns."""
+    c, sim = ipmi_cluster(make_cluster, bmc_sim, nodes=2)
+    master = c.master_pid
+    r = sim.ipmitool("node2", "chassis", "power", "off")
+    assert r.returncode == 0, r.stderr
+    os.kill(master, signal.SIGKILL)
+    t0 = time.time()
+    cycled = wait_until(lambda: [e for e in events_of(
+        c, "node2", ("node_power_cycle",)) if e["ts"] >= t0], 30)
+    assert cycled, [e for e in c.events() if e.get("node") == "node2"]
+    assert "power off when the master started" in cycled[0]["reason"]
+    assert cycled[0]["ts"] - t0 < 12, cycled
+    assert wait_until(lambda: [x["state"] for x in c.status()["nodes"]] ==
+                      ["up", "up"], 60), c.status()["nodes"]
+    rc, out, err = c.submit({"tasks": [exec_task("echo ok")] * 6})
+    assert rc == 0, out + err
+    c.stop()
+    assert_no_leftovers(c)
