@@ -97,6 +97,7 @@ def events_of(c, node, names):
             e["event"] in names]
 
 
+@pytest.mark.long  # about a minute each on 2 cores
 @pytest.mark.timeout(240)
 def test_respawns_dying_soon_after_hello_climb_the_ladder(make_cluster,
                                                           bmc_sim):
@@ -141,6 +142,7 @@ def test_respawns_dying_soon_after_hello_climb_the_ladder(make_cluster,
     assert_no_leftovers(c)
 
 
+@pytest.mark.long  # about a minute each on 2 cores
 @pytest.mark.timeout(240)
 def test_power_off_under_load_cycles_without_waiting_for_a_hung_spawn(
         make_cluster, bmc_sim):
@@ -180,6 +182,7 @@ def test_power_off_under_load_cycles_without_waiting_for_a_hung_spawn(
 
 # ---- blame under load ----
 
+@pytest.mark.long  # about a minute each on 2 cores
 @pytest.mark.timeout(240)
 def test_poison_among_benign_under_load_charges_no_node(make_cluster,
                                                         bmc_sim):
