@@ -102,9 +102,10 @@ def events_of(c, node, names):
 def test_respawns_dying_soon_after_hello_climb_the_ladder(make_cluster,
                                                           bmc_sim):
     """A node whose respawned workers each die a third of a second after
-    their hello, having finished tasks meanwhile (as under power loss with short
-    tasks), is power-cycled: each such death is a respawn that did not
-    come back, whether or not it finished a task.  No task fails."""
+    their hello, having finished tasks meanwhile (as under power loss with
+    short tasks), is power-cycled: a worker's finished tasks clear its
+    node's failures only once it has lived 2 s past its hello.  No task
+    fails."""
     c, sim = ipmi_cluster(make_cluster, bmc_sim, nodes=2)
     n = 1500
     waiter = submit_load(c, n)
