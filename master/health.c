@@ -13,6 +13,10 @@
 #include "log.h"
 #include "registry.h"
 
+/* Seconds without a failure after which a suspect node whose workers are
+ * all up is up again. */
+#define HEALTH_QUIET 30.0
+
 static struct blame *blame;
 static struct health_ops hops;
 static const char **names;	/* the nodes' names, by index */
@@ -579,6 +583,29 @@ health_busy(const struct master *m)
 	return 0;
 }
 
+/* N suspect, with no failure for HEALTH_QUIET and every worker of it up
+ * long enough to vouch for it: its failures in a row are over, as if a
+ * worker had finished a task (an idle node would otherwise stay suspect
+ * for failure_window_s). */
+static void
+quiet_clear(struct master *m, struct node *n, double now)
+{
+	int k;
+
+	if (n->state != N_SUSPECT || now - n->last_strike < HEALTH_QUIET)
+		return;
+	for (k = 0; k < m->nworkers; k++) {
+		const struct worker *w = &m->workers[k];
+
+		if (w->node == n->id && (!worker_up(w) ||
+					 now - w->hello_at <
+					 REGISTRY_VOUCH_AFTER))
+			return;
+	}
+	n->strikes = 0;
+	set_state(m, n, N_UP, "no failure for a while and its workers up");
+}
+
 /* Probe N, inactive, once its time has come. */
 static void
 maybe_probe(struct master *m, struct node *n, double now)
@@ -621,6 +648,7 @@ health_cron(struct master *m, double now)
 		struct node *n = &m->nodes[i];
 
 		forget(m, n, now);
+		quiet_clear(m, n, now);
 		if (n->state == N_DRAINING)
 			drain_progress(m, n, now);
 		else if (n->state == N_REBOOTING || n->state == N_DOWN)
