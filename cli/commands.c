@@ -94,8 +94,9 @@ cli_call(struct cli *c, json_t *req, double timeout)
 }
 
 /*
- * Across a master's restart: while a supervisor holds the lease, a client
- * whose master went away waits for the next one (saying so once), calling
+ * Across a master's restart: while a supervisor holds the lease, or a
+ * standby may take it over, a client whose master went away waits for the
+ * next one (saying so once), calling
  * again with a growing pause, up to a bound: --reconnect-timeout, or
  * lease_ms + start_timeout_s + restart_backoff_max_ms.
  */
@@ -106,6 +107,7 @@ struct reconnect {
 	int have_lease;
 	struct sup_watch watch;
 	double until;			/* the bound of this outage; 0: none */
+	double orphan_since;		/* no supervisor nor standby seen since */
 	double pause;
 };
 
@@ -145,7 +147,17 @@ reconnect_wait(struct reconnect *r)
 	double now = ft_now(), bound = r->c->reconnect;
 
 	if (!r->have_lease || lease_read(&r->lease, &rec) != 0 ||
-	    !sup_watch_alive(&r->watch, &rec, cfg->lease, now))
+	    rec.state == LEASE_FREE || rec.state == LEASE_STOPPING)
+		return 0;
+	/* A supervisor holds the lease, or a standby may take it over (the
+	 * lease names the supervisor it replaces until it has; a takeover
+	 * under way is given two lease periods to show). */
+	if (sup_watch_alive(&r->watch, &rec, cfg->lease, now) ||
+	    sup_standby_waiting(cfg->state_dir))
+		r->orphan_since = 0;
+	else if (r->orphan_since == 0)
+		r->orphan_since = now;
+	if (r->orphan_since > 0 && now - r->orphan_since >= 2 * cfg->lease)
 		return 0;
 	if (r->until == 0) {
 		if (bound < 0)

@@ -1316,6 +1316,30 @@ sup_main(struct cli *c, int standby, int report_fd)
 /* ---- what clients see ---- */
 
 int
+sup_standby_waiting(const char *state_dir)
+{
+	char *mine = sup_standby_file();
+	DIR *d = opendir(state_dir);
+	struct dirent *e;
+	int found = 0;
+
+	while (d && !found && (e = readdir(d)) != NULL) {
+		size_t len = strlen(e->d_name);
+
+		if (strncmp(e->d_name, "standby.", 8) != 0 || len < 12 ||
+		    strcmp(e->d_name + len - 4, ".pid") != 0)
+			continue;
+		/* Ours is checked; another host's is taken at its word. */
+		found = strcmp(e->d_name, mine) != 0 ||
+			sd_read_pid(state_dir, mine) > 0;
+	}
+	if (d)
+		closedir(d);
+	free(mine);
+	return found;
+}
+
+int
 sup_watch_alive(struct sup_watch *w, const struct lease_rec *r,
 		double lease, double now)
 {

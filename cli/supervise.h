@@ -89,5 +89,8 @@ struct sup_watch {
  * supervisor, or a supervisor dead or silent). */
 int sup_watch_alive(struct sup_watch *w, const struct lease_rec *r,
 		    double lease, double now);
+/* Does a standby of the cluster of STATE_DIR wait to take over (its pid
+ * file there, its process alive when on this host)? */
+int sup_standby_waiting(const char *state_dir);
 
 #endif

@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
+#include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,6 +21,14 @@
 /* Request lines served in one turn of the loop: a client that pipelines
  * thousands of requests does not hold up heartbeats and other clients. */
 #define LINES_PER_TURN 32
+/* A client that held this much gives the heap back when it goes: the
+ * master keeps freed heap by design (ft_memory_keep), so the megabytes a
+ * client that did not read made it hold would stay for good. */
+#define TRIM_AFTER (1 << 20)
+/* Request bytes read ahead of those served: past this, a client that
+ * pipelines faster than it is served is not read until it is caught up
+ * (its requests wait in its socket, not in the master's memory). */
+#define READ_AHEAD_MAX (256 << 10)
 
 struct client {
 	struct control *ctl;
@@ -34,6 +43,7 @@ struct client {
 	double last;			/* last read or write (monotonic) */
 	int closing;			/* close once out is written */
 	int held;			/* an answer is owed: lines wait */
+	int dropped_big;		/* dropped with its answers unread */
 	/* A body being read: want bytes into body, then done(body_ctx). */
 	size_t want;
 	struct ft_buf body;
@@ -83,7 +93,9 @@ control_send(struct client *c, json_t *answer)
 			  "bytes of answers unread", (unsigned)c->uid,
 			  c->ctl->lim.max_output);
 		c->ctl->dropped++;
-		c->out.len = c->out_off = 0;
+		ft_buf_free(&c->out);
+		c->out_off = 0;
+		c->dropped_big = 1;
 		c->closing = 1;
 		ev_io_stop(c->ctl->loop, &c->rio);
 		shutdown(c->fd, SHUT_RDWR);
@@ -281,8 +293,13 @@ consume(struct client *c)
 static void
 on_more(struct ev_loop *loop, ev_timer *t, int revents)
 {
-	(void)loop, (void)revents;
-	consume(t->data);
+	struct client *c = t->data;
+
+	(void)revents;
+	consume(c);
+	if (!c->closing && !c->held && c->in.len <= READ_AHEAD_MAX &&
+	    !ev_is_active(&c->rio))
+		ev_io_start(loop, &c->rio);
 }
 
 /* Read into the body directly while one is expected: a batch of many
@@ -345,6 +362,9 @@ on_readable(struct ev_loop *loop, ev_io *io, int revents)
 	/* Held with lines waiting: read no more until they are served. */
 	if (c->held && c->in.len > c->ctl->lim.max_line)
 		ev_io_stop(loop, &c->rio);
+	/* Lines wait for the next turn: read no more past the bound. */
+	if (ev_is_active(&c->more) && c->in.len > READ_AHEAD_MAX)
+		ev_io_stop(loop, &c->rio);
 }
 
 static void
@@ -388,6 +408,8 @@ client_close(struct client *c)
 {
 	struct control *ctl = c->ctl;
 	struct client **p;
+	int big = c->in.cap + c->out.cap + c->body.cap >= TRIM_AFTER ||
+		  c->dropped_big;
 
 	if (ctl->ops.closed)
 		ctl->ops.closed(ctl->ops.ctx, c);
@@ -406,6 +428,8 @@ client_close(struct client *c)
 	free(c->body_name);
 	ev_timer_stop(ctl->loop, &c->more);
 	free(c);
+	if (big)
+		malloc_trim(0);
 	if (ctl->fd >= 0 && !ev_is_active(&ctl->io))
 		ev_io_start(ctl->loop, &ctl->io);
 }

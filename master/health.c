@@ -13,6 +13,10 @@
 #include "log.h"
 #include "registry.h"
 
+/* Seconds without a failure after which a suspect node whose workers are
+ * all up is up again. */
+#define HEALTH_QUIET 30.0
+
 static struct blame *blame;
 static struct health_ops hops;
 static const char **names;	/* the nodes' names, by index */
@@ -193,6 +197,37 @@ health_hosts_left_out(struct master *m)
 	free(why);
 }
 
+static void escalate(struct master *m, struct node *n, const char *why);
+
+/* The power status of a node asked when the master started: a node
+ * found off (power lost while no master watched, or while the one before
+ * was being replaced) is power-cycled at once rather than found out by
+ * spawns that hang. */
+static void
+on_start_power(struct master *m, int node, enum bmc_cmd cmd,
+	       const struct bmc_result *r)
+{
+	struct node *n = &m->nodes[node];
+
+	(void)cmd;
+	if (!r->ok || r->power != 0 || m->stopping ||
+	    (n->state != N_UP && n->state != N_SUSPECT))
+		return;
+	log_warnx("node %s: its power is off", n->name);
+	escalate(m, n, "power off when the master started");
+}
+
+void
+health_check_power(struct master *m)
+{
+	char err[160];
+	int i;
+
+	for (i = 0; i < m->cfg.nnodes; i++)
+		if (health_can_reboot(m, &m->nodes[i], err, sizeof(err)) == 0)
+			bmc_send(m, i, BMC_STATUS, on_start_power);
+}
+
 /* Power-cycle N now for WHY (an operator's reboot if BY_OPERATOR): its
  * tasks go elsewhere at once. */
 static void
@@ -364,7 +399,10 @@ deferred_strike(void *ctx, uint64_t a, uint64_t b, const char *text)
 }
 
 /* A worker of N finished a task: N's failures in a row are over (its
- * reboots are not: they are forgotten only after failure_window_s). */
+ * reboots are not: they are forgotten only after failure_window_s).  Only
+ * a worker that has lived REGISTRY_VOUCH_AFTER past its hello vouches for
+ * its node: under power loss each respawn finishes a short task or two
+ * before it dies, and the node must still climb the ladder. */
 static void
 finished_task(struct master *m, struct node *n)
 {
@@ -379,7 +417,8 @@ health_task_result(struct master *m, uint64_t tid, struct worker *w, int ok)
 	char why[256];
 	int back;
 
-	if (m->nodes[w->node].strikes)
+	if (m->nodes[w->node].strikes &&
+	    ft_now() - w->hello_at >= REGISTRY_VOUCH_AFTER)
 		finished_task(m, &m->nodes[w->node]);
 	if (blame_records(blame) == 0)
 		return;
@@ -544,6 +583,29 @@ health_busy(const struct master *m)
 	return 0;
 }
 
+/* N suspect, with no failure for HEALTH_QUIET and every worker of it up
+ * long enough to vouch for it: its failures in a row are over, as if a
+ * worker had finished a task (an idle node would otherwise stay suspect
+ * for failure_window_s). */
+static void
+quiet_clear(struct master *m, struct node *n, double now)
+{
+	int k;
+
+	if (n->state != N_SUSPECT || now - n->last_strike < HEALTH_QUIET)
+		return;
+	for (k = 0; k < m->nworkers; k++) {
+		const struct worker *w = &m->workers[k];
+
+		if (w->node == n->id && (!worker_up(w) ||
+					 now - w->hello_at <
+					 REGISTRY_VOUCH_AFTER))
+			return;
+	}
+	n->strikes = 0;
+	set_state(m, n, N_UP, "no failure for a while and its workers up");
+}
+
 /* Probe N, inactive, once its time has come. */
 static void
 maybe_probe(struct master *m, struct node *n, double now)
@@ -586,6 +648,7 @@ health_cron(struct master *m, double now)
 		struct node *n = &m->nodes[i];
 
 		forget(m, n, now);
+		quiet_clear(m, n, now);
 		if (n->state == N_DRAINING)
 			drain_progress(m, n, now);
 		else if (n->state == N_REBOOTING || n->state == N_DOWN)

@@ -83,5 +83,8 @@ void health_cron(struct master *m, double now);
  * of the job (hosts.h) are INACTIVE, their workers retired, probed again
  * with backoff and brought in when their host answers. */
 void health_hosts_left_out(struct master *m);
+/* Ask each node's BMC for its power (master start): a node found off is
+ * power-cycled. */
+void health_check_power(struct master *m);
 
 #endif

@@ -18,6 +18,7 @@
 				 * least (and at least what the last took) */
 #define READY_RUN_MAX 30.0	/* the longest one ready command may run */
 #define BMC_FAILS_MAX 3		/* BMC failures in a row: it is gone */
+#define CYCLE_SPAWN_WAIT 3.0	/* the longest a cycle waits for a spawn */
 
 static struct master *lm;	/* for the children's callbacks */
 static struct child **ready;	/* each node's ready command, if it runs */
@@ -142,14 +143,22 @@ start(struct node *n, const struct master *m)
 
 /* Send the cycle, unless a spawn is under way: Open MPI's spawn can hang
  * (and with it every MPI call of the master) when the process it starts
- * is killed, so the cycle waits for it (the cron tries again). */
+ * is killed, so the cycle waits for it (the cron tries again), but only
+ * CYCLE_SPAWN_WAIT: a spawn that has not returned by then is hung already
+ * (often onto this very node, which is why it is cycled), and waiting for
+ * it would leave the node off until reboot_wait_s gives up on it. */
 static void
 cycle(struct master *m, struct node *n)
 {
-	if (registry_spawn_busy(m)) {
+	double waited = ft_now() - n->t_start;
+
+	if (registry_spawn_busy(m) && waited < CYCLE_SPAWN_WAIT) {
 		step(n, NS_CYCLE, ft_now() + POLL_MIN / 10);
 		return;
 	}
+	if (registry_spawn_busy(m))
+		log_warnx("node %s: a spawn has not returned in %.1f s: power "
+			  "cycle sent without waiting for it", n->name, waited);
 	step(n, NS_CYCLE, INFINITY);	/* until it answers */
 	send(m, n, BMC_CYCLE);
 }

@@ -11,6 +11,7 @@
 #include "child.h"
 #include "hosts.h"
 #include "log.h"
+#include "parked.h"
 #include "spawn.h"
 
 #define SEND_TIMEOUT_MIN 5.0	/* seconds a send to a live worker may take */
@@ -23,9 +24,12 @@
 #define RESPAWN_WAIT_MAX 5.0
 #define START_PARALLEL 8	/* first spawns under way at once */
 #define IDLE_NAP_MAX 0.5	/* longest nap of an idle worker */
+#define EXIT_DRAIN_ROUNDS 4	/* MPI progress rounds for a dead worker's
+				 * last messages */
 
 static struct registry_ops ops;
 static struct master *lm;		/* for the probes' callbacks */
+static struct parked *parked;		/* signal-9 reports held back */
 
 /* ---- set-up ---- */
 
@@ -44,6 +48,7 @@ registry_init(struct master *m, const struct registry_ops *o)
 
 	lm = m;
 	ops = *o;
+	parked = parked_new();
 	m->nworkers = m->cfg.nworkers;
 	m->workers = ft_calloc((size_t)m->nworkers, sizeof(*m->workers));
 	for (i = 0; i < m->cfg.nnodes; i++)
@@ -62,6 +67,8 @@ registry_free(struct master *m)
 	links_close_all(&m->links);
 	links_free(&m->links);
 	pidwatches_free(&m->exits);
+	parked_free(parked);
+	parked = NULL;
 	free(m->workers);
 	m->workers = NULL;
 }
@@ -87,9 +94,12 @@ deferred_failed(void *ctx, uint64_t id, uint64_t unused, const char *text)
 static void
 down(struct master *m, struct worker *w, enum wstate to, const char *reason)
 {
-	/* A respawn that did not come back; the first start is not one. */
-	w->died_starting = w->ever_up && (w->state == W_SPAWNING ||
-					  w->state == W_STARTING);
+	/* A respawn that did not come back; the first start is not one, nor
+	 * a spawn that hung in MPI (Open MPI's, now and then under load: a
+	 * failure like any other, not proof that the node is gone). */
+	w->died_starting = w->ever_up && !w->spawn_hung &&
+			   (w->state == W_SPAWNING || w->state == W_STARTING);
+	w->spawn_hung = 0;
 	if (worker_set(w, to, reason, &m->events) == 0 && to == W_DEAD &&
 	    !m->stopping) {
 		ops.dying(ops.ctx, w);
@@ -439,6 +449,59 @@ on_hello(struct master *m, struct worker *w, const void *p, size_t n)
 	registry_dispatch(m, w);
 }
 
+/* R of W, as final. */
+static void
+take_result(struct master *m, struct worker *w, const struct proto_result *r)
+{
+	enum sched_verdict v = sched_done(m->sched, w->id, r->tid, r->attempt,
+					  r->seconds, ft_now());
+
+	if (v == SCHED_ACCEPTED) {
+		w->tasks_done++;
+		w->failures = 0;
+		ops.result(ops.ctx, w, r->tid, r);
+	} else if (v == SCHED_DUPLICATE) {
+		m->counters.duplicates++;
+	} else {
+		m->counters.bad_msgs++;
+	}
+}
+
+/* How long a task's signal 9 waits for its worker's death: as long as a
+ * death takes to be seen (a heartbeat round and its timeout). */
+static double
+kill_grace(const struct master *m)
+{
+	return m->cfg.heartbeat + m->cfg.heartbeat_timeout;
+}
+
+/* The held signal-9 reports: dropped if their worker died meanwhile (the
+ * task was in flight on it: it runs again), else taken as final once
+ * their grace is over (or at once when stopping). */
+static void
+settle_parked(struct master *m, double now)
+{
+	size_t i = 0;
+
+	while (i < parked_count(parked)) {
+		const struct parked_result *x = parked_at(parked, i);
+		struct worker *w = &m->workers[x->worker];
+
+		if (w->spawn_gen != x->gen || !worker_up(w)) {
+			log_info("worker %d: task id %llu killed by signal 9 "
+				 "and its worker died right after: lost, not "
+				 "failed", x->worker,
+				 (unsigned long long)x->r.tid);
+			parked_drop(parked, i);
+		} else if (now >= x->until || m->stopping) {
+			take_result(m, w, &x->r);
+			parked_drop(parked, i);
+		} else {
+			i++;
+		}
+	}
+}
+
 static void
 on_results(struct master *m, struct worker *w, const void *p, size_t n)
 {
@@ -449,20 +512,12 @@ on_results(struct master *m, struct worker *w, const void *p, size_t n)
 	if (proto_iter_init(&it, p, n) == -1)
 		goto bad;
 	while ((rc = proto_next_result(&it, &r)) == 1) {
-		enum sched_verdict v = sched_done(m->sched, w->id, r.tid,
-						  r.attempt, r.seconds,
-						  ft_now());
-
 		m->counters.results_in++;
-		if (v == SCHED_ACCEPTED) {
-			w->tasks_done++;
-			w->failures = 0;
-			ops.result(ops.ctx, w, r.tid, &r);
-		} else if (v == SCHED_DUPLICATE) {
-			m->counters.duplicates++;
-		} else {
-			m->counters.bad_msgs++;
-		}
+		if (parked_is_kill(&r) && !m->stopping)
+			parked_add(parked, w->id, w->spawn_gen,
+				   ft_now() + kill_grace(m), &r);
+		else
+			take_result(m, w, &r);
 	}
 	if (rc == -1)
 		goto bad;
@@ -548,7 +603,13 @@ on_exited(void *ctx, int id)
 	if (!worker_up(w))
 		return;
 	m->counters.exits_seen++;
-	registry_fail(m, w, "its process exited");
+	/* What it sent before it died comes first: a result still in MPI's
+	 * hands names a task it finished, and the task it died running is
+	 * the one after (blame must not depend on which is seen first). */
+	for (int i = 0; i < EXIT_DRAIN_ROUNDS && worker_up(w); i++)
+		treq_test(&m->treqs, ft_now());
+	if (worker_up(w))
+		registry_fail(m, w, "its process exited");
 }
 
 /* ---- death ---- */
@@ -896,6 +957,7 @@ check_start(struct master *m, struct worker *w, double now)
 	    now - w->since > spawn_timeout(m)) {
 		/* Its end, if any, is dropped by collect_spawns. */
 		w->spawn_gen++;
+		w->spawn_hung = 1;
 		down(m, w, W_DEAD, "MPI_Comm_spawn did not return in time");
 	}
 	/* A respawned worker is in MPI already when its spawn returns: it
@@ -915,6 +977,7 @@ registry_cron(struct master *m, double now)
 		collect_spawns(m);
 		start_more(m);
 	}
+	settle_parked(m, now);
 	for (i = 0; i < m->nworkers; i++) {
 		struct worker *w = &m->workers[i];
 

@@ -22,6 +22,12 @@
 #include "master.h"
 #include "proto.h"
 
+/* A worker's finished tasks vouch for its node (clear the node's failures
+ * in a row) only once it has lived this many seconds past its hello: a
+ * node that kills whatever starts there within a moment (power off) is
+ * sick although each respawn finished a short task first. */
+#define REGISTRY_VOUCH_AFTER 2.0
+
 struct registry_ops {
 	void *ctx;
 	/* W's result R of task TID was the task's first: record it. */

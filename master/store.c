@@ -404,17 +404,26 @@ store_put(struct store *s, const char *path, const void *data, size_t len)
 void
 store_fail(struct store *s, const char *what, const char *path, int err)
 {
+	int was = s->failed;
+
 	s->failures++;
-	if (s->failed && s->err == err && strcmp(s->path, path) == 0)
+	s->episode_failures++;
+	if (was && s->err == err && strcmp(s->path, path) == 0)
 		return;
-	if (!s->failed)
+	if (!was) {
 		s->since = ft_wall();
+		s->episode_failures = 1;
+	}
 	s->failed = 1;
 	s->err = err;
 	free(s->path);
 	free(s->what);
 	s->path = ft_strdup(path);
 	s->what = ft_strdup(what);
+	/* One warning and one event per failure, however many files it
+	 * hits: the next file's failure is the same outage. */
+	if (was)
+		return;
 	log_warnx("state dir %s: %s %s: %s; no new tasks go out until it "
 		  "works again (what could not be written is kept)",
 		  err == ENOSPC ? "full" : "failing", what, path,
@@ -428,9 +437,11 @@ store_recovered(struct store *s)
 {
 	if (!s->failed)
 		return;
-	log_info("state dir writable again after %.1f s (%s %s had failed: "
-		 "%s); tasks go out again", ft_wall() - s->since, s->what,
-		 s->path, strerror(s->err));
+	log_info("state dir writable again after %.1f s (%llu writes had "
+		 "failed, the last %s %s: %s); tasks go out again",
+		 ft_wall() - s->since,
+		 (unsigned long long)s->episode_failures, s->what, s->path,
+		 strerror(s->err));
 	s->failed = 0;
 	if (s->ops.changed)
 		s->ops.changed(s->ops.ctx, 0, ft_wall() - s->since);

@@ -62,6 +62,8 @@ struct store {
 	char *what;			/* "write", "fsync", "create" ... */
 	double since;			/* wall time */
 	uint64_t failures;		/* rounds that failed, in all */
+	uint64_t episode_failures;	/* those of the outstanding failure
+					 * (or of the last one) */
 
 	/* Syncing. */
 	struct store_sync *sync;	/* the thread's state */

@@ -135,8 +135,10 @@ worker_set(struct worker *w, enum wstate to, const char *reason,
 	if ((from == W_DEAD || from == W_INACTIVE) &&
 	    (to == W_SPAWNING || to == W_STARTING))
 		w->respawns++;
-	if (to == W_IDLE && from == W_STARTING)
+	if (to == W_IDLE && from == W_STARTING) {
 		w->ever_up = 1;
+		w->hello_at = ft_now();
+	}
 	if (to != W_DEAD)
 		w->respawn_due = 0;
 	w->state = to;

@@ -53,6 +53,7 @@ struct worker {
 	int respawns;			/* times started after the first */
 	int failures;			/* failures since it last finished a task */
 	int ever_up;			/* has said hello once */
+	double hello_at;		/* its last hello (monotonic) */
 	int killed;			/* its last death killed its process */
 	int lingering;			/* dead, but its process was left alive */
 	int bye;			/* said bye */
@@ -77,6 +78,7 @@ struct worker {
 	uint64_t died_on;
 	int died_hung;
 	int died_starting;
+	int spawn_hung;			/* its spawn did not return in time */
 	int charged_task;
 };
 

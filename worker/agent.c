@@ -290,6 +290,7 @@ flush_results(struct agent *a)
 	}
 	proto_set_count(&b, count);
 	send_buf(a, FT_MSG_RESULT, &b);
+	runner_sent(a->runner);
 	runner_result_free(list);
 	return 1;
 }

@@ -21,6 +21,8 @@ struct runner {
 	pthread_t thread;
 	pthread_mutex_t mu;
 	pthread_cond_t work;		/* tasks arrived, or stop */
+	pthread_cond_t sent;		/* the results taken went out */
+	int taking;			/* results taken, not yet sent */
 	int efd;			/* eventfd: readable while results wait */
 	struct runner_task *head, *tail;
 	uint32_t queued;
@@ -115,6 +117,19 @@ on_group(const struct ft_task *task, pid_t pgid)
 	atomic_store(&r->group, (int)pgid);
 }
 
+/* Wait until every result of the tasks before is in MPI's hands.  A task
+ * that starts processes may kill the worker (`kill -9 $PPID`); the master
+ * must have heard of the task before it, or it blames that one, finished
+ * but unreported.  A moment next to a fork and an exec. */
+static void
+wait_sent(struct runner *r)
+{
+	pthread_mutex_lock(&r->mu);
+	while (!r->stop && (r->rhead != NULL || r->taking))
+		pthread_cond_wait(&r->sent, &r->mu);
+	pthread_mutex_unlock(&r->mu);
+}
+
 /* Run T through its plugin and describe the outcome in RES. */
 static void
 run_one(struct runner *r, struct runner_task *t, struct runner_result *res)
@@ -136,6 +151,8 @@ run_one(struct runner *r, struct runner_task *t, struct runner_result *res)
 		res->res.exit_code = -1;
 		goto out;
 	}
+	if (strcmp(p->name, "exec") == 0)
+		wait_sent(r);
 	task.id = t->tid;
 	task.attempt = t->attempt;
 	task.spec = spec;
@@ -256,6 +273,7 @@ runner_start(const struct ft_plugins *pl)
 	pthread_condattr_init(&ca);
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
 	pthread_cond_init(&r->work, &ca);
+	pthread_cond_init(&r->sent, NULL);
 	pthread_condattr_destroy(&ca);
 	if (pthread_create(&r->thread, NULL, runner_main, r) != 0) {
 		close(r->efd);
@@ -315,12 +333,22 @@ runner_take(struct runner *r)
 	pthread_mutex_lock(&r->mu);
 	res = r->rhead;
 	r->rhead = r->rtail = NULL;
+	r->taking = res != NULL;
 	/* Readable exactly while results wait: drained under the lock, a
 	 * result added later rings again. */
 	while (res && read(r->efd, &n, sizeof(n)) < 0 && errno == EINTR)
 		;
 	pthread_mutex_unlock(&r->mu);
 	return res;
+}
+
+void
+runner_sent(struct runner *r)
+{
+	pthread_mutex_lock(&r->mu);
+	r->taking = 0;
+	pthread_cond_broadcast(&r->sent);
+	pthread_mutex_unlock(&r->mu);
 }
 
 int
@@ -367,6 +395,7 @@ runner_stop(struct runner *r)
 	if (r->running)
 		r->running->cancel = 1;
 	pthread_cond_signal(&r->work);
+	pthread_cond_broadcast(&r->sent);
 	pthread_mutex_unlock(&r->mu);
 	pthread_join(r->thread, NULL);
 	while ((t = r->head) != NULL) {
@@ -376,6 +405,7 @@ runner_stop(struct runner *r)
 	runner_result_free(r->rhead);
 	pthread_mutex_destroy(&r->mu);
 	pthread_cond_destroy(&r->work);
+	pthread_cond_destroy(&r->sent);
 	close(r->efd);
 	free(r);
 }

@@ -45,6 +45,9 @@ void runner_set_node(struct runner *r, const char *node, size_t len);
 void runner_push(struct runner *r, struct runner_task *list);
 /* Take every finished result, oldest first (NULL if none). */
 struct runner_result *runner_take(struct runner *r);
+/* The results last taken have been sent: an exec task waiting for them
+ * may start. */
+void runner_sent(struct runner *r);
 /* A descriptor that is readable while results wait to be taken. */
 int runner_fd(const struct runner *r);
 /* Drop a queued instance, or ask the running one to stop. */

@@ -302,6 +302,78 @@ def test_hostile_clients(make_cluster):
     assert rc == 0, err
 
 
+class Flooders(threading.Thread):
+    """Clients that send status requests without reading, each coming
+    back when it is dropped, until told to stop."""
+
+    def __init__(self, c, n=4):
+        super().__init__(daemon=True)
+        self.c, self.n = c, n
+        self.stop = threading.Event()
+        self.drops = 0
+
+    def one(self):
+        line = b'{"v":1,"cmd":"status"}\n' * 64
+        while not self.stop.is_set():
+            try:
+                s = connect(self.c)
+            except OSError:
+                time.sleep(0.05)
+                continue
+            s.settimeout(1)
+            try:
+                while not self.stop.is_set():
+                    s.sendall(line)
+            except OSError:
+                self.drops += 1
+            finally:
+                s.close()
+
+    def run(self):
+        ts = [threading.Thread(target=self.one, daemon=True)
+              for _ in range(self.n)]
+        for t in ts:
+            t.start()
+        for t in ts:
+            t.join()
+
+
+def test_flood_memory_given_back(make_cluster):
+    """Floods of clients that do not read cost the master memory only
+    while they last: at most 64 MiB more during a 5 s flood (clients
+    dropped at a 4 MiB bound come back), within 16 MiB of the start 3 s
+    after; a worker killed during the flood is still declared dead within
+    2 heartbeats."""
+    c = make_cluster(heartbeat_ms=500, nodes=1, workers_per_node=2,
+                     control={"max_output_bytes": 4 << 20})
+    c.start()
+    master = c.master_pid
+    rss0 = rss_kib(master)
+    curve = []
+    flood = Flooders(c)
+    flood.start()
+    t0 = time.monotonic()
+    victim, t_kill = c.worker_pids()[0], None
+    while time.monotonic() - t0 < 5:
+        curve.append(rss_kib(master))
+        if t_kill is None and time.monotonic() - t0 > 2:
+            t_kill = time.time()
+            os.kill(victim, signal.SIGKILL)
+        time.sleep(0.1)
+    flood.stop.set()
+    flood.join(30)
+    time.sleep(3)
+    after = rss_kib(master)
+    print(f"rss KiB: start {rss0}, peak {max(curve)}, 3 s after {after}; "
+          f"drops {flood.drops}")
+    assert flood.drops > 0, "no flooding client was dropped"
+    assert max(curve) - rss0 <= 64 << 10, (rss0, curve)
+    assert after - rss0 <= 16 << 10, (rss0, after, curve)
+    dead = [e for e in c.events() if e["event"] == "worker_dead"
+            and e.get("pid") == victim]
+    assert dead and dead[0]["ts"] - t_kill <= 1.0, dead
+
+
 def test_idle_client_closed(make_cluster):
     c = make_cluster(heartbeat_ms=200, nodes=1,
                      control={"idle_timeout_s": 1})

@@ -276,9 +276,15 @@ def test_full_state_dir_loses_nothing(make_cluster, small_tmpfs):
         e for e in evs if e["event"] in ("master_up", "worker_dead",
                                          "worker_slow", "task_reassigned",
                                          "store_failed", "store_recovered")])
-    assert any(e["event"] == "store_failed" for e in evs)
-    assert any(e["event"] == "store_recovered" for e in evs)
+    # One event when the store fails and one when it recovers (the count
+    # of writes that failed is in master.log and /metrics): not one per
+    # file per retry.
+    failed = [e for e in evs if e["event"] == "store_failed"]
+    recovered = [e for e in evs if e["event"] == "store_recovered"]
+    assert failed and recovered
+    assert len(failed) <= len(recovered) + 1 <= 3, failed
     assert c.status()["store"]["state"] == "ok"
+    assert "writes had failed" in c.master_log()
     c.stop()
 
 

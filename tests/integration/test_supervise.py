@@ -245,6 +245,10 @@ def test_standby_takes_over(make_cluster, how):
         wait=False)
     assert rc == 0, err
     bid = batch_id_of(out)
+    # A client waiting with a reconnect timeout keeps its promise across
+    # the takeover: the lease names the replaced supervisor for a while.
+    waiter = popen_cli(c, "wait", "-c", c.config, bid,
+                       "--reconnect-timeout", "90")
     time.sleep(1)
     sig = signal.SIGKILL if how == "kill" else signal.SIGSTOP
     t0 = time.monotonic()
@@ -280,6 +284,8 @@ def test_standby_takes_over(make_cluster, how):
                                   lambda i: f"{i}\n")
     assert not problems, f"{problems}\n{r.stderr}"
     assert r.returncode == 0, r.stderr
+    out, err = waiter.communicate(timeout=120)
+    assert waiter.returncode == 0, err
 
 
 def test_stop_start_twice_standby(make_cluster):
