@@ -29,6 +29,7 @@
  *   grun.c      one attempt of a gang task (spawn, watch, notices, stop)
  *   link.c      the MPI side of each worker (timed requests)
  *   pidwatch.c  a worker process here seen to exit at once (pidfds)
+ *   parked.c    "signal 9" results held a moment: lost if the worker dies
  *   spawn.c     starting workers (MPI_Comm_spawn, or a static world)
  *   worker.c    the state machine of a worker
  *   node.c      the state machine of a node
