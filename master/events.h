@@ -137,7 +137,7 @@
 	F(int, batch) F(str, file) F(int, offset) F(int, bytes)		\
 	F(str, reason)
 #define EV_FIELDS_store_failed(F) F(str, op) F(str, path) F(str, error)
-#define EV_FIELDS_store_recovered(F) F(num, seconds)
+#define EV_FIELDS_store_recovered(F) F(num, seconds) F(int, failures)
 #define EV_FIELDS_events_dropped(F) F(int, count)
 
 #define EVF_NOW 1		/* flushed at once */

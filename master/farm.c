@@ -235,7 +235,8 @@ on_store_changed(void *ctx, int failed, double seconds)
 				strerror(m->store.err));
 		return;
 	}
-	ev_store_recovered(&m->events, seconds);
+	ev_store_recovered(&m->events, seconds,
+			   (long long)m->store.episode_failures);
 	registry_dispatch_all(m);
 }
 

@@ -283,6 +283,7 @@ def test_full_state_dir_loses_nothing(make_cluster, small_tmpfs):
     recovered = [e for e in evs if e["event"] == "store_recovered"]
     assert failed and recovered
     assert len(failed) <= len(recovered) + 1 <= 3, failed
+    assert all(e["failures"] >= 1 for e in recovered), recovered
     assert c.status()["store"]["state"] == "ok"
     assert "writes had failed" in c.master_log()
     c.stop()
