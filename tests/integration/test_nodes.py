@@ -255,10 +255,14 @@ def test_drain_and_undrain(make_cluster):
     assert r.returncode == 1 and "no \"bmc\"" in r.stderr, r
     assert [n["state"] for n in c.status()["nodes"]] == ["up", "up"]
 
-    # A suspect node that runs a task again is up, and its reason says so.
+    # A suspect node that runs a task again is up, and its reason says so
+    # (a respawned worker vouches for its node once it has lived 2 s past
+    # its hello: see docs/faults.md, the flapping-node window).
     os.kill(worker_of(c, "node2")[1], signal.SIGKILL)
     assert wait_until(lambda: node_row(c, "node2")["state"] == "suspect" and
                       worker_of(c, "node2")[1], 20)
+    time.sleep(2.5)
+    assert node_row(c, "node2")["state"] == "suspect"
     rc, out, err = c.submit(sleepy_batch(20, 0))
     assert rc == 0, err
     row = node_row(c, "node2")
