@@ -29,6 +29,11 @@
  * pipelines faster than it is served is not read until it is caught up
  * (its requests wait in its socket, not in the master's memory). */
 #define READ_AHEAD_MAX (256 << 10)
+/* Answers unread past this: the client's next requests wait (in its
+ * socket) until it has read them, so a client that sends and never reads
+ * costs the master this and one answer, not max_output_bytes.  Pushes to
+ * subscribers are not requests: max_output_bytes still bounds them. */
+#define OUT_PAUSE (256 << 10)
 
 struct client {
 	struct control *ctl;
@@ -71,6 +76,13 @@ struct control {
 
 static void client_close(struct client *c);
 static void consume(struct client *c);
+
+/* Has C more answers unread than OUT_PAUSE? */
+static int
+backlogged(const struct client *c)
+{
+	return c->out.len - c->out_off > OUT_PAUSE;
+}
 
 /* ---- answers ---- */
 
@@ -279,6 +291,11 @@ consume(struct client *c)
 		nl = memchr(c->in.data, '\n', c->in.len);
 		if (nl == NULL)
 			return;
+		if (backlogged(c)) {
+			/* on_writable serves it again once it has read. */
+			ev_io_stop(c->ctl->loop, &c->rio);
+			return;
+		}
 		if (++lines > LINES_PER_TURN) {
 			ev_timer_start(c->ctl->loop, &c->more);
 			return;
@@ -298,7 +315,7 @@ on_more(struct ev_loop *loop, ev_timer *t, int revents)
 	(void)revents;
 	consume(c);
 	if (!c->closing && !c->held && c->in.len <= READ_AHEAD_MAX &&
-	    !ev_is_active(&c->rio))
+	    !backlogged(c) && !ev_is_active(&c->rio))
 		ev_io_start(loop, &c->rio);
 }
 
@@ -395,10 +412,13 @@ on_writable(struct ev_loop *loop, ev_io *io, int revents)
 	}
 	c->out.len = c->out_off = 0;
 	ev_io_stop(loop, &c->wio);
-	if (c->closing)
+	if (c->closing) {
 		client_close(c);
-	else if (!ev_is_active(&c->rio))
+		return;
+	}
+	if (!ev_is_active(&c->rio))
 		ev_io_start(loop, &c->rio);
+	consume(c);		/* the lines a backlog held back */
 }
 
 /* ---- clients ---- */
