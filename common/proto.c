@@ -10,7 +10,8 @@ proto_msg_name(int type)
 {
 	static const char *names[] = {
 		"invalid", "hello", "welcome", "assign", "result", "ping",
-		"pong", "cancel", "stop", "bye",
+		"pong", "cancel", "stop", "bye", "relay", "spawn", "kill",
+		"exited",
 	};
 
 	if (type <= FT_MSG_INVALID || type >= FT_MSG_LAST)
@@ -51,6 +52,8 @@ proto_put_welcome(struct ft_buf *b, const struct proto_welcome *m)
 	wire_put_f64(b, m->master_timeout);
 	wire_put_f64(b, m->idle_nap);
 	wire_put_bytes(b, m->node, m->node_len);
+	wire_put_f64(b, m->heartbeat);
+	wire_put_f64(b, m->ping_timeout);
 }
 
 int
@@ -63,6 +66,8 @@ proto_get_welcome(const void *p, size_t n, struct proto_welcome *m)
 	m->master_timeout = wire_get_f64(&r);
 	m->idle_nap = wire_get_f64(&r);
 	m->node = wire_get_bytes(&r, &m->node_len);
+	m->heartbeat = wire_get_f64(&r);
+	m->ping_timeout = wire_get_f64(&r);
 	return wire_end(&r);
 }
 
@@ -153,6 +158,24 @@ proto_get_bye(const void *p, size_t n)
 }
 
 void
+proto_put_exited(struct ft_buf *b, const struct proto_exited *m)
+{
+	wire_put_u32(b, m->hung);
+	wire_put_bytes(b, m->reason, m->reason_len);
+}
+
+int
+proto_get_exited(const void *p, size_t n, struct proto_exited *m)
+{
+	struct wire_r r;
+
+	wire_reader(&r, p, n);
+	m->hung = wire_get_u32(&r);
+	m->reason = wire_get_bytes(&r, &m->reason_len);
+	return wire_end(&r);
+}
+
+void
 proto_begin_list(struct ft_buf *b)
 {
 	b->len = 0;
@@ -195,6 +218,21 @@ size_t
 proto_result_size(const struct proto_result *m)
 {
 	return 8 + 4 + 1 + 4 + 8 + 12 + m->reason_len + m->out_len + m->err_len;
+}
+
+void
+proto_put_relay(struct ft_buf *b, const struct proto_relay *m)
+{
+	wire_put_u32(b, m->slot);
+	wire_put_u32(b, m->gen);
+	wire_put_u32(b, m->tag);
+	wire_put_bytes(b, m->p, m->n);
+}
+
+size_t
+proto_relay_size(size_t n)
+{
+	return 4 + 4 + 4 + 4 + n;
 }
 
 int
@@ -261,5 +299,20 @@ proto_next_result(struct proto_iter *it, struct proto_result *m)
 	m->reason = wire_get_bytes(&r, &m->reason_len);
 	m->out = wire_get_bytes(&r, &m->out_len);
 	m->err = wire_get_bytes(&r, &m->err_len);
+	return iter_step(it, &r);
+}
+
+int
+proto_next_relay(struct proto_iter *it, struct proto_relay *m)
+{
+	struct wire_r r;
+
+	if (it->left == 0)
+		return iter_done(it);
+	wire_reader(&r, it->p + it->off, it->len - it->off);
+	m->slot = wire_get_u32(&r);
+	m->gen = wire_get_u32(&r);
+	m->tag = wire_get_u32(&r);
+	m->p = wire_get_bytes(&r, &m->n);
 	return iter_step(it, &r);
 }

@@ -1,21 +1,48 @@
 /*
- * proto: the messages between the master and its workers.
+ * proto: the messages between the master, its node agents and their
+ * slots.
  *
- * Every message is one MPI message of MPI_BYTEs whose tag is its type.
- * Tasks travel as small descriptors (their JSON text); bulk data goes
- * through files.  A message never exceeds FT_MSG_MAX bytes: the master keeps
- * one standing receive of that size per worker.
+ * The master talks MPI to one agent per node (ftfarm-worker); the agent
+ * starts the node's slots (ftfarm-slot, one per worker slot of the
+ * config) as local processes and talks to each over a socket (frame.h).
+ * Every master-agent message is one MPI message of MPI_BYTEs whose tag is
+ * its type; between an agent and a slot the same payloads travel in
+ * frames.  Tasks travel as small descriptors (their JSON text); bulk data
+ * goes through files.  A message never exceeds FT_MSG_MAX bytes: the master
+ * keeps one standing receive of that size per agent.
  *
- *   worker -> master   HELLO   version, slot, pid, host, plugin names
- *   master -> worker   WELCOME output cap, master silence limit
- *   master -> worker   ASSIGN  count x (task id, attempt, spec, cpus, gpus, cpuset)
- *   worker -> master   RESULT  count x (task id, attempt, ok, exit, seconds,
+ * Between the master and an agent (the agent's own messages):
+ *   agent -> master    HELLO   version, node index (as slot), pid, host,
+ *                               plugin names
+ *   master -> agent    WELCOME output cap, silence limit, heartbeat and
+ *                               ping timeout (the agent pings its slots)
+ *   master -> agent    PING    sequence number
+ *   agent -> master    PONG    sequence number, 0, live slots
+ *   master -> agent    STOP    flags: the agent stops its slots, then
+ *   agent -> master    BYE
+ *   either way         RELAY   count x (slot, generation, tag, payload):
+ *                               messages to or from slots
+ *
+ * Inside RELAY, master -> agent: SPAWN (start the slot as generation
+ * GEN; no payload), KILL (SIGKILL it now; no payload), and for the slot
+ * itself WELCOME, ASSIGN, CANCEL.  Agent -> master: the slot's HELLO,
+ * RESULT and BYE, and EXITED (its process ended: whether the agent killed
+ * it for a hang, and why).  Every entry carries the generation its SPAWN
+ * gave, so the master can drop what comes from a slot it has given up on.
+ *
+ * Between an agent and a slot (frames):
+ *   slot -> agent      HELLO   version, slot, pid, host, plugin names
+ *   agent -> slot      WELCOME output cap, silence limit
+ *   agent -> slot      ASSIGN  count x (task id, attempt, spec, cpus, gpus, cpuset)
+ *   slot -> agent      RESULT  count x (task id, attempt, ok, exit, seconds,
  *                               reason, stdout, stderr)
- *   master -> worker   PING    sequence number
- *   worker -> master   PONG    sequence number, running task id, queued
- *   master -> worker   CANCEL  task id, attempt
- *   master -> worker   STOP
- *   worker -> master   BYE
+ *   agent -> slot      PING    sequence number
+ *   slot -> agent      PONG    sequence number, running task id, queued
+ *   agent -> slot      CANCEL  task id, attempt
+ *   agent -> slot      STOP
+ *   slot -> agent      BYE
+ * A slot's messages are at most FT_SLOT_MSG_MAX bytes, so that each fits
+ * in a RELAY entry.
  */
 #ifndef FT_PROTO_H
 #define FT_PROTO_H
@@ -25,7 +52,7 @@
 
 #include "util.h"
 
-#define FT_PROTO_VERSION 4
+#define FT_PROTO_VERSION 5
 /* What `ftfarm-worker --version` prints (with FT_PROTO_VERSION). */
 #define FT_WORKER_VERSION_FMT "ftfarm-worker protocol %d"
 /* Set in a worker's environment to its pid and its start time, so
@@ -36,6 +63,10 @@
  * Open MPI's finalize would wait for them). */
 #define FT_STOP_NO_FINALIZE 1u
 #define FT_MSG_MAX (512 * 1024)
+/* What a RELAY entry adds to its payload, and so the largest message of
+ * a slot. */
+#define FT_RELAY_ROOM 64
+#define FT_SLOT_MSG_MAX (FT_MSG_MAX - FT_RELAY_ROOM)
 /* Largest task descriptor accepted at submit, so one always fits. */
 #define FT_SPEC_MAX (256 * 1024)
 
@@ -50,6 +81,10 @@ enum ft_msg {
 	FT_MSG_CANCEL,
 	FT_MSG_STOP,
 	FT_MSG_BYE,
+	FT_MSG_RELAY,
+	FT_MSG_SPAWN,
+	FT_MSG_KILL,
+	FT_MSG_EXITED,
 	FT_MSG_LAST
 };
 
@@ -72,6 +107,8 @@ struct proto_welcome {
 	double idle_nap;		/* longest nap of an idle worker, seconds */
 	const char *node;		/* the worker's node (FTFARM_NODE) */
 	size_t node_len;
+	double heartbeat;		/* agent: seconds between slot pings */
+	double ping_timeout;		/* agent: seconds a slot has to answer */
 };
 
 struct proto_task {
@@ -111,6 +148,22 @@ struct proto_cancel {
 	uint32_t attempt;
 };
 
+/* One entry of a RELAY. */
+struct proto_relay {
+	uint32_t slot;
+	uint32_t gen;			/* the slot's generation (its SPAWN's) */
+	uint32_t tag;			/* enum ft_msg of the payload */
+	const void *p;			/* points into the message */
+	size_t n;
+};
+
+/* EXITED: a slot's process has ended. */
+struct proto_exited {
+	uint32_t hung;			/* killed by its agent: no answer */
+	const char *reason;		/* "killed by signal 9", "exit 1", ... */
+	size_t reason_len;
+};
+
 void proto_put_hello(struct ft_buf *b, const struct proto_hello *m);
 int proto_get_hello(const void *p, size_t n, struct proto_hello *m);
 void proto_put_welcome(struct ft_buf *b, const struct proto_welcome *m);
@@ -127,6 +180,8 @@ void proto_put_stop(struct ft_buf *b, uint32_t flags);
 int proto_get_stop(const void *p, size_t n, uint32_t *flags);
 void proto_put_bye(struct ft_buf *b);
 int proto_get_bye(const void *p, size_t n);
+void proto_put_exited(struct ft_buf *b, const struct proto_exited *m);
+int proto_get_exited(const void *p, size_t n, struct proto_exited *m);
 
 /* ASSIGN and RESULT carry a count then that many records.  The writer
  * reserves the count and patches it with proto_set_count; the reader is
@@ -138,6 +193,11 @@ void proto_put_task(struct ft_buf *b, const struct proto_task *m);
 void proto_put_result(struct ft_buf *b, const struct proto_result *m);
 /* Encoded size of a result, to keep messages under FT_MSG_MAX. */
 size_t proto_result_size(const struct proto_result *m);
+/* RELAY is a list too (proto_begin_list, proto_set_count). */
+void proto_put_relay(struct ft_buf *b, const struct proto_relay *m);
+/* Encoded size of a RELAY entry of N payload bytes (at most N +
+ * FT_RELAY_ROOM). */
+size_t proto_relay_size(size_t n);
 
 struct proto_iter {
 	const unsigned char *p;
@@ -148,5 +208,6 @@ struct proto_iter {
 int proto_iter_init(struct proto_iter *it, const void *p, size_t n);
 int proto_next_task(struct proto_iter *it, struct proto_task *m);
 int proto_next_result(struct proto_iter *it, struct proto_result *m);
+int proto_next_relay(struct proto_iter *it, struct proto_relay *m);
 
 #endif
