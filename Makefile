@@ -45,7 +45,7 @@ COMMON := common/jpos.c common/jcheck.c common/config.c common/log.c \
 COMMON_MPI := common/treq.c
 MASTER := master/main.c master/loop.c master/farm.c master/commands.c \
 	master/control.c master/health.c master/registry.c master/batches.c \
-	master/jobs.c master/intake.c master/link.c master/spawn.c \
+	master/jobs.c master/intake.c master/agents.c master/link.c master/spawn.c \
 	master/worker.c master/node.c master/sched.c master/events.c \
 	master/defer.c master/store.c master/journal.c master/fence.c \
 	master/blame.c master/ladder.c master/bmc.c master/child.c \

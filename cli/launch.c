@@ -182,7 +182,8 @@ launch_argv(struct ft_argv *a, const struct launch_job *j)
 		ft_argv_add(a, j->restart_reason);
 	}
 	if (cfg && cfg->launch == FT_LAUNCH_STATIC) {
-		snprintf(num, sizeof(num), "%d", cfg->nworkers);
+		/* One agent per node: rank N + 1 is node N's. */
+		snprintf(num, sizeof(num), "%d", cfg->nnodes);
 		ft_argv_add(a, ":");
 		ft_argv_add(a, "-n");
 		ft_argv_add(a, num);

@@ -315,19 +315,21 @@ hosts_write_hostfile(const struct ft_config *cfg, char (*why)[WHYLEN],
 	struct ft_buf b = { 0 };
 	int i, k, local = 1, rc;
 
-	/* The master (mpirun's rank 0) runs on the first host: here. */
+	/* The master (mpirun's rank 0) runs on the first host: here.  Each
+	 * node is one MPI process, its agent (which starts the node's
+	 * worker slots itself). */
 	for (i = 0; i < cfg->nnodes; i++) {
 		const char *h = cfg->nodes[i].host;
 
 		if (ft_host_is_local(h)) {
-			local += cfg->nodes[i].workers;
+			local++;
 			continue;
 		}
 		if (why && why[i][0])
 			continue;
 		for (k = 0; strcmp(cfg->nodes[k].host, h) != 0; k++)
 			;
-		slots[k] += cfg->nodes[i].workers;
+		slots[k]++;
 	}
 	ft_buf_printf(&b, "localhost slots=%d\n", local);
 	for (i = 0; i < cfg->nnodes; i++)

@@ -78,6 +78,9 @@ node_row(const struct master *m, const struct node *nd)
 	ctl_row_num(o, &c[CTL_N_SINCE], ft_now() - nd->since);
 	ctl_row_num(o, &c[CTL_N_LAST_REBOOT], nd->last_reboot);
 	ctl_row_str(o, &c[CTL_N_BMC], bmc);
+	ctl_row_str(o, &c[CTL_N_AGENT],
+		    agents_state_name(m->agents[nd->id].state));
+	ctl_row_int(o, &c[CTL_N_AGENT_PID], m->agents[nd->id].pid);
 	ctl_row_str(o, &c[CTL_N_REASON], nd->reason);
 	return o;
 }

@@ -320,6 +320,8 @@ health_worker_dying(struct master *m, struct worker *w)
 	if (n->state == N_REBOOTING || n->state == N_DOWN ||
 	    n->state == N_INACTIVE)
 		return;		/* out of service: nothing to charge */
+	if (w->with_agent)
+		return;		/* another slot of its agent carries it */
 	v = blame_death(blame, t ? w->died_on : 0, n->id, w->died_hung,
 			healthy(m, n), why, sizeof(why));
 	w->charged_task = v == BLAME_TASK;
@@ -368,7 +370,7 @@ health_worker_failed(struct master *m, struct worker *w)
 	default:
 		break;
 	}
-	if (w->charged_task) {
+	if (w->charged_task || w->with_agent) {
 		registry_respawn_later(m, w);
 		return;
 	}

@@ -20,17 +20,18 @@
  *   blame.c     who is charged with a worker's death: its task or node
  *   bmc.c       each node's BMC through ipmitool (one command at a time)
  *   child.c     watched child processes (ipmitool, ready commands)
- *   registry.c  the workers: messages, pings, death, respawn, dispatch
+ *   registry.c  the workers (slots): messages, death, respawn, dispatch
  *   batches.c   batches: submission, results.jsonl, completion, replay
  *   journal.c   reading results.jsonl back after a restart
  *   store.c     every write into the state dir: fencing, fsync, failures
  *   jobs.c      the phase engine of job batches
  *   gangs.c     gang tasks: their queue, attempts and results
  *   grun.c      one attempt of a gang task (spawn, watch, notices, stop)
- *   link.c      the MPI side of each worker (timed requests)
- *   pidwatch.c  a worker process here seen to exit at once (pidfds)
+ *   agents.c    the node agents: spawn, hello, pings, relay, death
+ *   link.c      the MPI side of each agent (timed requests)
+ *   pidwatch.c  an agent process here seen to exit at once (pidfds)
  *   parked.c    "signal 9" results held a moment: lost if the worker dies
- *   spawn.c     starting workers (MPI_Comm_spawn, or a static world)
+ *   spawn.c     starting agents (MPI_Comm_spawn, or a static world)
  *   worker.c    the state machine of a worker
  *   node.c      the state machine of a node
  *   sched.c     the scheduler (no MPI, no I/O)
@@ -45,6 +46,7 @@
 #include <jansson.h>
 #include <stdint.h>
 
+#include "agents.h"
 #include "batches.h"
 #include "config.h"
 #include "defer.h"
@@ -118,9 +120,11 @@ struct master {
 	struct events events;
 	struct sched *sched;
 	struct worker *workers;		/* one per slot */
-	struct links links;		/* parallel to workers */
-	struct pidwatches exits;	/* parallel to workers */
 	int nworkers;
+	struct agent *agents;		/* one per node: its agent */
+	int nagents;
+	struct links links;		/* parallel to agents */
+	struct pidwatches exits;	/* parallel to agents */
 	struct node *nodes;		/* one per cfg.nodes */
 	struct batches batches;
 	struct store store;

@@ -8,45 +8,35 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "child.h"
-#include "hosts.h"
+#include "agents.h"
 #include "log.h"
 #include "parked.h"
-#include "spawn.h"
 
-#define SEND_TIMEOUT_MIN 5.0	/* seconds a send to a live worker may take */
 #define PICKS_MAX 256
-/* A spawn right after a kill raced Open MPI's handling of the dead
- * process: once in a few hundred respawns MPI_Comm_spawn hung for its
- * 300 s timeout.  Respawn only once the old process is gone, and a moment
- * later. */
+/* A respawn waits a moment after the death, and for the old process to
+ * be gone (its agent kills it, if it is still there, when told to start
+ * the next). */
 #define RESPAWN_DELAY 0.2
 #define RESPAWN_WAIT_MAX 5.0
-#define START_PARALLEL 8	/* first spawns under way at once */
-#define IDLE_NAP_MAX 0.5	/* longest nap of an idle worker */
-#define EXIT_DRAIN_ROUNDS 4	/* MPI progress rounds for a dead worker's
-				 * last messages */
 
 static struct registry_ops ops;
-static struct master *lm;		/* for the probes' callbacks */
 static struct parked *parked;		/* signal-9 reports held back */
 
 /* ---- set-up ---- */
 
-static void on_link_message(void *ctx, int id, int tag, const void *p,
-			    size_t n);
-static void on_link_failed(void *ctx, int id, const char *reason);
-static void on_exited(void *ctx, int id);
+static void on_agent_up(void *ctx, int node);
+static void on_agent_down(void *ctx, int node, const char *reason, int hung);
+static void on_relay(void *ctx, int node, const struct proto_relay *r);
 
 void
 registry_init(struct master *m, const struct registry_ops *o)
 {
-	struct link_ops lo = {
-		.ctx = m, .message = on_link_message, .failed = on_link_failed,
+	struct agents_ops ao = {
+		.ctx = m, .up = on_agent_up, .down = on_agent_down,
+		.relay = on_relay,
 	};
 	int i, k, slot = 0;
 
-	lm = m;
 	ops = *o;
 	parked = parked_new();
 	m->nworkers = m->cfg.nworkers;
@@ -55,18 +45,13 @@ registry_init(struct master *m, const struct registry_ops *o)
 		for (k = 0; k < m->cfg.nodes[i].workers; k++, slot++)
 			worker_init(&m->workers[slot], slot, i,
 				    m->cfg.nodes[i].name);
-	links_init(&m->links, m->nworkers, &m->treqs, &lo, !m->static_world,
-		   fmax(SEND_TIMEOUT_MIN, 2 * m->cfg.heartbeat_timeout),
-		   m->cfg.heartbeat_timeout);
-	pidwatches_init(&m->exits, m->nworkers, on_exited, m);
+	agents_init(m, &ao);
 }
 
 void
 registry_free(struct master *m)
 {
-	links_close_all(&m->links);
-	links_free(&m->links);
-	pidwatches_free(&m->exits);
+	agents_free(m);
 	parked_free(parked);
 	parked = NULL;
 	free(m->workers);
@@ -111,114 +96,54 @@ down(struct master *m, struct worker *w, enum wstate to, const char *reason)
 	w->died_hung = 0;
 }
 
-/* Begin W's process's life on COMM/RANK: wait for its hello. */
+/* W's agent is up: have it start W's process, and wait for its hello. */
 static void
-attach(struct master *m, struct worker *w, MPI_Comm comm, int rank)
+send_spawn(struct master *m, struct worker *w)
 {
-	snprintf(w->host, sizeof(w->host), "%s", m->cfg.nodes[w->node].host);
+	struct ft_buf msg = { 0 };
+	const struct agent *a = &m->agents[w->node];
+
+	snprintf(w->host, sizeof(w->host), "%s", a->host);
 	w->pid = 0;
 	w->start = 0;
 	w->bye = 0;
 	w->killed = 0;
+	w->heard = ft_now();
 	worker_set(w, W_STARTING, NULL, &m->events);
-	if (link_open(&m->links, w->id, comm, rank) == -1)
-		registry_fail(m, w, "cannot post a receive");
+	if (agents_relay(m, w->node, (uint32_t)w->id, w->spawn_gen,
+			 FT_MSG_SPAWN, &msg) == -1)
+		registry_doom(m, w, "its node agent cannot take messages");
 }
 
+/* Start W (a new generation of its slot): at once when its node's agent
+ * is up, else once it is (SPAWNING until then). */
 static void
-spawn_args(const struct master *m, const struct worker *w,
-	   struct spawn_args *a)
+start_slot(struct master *m, struct worker *w)
 {
-	a->exe = m->worker_exe;
-	a->host = m->cfg.nodes[w->node].host;
-	a->add_host = m->nodes[w->node].outside;
-	a->slot = w->id;
-	a->node = w->node_name;
-	a->state_dir = m->cfg.state_dir;
-}
+	int up = agents_want(m, w->node);
 
-/* Spawn W in the loop: STARTING, or DEAD with the spawn's error. */
-static void
-spawn_now(struct master *m, struct worker *w)
-{
-	struct spawn_args a;
-	MPI_Comm comm;
-	char err[256];
-
-	spawn_args(m, w, &a);
 	w->spawn_gen++;
+	w->pid = 0;
+	w->with_agent = 0;
 	worker_set(w, W_SPAWNING, NULL, &m->events);
-	if (spawn_one(&a, &comm, err, sizeof(err)) == 0) {
-		attach(m, w, comm, 0);
-		return;
-	}
-	down(m, w, W_DEAD, err);
-}
-
-/* Start W's first spawn on a spawner thread.  0, or -1 (no thread). */
-static int
-first_spawn(struct master *m, struct worker *w)
-{
-	struct spawn_args a;
-
-	spawn_args(m, w, &a);
-	if (spawn_async_start(&a, w->spawn_gen + 1) == -1)
-		return -1;
-	w->spawn_gen++;
-	worker_set(w, W_SPAWNING, NULL, &m->events);
-	return 0;
-}
-
-/* The first spawns, START_PARALLEL at a time: each costs the master
- * little and mostly waits for the new process's MPI_Init, so that
- * several at once start a cluster in a fraction of the time.  Called
- * again from the cron until every worker has been spawned once. */
-static void
-start_more(struct master *m)
-{
-	int i, running = 0;
-
-	for (i = 0; i < m->nworkers; i++)
-		running += m->workers[i].state == W_SPAWNING;
-	for (i = 0; i < m->nworkers && running < START_PARALLEL; i++) {
-		struct worker *w = &m->workers[i];
-
-		if (w->state != W_NEW || m->stopping)
-			continue;
-		if (first_spawn(m, w) == -1) {
-			spawn_now(m, w);	/* no thread: in the loop */
-			continue;
-		}
-		running++;
-	}
+	if (up == 1)
+		send_spawn(m, w);
+	else if (up == -1)
+		down(m, w, W_DEAD, "its node agent is gone for good");
 }
 
 int
 registry_start(struct master *m, char *err, size_t n)
 {
-	int i, up = 0, tried = 0;
+	int i;
 
-	if (m->static_world) {
-		if (spawn_static_check(m->nworkers, err, n) == -1)
-			return -1;
-		for (i = 0; i < m->nworkers; i++)
-			attach(m, &m->workers[i], MPI_COMM_WORLD, i + 1);
-		return 0;
-	}
-	if (m->async_spawn) {
-		start_more(m);
-		return 0;
-	}
-	for (i = 0; i < m->nworkers; i++) {
-		if (m->workers[i].state != W_NEW)
-			continue;	/* its host was left out */
-		spawn_now(m, &m->workers[i]);
-		up += m->workers[i].state == W_STARTING;
-		tried++;
-	}
-	if (tried > 0 && up == 0)
-		snprintf(err, n, "no worker could be spawned (see master.log)");
-	return tried > 0 && up == 0 ? -1 : 0;
+	if (agents_start(m, err, n) == -1)
+		return -1;
+	for (i = 0; i < m->nworkers; i++)
+		if (m->workers[i].state == W_NEW)	/* else its host was
+							 * left out */
+			start_slot(m, &m->workers[i]);
+	return 0;
 }
 
 /* ---- sending ---- */
@@ -228,11 +153,11 @@ registry_start(struct master *m, char *err, size_t n)
 static int
 send_msg(struct master *m, struct worker *w, int tag, struct ft_buf *msg)
 {
-	if (link_send(&m->links, w->id, tag, msg) == -1) {
-		registry_doom(m, w, "MPI send failed");
+	if (agents_relay(m, w->node, (uint32_t)w->id, w->spawn_gen, tag,
+			 msg) == -1) {
+		registry_doom(m, w, "its node agent cannot take messages");
 		return -1;
 	}
-	master_kick(m);
 	return 0;
 }
 
@@ -320,7 +245,7 @@ send_picks(struct master *m, struct worker *w, struct sched_pick *picks,
 						      sizeof(gpus)) : 0;
 		pt.cpuset_len = cpu_set_of(m, w, cpuset, sizeof(cpuset));
 		if (count > 0 && msg.len + pt.spec_len + pt.gpus_len +
-		    pt.cpuset_len + 48 > FT_MSG_MAX) {
+		    pt.cpuset_len + 48 > FT_SLOT_MSG_MAX) {
 			proto_set_count(&msg, count);
 			if (send_msg(m, w, FT_MSG_ASSIGN, &msg) == -1)
 				return;
@@ -405,15 +330,6 @@ registry_slow(struct master *m, struct worker *w, uint64_t tid)
 
 /* ---- messages from a worker ---- */
 
-/* The longest nap of an idle worker: a ping must be answered within
- * TIMEOUT.  Half of it, for the usual heartbeats; a quarter for fast ones
- * (they ask for fast detection and pay for it). */
-static double
-idle_nap(double timeout)
-{
-	return timeout >= 0.5 ? fmin(IDLE_NAP_MAX, timeout / 2) : timeout / 4;
-}
-
 static void
 on_hello(struct master *m, struct worker *w, const void *p, size_t n)
 {
@@ -421,7 +337,6 @@ on_hello(struct master *m, struct worker *w, const void *p, size_t n)
 	struct proto_welcome wel = {
 		.output_cap = (uint32_t)m->cfg.output_cap,
 		.master_timeout = m->cfg.master_silence,
-		.idle_nap = idle_nap(m->cfg.heartbeat_timeout),
 		.node = w->node_name,
 		.node_len = strlen(w->node_name),
 	};
@@ -437,8 +352,6 @@ on_hello(struct master *m, struct worker *w, const void *p, size_t n)
 	w->pid = (pid_t)h.pid;
 	w->start = h.start;
 	snprintf(w->host, sizeof(w->host), "%.*s", (int)h.host_len, h.host);
-	if (ft_host_is_local(w->host))
-		pidwatch_start(&m->exits, m->loop, w->id, w->pid, w->start);
 	proto_put_welcome(&msg, &wel);
 	if (send_msg(m, w, FT_MSG_WELCOME, &msg) == -1)
 		return;
@@ -530,18 +443,6 @@ bad:
 }
 
 static void
-on_pong(struct master *m, struct worker *w, const void *p, size_t n)
-{
-	struct proto_pong pong;
-
-	if (proto_get_pong(p, n, &pong) == -1) {
-		m->counters.bad_msgs++;
-		return;
-	}
-	link_pong(&m->links, w->id, pong.seq);
-}
-
-static void
 on_bye(struct master *m, struct worker *w, const void *p, size_t n)
 {
 	if (proto_get_bye(p, n) == -1)
@@ -550,116 +451,143 @@ on_bye(struct master *m, struct worker *w, const void *p, size_t n)
 	worker_set(w, W_STOPPED, "said bye", &m->events);
 }
 
-/* One message from worker ID: dispatch on its type. */
+/* W's process has ended (its agent saw it): a death, unless W was
+ * stopping and said bye. */
 static void
-on_link_message(void *ctx, int id, int tag, const void *p, size_t n)
+on_exited_msg(struct master *m, struct worker *w, const void *p, size_t n)
+{
+	struct proto_exited e;
+
+	if (proto_get_exited(p, n, &e) == -1) {
+		m->counters.bad_msgs++;
+		memset(&e, 0, sizeof(e));
+	}
+	if (w->bye)
+		return;
+	log_info("worker %d: pid %d on %s ended: %.*s", w->id, (int)w->pid,
+		 w->host, (int)e.reason_len, e.reason ? e.reason : "");
+	if (e.hung) {
+		char why[160];
+
+		snprintf(why, sizeof(why), "%.*s", (int)e.reason_len,
+			 e.reason ? e.reason : "");
+		w->reported_hung = 1;
+		w->killed = 1;
+		registry_fail(m, w, why[0] ? why : "hung");
+		return;
+	}
+	if (worker_up(w))
+		m->counters.exits_seen++;
+	registry_fail(m, w, "its process exited");
+}
+
+/* A message of slot R->slot from NODE's agent: dispatch on its type,
+ * unless it comes from a generation of the slot given up on. */
+static void
+on_relay(void *ctx, int node, const struct proto_relay *r)
 {
 	struct master *m = ctx;
-	struct worker *w = &m->workers[id];
+	struct worker *w;
 
-	if (!worker_live(w))
+	if (r->slot >= (uint32_t)m->nworkers ||
+	    m->workers[r->slot].node != node) {
+		m->counters.bad_msgs++;
+		log_warnx("node %s: its agent relayed a message of slot %u, "
+			  "not one of the node's", m->cfg.nodes[node].name,
+			  r->slot);
 		return;
-	if (w->state == W_STARTING && tag != FT_MSG_HELLO) {
+	}
+	w = &m->workers[r->slot];
+	if (r->gen != w->spawn_gen || !worker_live(w))
+		return;
+	w->heard = ft_now();
+	if (w->state == W_STARTING && r->tag != FT_MSG_HELLO &&
+	    r->tag != FT_MSG_EXITED) {
 		registry_fail(m, w, "spoke before saying hello");
 		return;
 	}
-	switch (tag) {
+	switch (r->tag) {
 	case FT_MSG_HELLO:
-		on_hello(m, w, p, n);
+		on_hello(m, w, r->p, r->n);
 		break;
 	case FT_MSG_RESULT:
-		on_results(m, w, p, n);
-		break;
-	case FT_MSG_PONG:
-		on_pong(m, w, p, n);
+		on_results(m, w, r->p, r->n);
 		break;
 	case FT_MSG_BYE:
-		on_bye(m, w, p, n);
+		on_bye(m, w, r->p, r->n);
+		break;
+	case FT_MSG_EXITED:
+		on_exited_msg(m, w, r->p, r->n);
 		break;
 	default:
 		m->counters.bad_msgs++;
-		log_warnx("worker %d: unexpected message %s (%d)", w->id,
-			  proto_msg_name(tag), tag);
+		log_warnx("worker %d: unexpected message %s (%u)", w->id,
+			  proto_msg_name((int)r->tag), r->tag);
 	}
 }
 
+/* NODE's agent said hello: the slots that wait for it start. */
 static void
-on_link_failed(void *ctx, int id, const char *reason)
+on_agent_up(void *ctx, int node)
 {
 	struct master *m = ctx;
+	int i;
 
-	registry_fail(m, &m->workers[id], reason);
+	for (i = 0; i < m->nworkers; i++)
+		if (m->workers[i].node == node &&
+		    m->workers[i].state == W_SPAWNING)
+			send_spawn(m, &m->workers[i]);
 }
 
-/* Worker ID's process on this machine has exited (pidwatch.h).  After a
- * bye, or once told to stop, that is its way out; before, a death seen
- * at once instead of at its next deadline. */
+/* NODE's agent is gone: so is every slot of it.  One failure of the node,
+ * not one per slot: the first slot carries it (node health), the others
+ * follow (with_agent); none is charged to the task it ran. */
 static void
-on_exited(void *ctx, int id)
+on_agent_down(void *ctx, int node, const char *reason, int hung)
 {
 	struct master *m = ctx;
-	struct worker *w = &m->workers[id];
+	char why[256];
+	int i, first = 1;
 
-	if (!worker_up(w))
-		return;
-	m->counters.exits_seen++;
-	/* What it sent before it died comes first: a result still in MPI's
-	 * hands names a task it finished, and the task it died running is
-	 * the one after (blame must not depend on which is seen first). */
-	for (int i = 0; i < EXIT_DRAIN_ROUNDS && worker_up(w); i++)
-		treq_test(&m->treqs, ft_now());
-	if (worker_up(w))
-		registry_fail(m, w, "its process exited");
+	snprintf(why, sizeof(why), "its node agent: %s", reason);
+	for (i = 0; i < m->nworkers; i++) {
+		struct worker *w = &m->workers[i];
+
+		if (w->node != node ||
+		    (!worker_live(w) && w->state != W_SPAWNING))
+			continue;
+		w->with_agent = !first;
+		first = 0;
+		if (w->state == W_SPAWNING) {
+			down(m, w, W_DEAD, why);
+			continue;
+		}
+		w->reported_hung = hung;
+		w->agent_died = 1;
+		registry_fail(m, w, why);
+	}
 }
 
 /* ---- death ---- */
 
-static void
-remote_killed(void *arg, const struct child_result *r)
-{
-	char what[CHILD_OUT_MAX + 64];
+/* ---- death ---- */
 
-	child_describe(r, what, sizeof(what));
-	log_info("worker %d: kill over ssh %s", (int)(intptr_t)arg, what);
-}
-
-/* SIGKILL the process of W, on another host, over ssh (in the
- * background: the host may not answer, and the pid means nothing here).
- * Only the very process W was: its start time must match there. */
-static void
-kill_remote(struct master *m, struct worker *w)
-{
-	char cmd[160], **argv;
-	struct child *c;
-
-	snprintf(cmd, sizeof(cmd), "[ \"$(cut -d' ' -f22 /proc/%d/stat)\" = "
-		 "%llu ] && kill -9 %d", (int)w->pid, w->start, (int)w->pid);
-	argv = hosts_remote_argv(&m->cfg, w->host, cmd);
-	c = child_start(m->loop, argv, m->cfg.dir, HOSTS_PROBE_BOUND,
-			remote_killed, (void *)(intptr_t)w->id);
-	hosts_argv_free(argv);
-	(void)c;		/* it ends by itself within the bound */
-	log_info("worker %d: killing pid %d on %s over ssh", w->id,
-		 (int)w->pid, w->host);
-}
-
-/* SIGKILL W's process if the MPI survives that; only the very process W
- * was (pid and start time), never one that reused its pid.  On another
- * host, over ssh, in the background.  Returns 1 if a signal was sent
- * here. */
+/* SIGKILL W's process: here at once (only the very process W was, pid
+ * and start time, and what its tasks left running), and through its
+ * agent in any case (the agent knows it even before its hello).  Returns
+ * 1 if a signal was sent here. */
 static int
 kill_worker(struct master *m, struct worker *w)
 {
 	char entry[64], entry2[64];
-	int killed, strays;
+	struct ft_buf msg = { 0 };
+	int killed = 0, strays;
 
-	if (!m->can_kill || w->pid <= 0)
+	if (agents_is_up(m, w->node))
+		agents_relay(m, w->node, (uint32_t)w->id, w->spawn_gen,
+			     FT_MSG_KILL, &msg);
+	if (w->pid <= 0 || !ft_host_is_local(w->host))
 		return 0;
-	if (!ft_host_is_local(w->host)) {
-		if (w->start)
-			kill_remote(m, w);
-		return 0;
-	}
 	killed = ft_proc_is(w->pid, w->start) && kill(w->pid, SIGKILL) == 0;
 	/* Its tasks' processes would run on beside their next attempt. */
 	snprintf(entry, sizeof(entry), "%s=%d", FT_WORKER_ENV, (int)w->pid);
@@ -691,14 +619,14 @@ static void
 take_down(struct master *m, struct worker *w, enum wstate to,
 	  const char *reason)
 {
-	pidwatch_stop(&m->exits, w->id);
-	w->died_on = to == W_DEAD ? sched_oldest(m->sched, w->id) : 0;
-	w->died_hung = to == W_DEAD && still_there(w);
-	w->killed = kill_worker(m, w);
-	/* Where killing a rank would end the job (MPICH), a hung worker is
-	 * left alone and told to stop at shutdown. */
-	w->lingering = !w->killed && m->static_world && !m->can_kill;
-	link_close(&m->links, w->id);
+	/* A death counts against the task it was running, unless the whole
+	 * node agent went; a retirement against none. */
+	w->died_on = to == W_DEAD && !w->agent_died ?
+		     sched_oldest(m->sched, w->id) : 0;
+	w->died_hung = to == W_DEAD && (w->reported_hung || still_there(w));
+	w->killed |= kill_worker(m, w);
+	w->reported_hung = 0;
+	w->agent_died = 0;
 	down(m, w, to, reason);
 	if (to == W_DEAD)
 		sched_worker_down(m->sched, w->id, reason, ft_now());
@@ -714,8 +642,7 @@ registry_fail(struct master *m, struct worker *w, const char *reason)
 		return;
 	/* How long it went unnoticed: at most this since it was last heard. */
 	if (worker_up(w))
-		hist_observe(&m->stats.detect,
-			     ft_now() - m->links.v[w->id].last_heard);
+		hist_observe(&m->stats.detect, ft_now() - w->heard);
 	take_down(m, w, W_DEAD, reason);
 }
 
@@ -800,194 +727,49 @@ respawn_ready(const struct worker *w, double now)
 	       now > w->respawn_at + RESPAWN_WAIT_MAX;
 }
 
-/* W's host probe has ended with R: respawn W at the next cron, or fail
- * the respawn (node health takes it from there). */
-static void
-probed(void *arg, const struct child_result *r)
-{
-	struct worker *w = arg;
-	struct master *m = lm;
-	char what[CHILD_OUT_MAX + 64], why[CHILD_OUT_MAX + 160];
-
-	w->probing = 0;
-	if (m->stopping || !w->respawn_due ||
-	    (w->state != W_DEAD && w->state != W_INACTIVE))
-		return;
-	if (r->started && r->exit == 0 && !r->timed_out && !r->signal) {
-		w->probed = 1;
-		master_kick(m);
-		return;
-	}
-	child_describe(r, what, sizeof(what));
-	snprintf(why, sizeof(why), "host %s does not answer: %s", w->host,
-		 what);
-	w->respawn_due = 0;
-	w->spawn_gen++;
-	worker_set(w, W_SPAWNING, NULL, &m->events);
-	down(m, w, W_DEAD, why);
-}
-
-/* Must W's host answer a probe before W is spawned there again? */
-static int
-needs_probe(const struct master *m, const struct worker *w)
-{
-	return m->async_spawn && !w->probed &&
-	       !ft_host_is_local(m->cfg.nodes[w->node].host);
-}
-
-static void
-start_probe(struct master *m, struct worker *w)
-{
-	char *cmd = hosts_probe_cmd(m->worker_exe);
-	char **argv = hosts_remote_argv(&m->cfg, m->cfg.nodes[w->node].host,
-					cmd);
-
-	w->probing = 1;
-	child_start(m->loop, argv, m->cfg.dir, HOSTS_PROBE_BOUND, probed, w);
-	hosts_argv_free(argv);
-	free(cmd);
-}
-
-/* Spawn W again, on a spawner thread when there is one. */
-static void
-respawn(struct master *m, struct worker *w)
-{
-	struct spawn_args a;
-
-	if (w->probing)
-		return;
-	if (needs_probe(m, w)) {
-		start_probe(m, w);
-		return;
-	}
-	w->probed = 0;
-	if (!m->async_spawn) {
-		spawn_now(m, w);
-		return;
-	}
-	spawn_args(m, w, &a);
-	if (spawn_async_start(&a, w->spawn_gen + 1) == -1)
-		return;		/* try again at the next cron */
-	w->spawn_gen++;
-	w->pid = 0;
-	worker_set(w, W_SPAWNING, NULL, &m->events);
-}
-
-/* How long a spawn may take before it is given up on (it normally takes
- * a quarter of a second here). */
-static double
-spawn_timeout(const struct master *m)
-{
-	return m->cfg.start_timeout < 15 ? m->cfg.start_timeout : 15;
-}
-
-/* Take the spawner threads' finished spawns. */
-static void
-collect_spawns(struct master *m)
-{
-	MPI_Comm comm;
-	char err[256];
-	unsigned gen;
-	int slot;
-
-	while (spawn_async_poll(&slot, &gen, &comm, err, sizeof(err)) == 1) {
-		struct worker *w = &m->workers[slot];
-
-		if (w->state != W_SPAWNING || gen != w->spawn_gen) {
-			/* Given up on meanwhile: the new process, never
-			 * welcomed, leaves by itself. */
-			if (comm != MPI_COMM_NULL)
-				MPI_Comm_free(&comm);
-			continue;
-		}
-		if (comm == MPI_COMM_NULL)
-			down(m, w, W_DEAD, err);
-		else
-			attach(m, w, comm, 0);
-	}
-}
-
 /* ---- cron ---- */
 
-/* Ping W in a heartbeat round, or every quarter heartbeat when it holds
- * the last tasks. */
-static void
-maybe_ping(struct master *m, struct worker *w, int round, double now)
-{
-	const struct link *l = &m->links.v[w->id];
-	int last_tasks;
-
-	if (l->ping != NULL || !worker_up(w) || !l->open)
-		return;
-	last_tasks = sched_queued(m->sched) == 0 &&
-		     sched_inflight(m->sched, w->id) > 0;
-	if (!round && !(last_tasks && now - l->last_ping >= m->cfg.heartbeat / 4))
-		return;
-	if (link_ping(&m->links, w->id, now) == -1)
-		registry_fail(m, w, "MPI send failed");
-}
-
-/* Is a heartbeat round due?  All workers are pinged in the same round,
- * so that an idle master wakes once for the pings and once for their
- * deadlines, and their answers come in one burst. */
-static int
-ping_round_due(struct master *m, double now)
-{
-	double hb = m->cfg.heartbeat;
-
-	if (now < m->ping_round)
-		return 0;
-	m->ping_round += hb;
-	if (m->ping_round < now + hb / 2)	/* late: start again from now */
-		m->ping_round = now + hb;
-	return 1;
-}
-
-double
-registry_next_round(const struct master *m)
-{
-	return m->ping_round;
-}
-
-/* Deadlines of W's start: its spawn, then its hello. */
+/* Deadlines of W's start: its agent's, then its hello. */
 static void
 check_start(struct master *m, struct worker *w, double now)
 {
-	if (w->state == W_SPAWNING && m->async_spawn &&
-	    now - w->since > spawn_timeout(m)) {
-		/* Its end, if any, is dropped by collect_spawns. */
-		w->spawn_gen++;
-		w->spawn_hung = 1;
-		down(m, w, W_DEAD, "MPI_Comm_spawn did not return in time");
-	}
-	/* A respawned worker is in MPI already when its spawn returns: it
+	double limit = m->cfg.start_timeout < 15 ? m->cfg.start_timeout : 15;
+
+	/* The agent's own deadlines end a wait for it (on_agent_down);
+	 * this is the bound of last resort. */
+	if (w->state == W_SPAWNING && now - w->since > 2 * m->cfg.start_timeout)
+		down(m, w, W_DEAD, "its node agent did not come up in time");
+	/* A slot is started by its agent in a few milliseconds: a respawn
 	 * need not get the whole start timeout. */
 	if (w->state == W_STARTING &&
-	    now - w->since > (w->respawns ? spawn_timeout(m)
-					  : m->cfg.start_timeout))
+	    now - w->since > (w->respawns ? limit : m->cfg.start_timeout))
 		registry_fail(m, w, "no hello from the new worker in time");
 }
 
 void
 registry_cron(struct master *m, double now)
 {
-	int i, round = ping_round_due(m, now);
+	int i;
 
-	if (m->async_spawn) {
-		collect_spawns(m);
-		start_more(m);
-	}
+	agents_cron(m, now);
 	settle_parked(m, now);
 	for (i = 0; i < m->nworkers; i++) {
 		struct worker *w = &m->workers[i];
 
 		check_start(m, w, now);
 		if ((w->state == W_DEAD || w->state == W_INACTIVE) &&
-		    !m->stopping && respawn_ready(w, now))
-			respawn(m, w);
-		maybe_ping(m, w, round, ft_now());
+		    !m->stopping && respawn_ready(w, now)) {
+			w->respawn_due = 0;
+			start_slot(m, w);
+		}
 		update_state(m, w);
 	}
+}
+
+double
+registry_next_round(const struct master *m)
+{
+	return agents_next_round(m);
 }
 
 int
@@ -1001,13 +783,13 @@ registry_starting(const struct master *m)
 		    m->workers[i].state == W_STARTING ||
 		    m->workers[i].respawn_due)
 			return 1;
-	return 0;
+	return agents_starting(m);
 }
 
 int
 registry_spawn_busy(const struct master *m)
 {
-	return m->async_spawn && spawn_async_busy();
+	return agents_spawn_busy(m);
 }
 
 int
@@ -1030,29 +812,11 @@ registry_any_left(const struct master *m)
 int
 registry_lost_ranks(const struct master *m)
 {
-	int i;
-
-	for (i = 0; m->static_world && i < m->nworkers; i++)
-		if (m->workers[i].state == W_DEAD ||
-		    m->workers[i].state == W_INACTIVE)
-			return 1;
-	return 0;
+	return agents_lost_ranks(m);
 }
 
-static void
-send_stop(struct master *m, struct worker *w)
-{
-	struct ft_buf msg = { 0 };
-
-	/* A stopped (SIGSTOP) worker that was not killed can still leave
-	 * cleanly once it runs again. */
-	if (w->pid > 0 && ft_host_is_local(w->host) &&
-	    ft_proc_is(w->pid, w->start))
-		kill(w->pid, SIGCONT);
-	proto_put_stop(&msg, registry_lost_ranks(m) ? FT_STOP_NO_FINALIZE : 0);
-	send_msg(m, w, FT_MSG_STOP, &msg);
-}
-
+/* Every slot stops with its agent: the agent tells them, relays their
+ * byes, then says its own. */
 void
 registry_stop_all(struct master *m)
 {
@@ -1062,16 +826,12 @@ registry_stop_all(struct master *m)
 		struct worker *w = &m->workers[i];
 
 		w->respawn_due = 0;
-		if (w->lingering) {
-			send_stop(m, w);
-			continue;
-		}
-		if (!worker_live(w) || w->bye || !m->links.v[i].open)
+		if (!worker_live(w) || w->bye || w->state == W_STOPPING)
 			continue;
 		sched_worker_pause(m->sched, w->id);
-		send_stop(m, w);
 		worker_set(w, W_STOPPING, "stop", &m->events);
 	}
+	agents_stop_all(m, registry_lost_ranks(m) ? FT_STOP_NO_FINALIZE : 0);
 }
 
 int
@@ -1082,7 +842,7 @@ registry_all_stopped(const struct master *m)
 	for (i = 0; i < m->nworkers; i++)
 		if (worker_live(&m->workers[i]) && !m->workers[i].bye)
 			return 0;
-	return 1;
+	return agents_all_stopped(m);
 }
 
 void
@@ -1096,4 +856,5 @@ registry_kill_leftovers(struct master *m)
 		if (worker_live(w) && !w->bye)
 			registry_fail(m, w, "did not stop in time");
 	}
+	agents_kill_leftovers(m);
 }

@@ -47,8 +47,8 @@ mpi_error(int rc, const char *what, char *err, size_t n)
 
 /* A spawn's own copy of its arguments, for a thread. */
 struct spawn_req {
-	char exe[4096], host[256], node[256], state_dir[4096], slot[16];
-	int nslot, add_host;
+	char exe[4096], host[256], node[256], state_dir[4096], index[16];
+	int nindex, add_host;
 	unsigned gen;
 	MPI_Comm self;			/* its own duplicate of MPI_COMM_SELF */
 	int rc, code;
@@ -63,8 +63,8 @@ req_fill(struct spawn_req *r, const struct spawn_args *a)
 	snprintf(r->host, sizeof(r->host), "%s", a->host);
 	snprintf(r->node, sizeof(r->node), "%s", a->node);
 	snprintf(r->state_dir, sizeof(r->state_dir), "%s", a->state_dir);
-	snprintf(r->slot, sizeof(r->slot), "%d", a->slot);
-	r->nslot = a->slot;
+	snprintf(r->index, sizeof(r->index), "%d", a->node_index);
+	r->nindex = a->node_index;
 	r->add_host = a->add_host;
 }
 
@@ -72,7 +72,7 @@ req_fill(struct spawn_req *r, const struct spawn_args *a)
 static void
 req_spawn(struct spawn_req *r)
 {
-	char *argv[] = { "--slot", r->slot, "--node", r->node,
+	char *argv[] = { "--node-index", r->index, "--node", r->node,
 			 "--state-dir", r->state_dir, NULL };
 	MPI_Info info;
 
@@ -118,15 +118,15 @@ spawn_one(const struct spawn_args *a, MPI_Comm *comm, char *err, size_t n)
 }
 
 int
-spawn_static_check(int nworkers, char *err, size_t n)
+spawn_static_check(int nagents, char *err, size_t n)
 {
 	int size;
 
 	MPI_Comm_size(MPI_COMM_WORLD, &size);
-	if (size == nworkers + 1)
+	if (size == nagents + 1)
 		return 0;
 	snprintf(err, n, "static launch: the MPI world has %d processes, the "
-		 "config asks for 1 master + %d workers", size, nworkers);
+		 "config asks for 1 master + %d node agents", size, nagents);
 	return -1;
 }
 
@@ -204,7 +204,7 @@ spawn_async_start(const struct spawn_args *a, unsigned gen)
 }
 
 int
-spawn_async_poll(int *slot, unsigned *gen, MPI_Comm *comm, char *err,
+spawn_async_poll(int *id, unsigned *gen, MPI_Comm *comm, char *err,
 		 size_t n)
 {
 	struct spawn_req *r;
@@ -218,7 +218,7 @@ spawn_async_poll(int *slot, unsigned *gen, MPI_Comm *comm, char *err,
 	pthread_mutex_unlock(&sp_mu);
 	if (r == NULL)
 		return 0;
-	*slot = r->nslot;
+	*id = r->nindex;
 	*gen = r->gen;
 	req_result(r, comm, err, n);
 	if (r->self != MPI_COMM_NULL)

@@ -55,7 +55,6 @@ struct worker {
 	int ever_up;			/* has said hello once */
 	double hello_at;		/* its last hello (monotonic) */
 	int killed;			/* its last death killed its process */
-	int lingering;			/* dead, but its process was left alive */
 	int bye;			/* said bye */
 	uint64_t tasks_done;
 	/* Respawn (DEAD only): not before respawn_at, and only once the
@@ -64,13 +63,13 @@ struct worker {
 	double respawn_at;
 	pid_t old_pid;
 	unsigned spawn_gen;		/* which spawn is the current one */
-	/* On another host, a respawn waits for an ssh probe of it: a spawn
-	 * onto a host that does not answer blocks in MPI for as long as
-	 * it does not, and slows the master's other MPI traffic. */
-	int probing;			/* a probe runs */
-	int probed;			/* it answered: spawn now */
 	const char *doomed;		/* a failure found inside a tick, for after it */
 	int held;			/* its node takes no tasks now */
+	double heard;			/* its last message (monotonic) */
+	int reported_hung;		/* its agent killed it: no answer */
+	int agent_died;			/* it died with its node agent */
+	int with_agent;			/* ... and another slot carries the
+					 * node's failure (node health) */
 	/* Its last death, for node health's blame: the task it was running
 	 * (0: none), whether its process was still there (a hang), whether
 	 * a respawn of it did not come back (its spawn or hello failed or

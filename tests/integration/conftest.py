@@ -76,7 +76,13 @@ def all_pids():
 
 
 def is_cluster_worker(tag, pid):
-    """Is PID an ftfarm-worker of the cluster tagged TAG?"""
+    """Is PID a worker slot (ftfarm-slot) of the cluster tagged TAG?"""
+    want = f"FTFARM_TEST_TAG={tag}".encode()
+    return "ftfarm-slot" in proc_cmdline(pid) and want in proc_environ(pid)
+
+
+def is_cluster_agent(tag, pid):
+    """Is PID a node agent (ftfarm-worker) of the cluster tagged TAG?"""
     want = f"FTFARM_TEST_TAG={tag}".encode()
     return "ftfarm-worker" in proc_cmdline(pid) and want in proc_environ(pid)
 
@@ -336,7 +342,8 @@ class Cluster:
 
 # ---- the binaries under test ----
 
-BIN_FILES = ("ftfarm", "ftfarm-master", "ftfarm-worker", "ftfarm-gang")
+BIN_FILES = ("ftfarm", "ftfarm-master", "ftfarm-worker", "ftfarm-slot",
+             "ftfarm-gang")
 
 
 def have_build(bindir):

@@ -1,0 +1,697 @@
+/* agents: the node agents as the master sees them (see agents.h). */
+#include "agents.h"
+
+#include <math.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "child.h"
+#include "hosts.h"
+#include "log.h"
+#include "master.h"
+#include "spawn.h"
+
+#define SEND_TIMEOUT_MIN 5.0	/* seconds a send to a live agent may take */
+/* A spawn right after a kill raced Open MPI's handling of the dead
+ * process: respawn only once the old process is gone, and a moment
+ * later. */
+#define RESPAWN_DELAY 0.2
+#define RESPAWN_WAIT_MAX 5.0
+#define START_PARALLEL 8	/* spawns under way at once */
+#define IDLE_NAP_MAX 0.5	/* longest nap of an idle agent */
+#define EXIT_DRAIN_ROUNDS 4	/* MPI progress rounds for a dead agent's
+				 * last messages */
+
+static struct agents_ops ops;
+static struct master *am;		/* for the probes' callbacks */
+
+static void on_link_message(void *ctx, int id, int tag, const void *p,
+			    size_t n);
+static void on_link_failed(void *ctx, int id, const char *reason);
+static void on_exited(void *ctx, int id);
+
+const char *
+agents_state_name(enum astate s)
+{
+	static const char *names[A_NSTATES] = {
+		[A_NONE] = "new", [A_SPAWNING] = "spawning",
+		[A_STARTING] = "starting", [A_UP] = "up",
+		[A_STOPPING] = "stopping", [A_STOPPED] = "stopped",
+		[A_DEAD] = "dead",
+	};
+
+	return s < A_NSTATES ? names[s] : "?";
+}
+
+static int
+live(const struct agent *a)
+{
+	return a->state == A_STARTING || a->state == A_UP ||
+	       a->state == A_STOPPING;
+}
+
+static void
+set_state(struct agent *a, enum astate to)
+{
+	a->state = to;
+	a->since = ft_now();
+}
+
+/* ---- set-up ---- */
+
+void
+agents_init(struct master *m, const struct agents_ops *o)
+{
+	struct link_ops lo = {
+		.ctx = m, .message = on_link_message, .failed = on_link_failed,
+	};
+	int i;
+
+	am = m;
+	ops = *o;
+	m->nagents = m->cfg.nnodes;
+	m->agents = ft_calloc((size_t)m->nagents, sizeof(*m->agents));
+	for (i = 0; i < m->nagents; i++)
+		m->agents[i].node = i;
+	links_init(&m->links, m->nagents, &m->treqs, &lo, !m->static_world,
+		   fmax(SEND_TIMEOUT_MIN, 2 * m->cfg.heartbeat_timeout),
+		   m->cfg.heartbeat_timeout);
+	pidwatches_init(&m->exits, m->nagents, on_exited, m);
+}
+
+void
+agents_free(struct master *m)
+{
+	links_close_all(&m->links);
+	links_free(&m->links);
+	pidwatches_free(&m->exits);
+	free(m->agents);
+	m->agents = NULL;
+}
+
+/* Begin A's process's life on COMM/RANK: wait for its hello. */
+static void
+attach(struct master *m, struct agent *a, MPI_Comm comm, int rank)
+{
+	snprintf(a->host, sizeof(a->host), "%s", m->cfg.nodes[a->node].host);
+	a->pid = 0;
+	a->start = 0;
+	a->killed = 0;
+	a->last_heard = ft_now();
+	set_state(a, A_STARTING);
+	if (link_open(&m->links, a->node, comm, rank) == -1)
+		agents_fail(m, a->node, "cannot post a receive");
+}
+
+int
+agents_start(struct master *m, char *err, size_t n)
+{
+	int i;
+
+	if (!m->static_world)
+		return 0;
+	if (spawn_static_check(m->nagents, err, n) == -1)
+		return -1;
+	for (i = 0; i < m->nagents; i++)
+		attach(m, &m->agents[i], MPI_COMM_WORLD, i + 1);
+	return 0;
+}
+
+/* ---- spawning ---- */
+
+static void
+spawn_args(const struct master *m, const struct agent *a,
+	   struct spawn_args *s)
+{
+	s->exe = m->worker_exe;
+	s->host = m->cfg.nodes[a->node].host;
+	s->add_host = m->nodes[a->node].outside;
+	s->node_index = a->node;
+	s->node = m->cfg.nodes[a->node].name;
+	s->state_dir = m->cfg.state_dir;
+}
+
+/* A's start failed for WHY. */
+static void
+start_failed(struct master *m, struct agent *a, const char *why)
+{
+	log_warnx("node %s: its agent could not be started: %s",
+		  m->cfg.nodes[a->node].name, why);
+	set_state(a, A_DEAD);
+	a->spawn_at = ft_now() + RESPAWN_DELAY;
+	ops.down(ops.ctx, a->node, why, 0);
+}
+
+/* Spawn A, on a spawner thread when there is one.  0, or -1 (no thread
+ * free now: try at the next cron). */
+static int
+spawn(struct master *m, struct agent *a)
+{
+	struct spawn_args s;
+	MPI_Comm comm;
+	char err[256];
+
+	spawn_args(m, a, &s);
+	a->probed = 0;
+	a->wanted = 0;
+	if (a->state != A_NONE)
+		a->respawns++;
+	if (m->async_spawn) {
+		if (spawn_async_start(&s, a->gen + 1) == -1)
+			return -1;
+		a->gen++;
+		set_state(a, A_SPAWNING);
+		return 0;
+	}
+	a->gen++;
+	set_state(a, A_SPAWNING);
+	if (spawn_one(&s, &comm, err, sizeof(err)) == 0)
+		attach(m, a, comm, 0);
+	else
+		start_failed(m, a, err);
+	return 0;
+}
+
+/* A's host probe has ended with R: spawn A at the next cron, or fail. */
+static void
+probed(void *arg, const struct child_result *r)
+{
+	struct agent *a = arg;
+	struct master *m = am;
+	char what[CHILD_OUT_MAX + 64], why[CHILD_OUT_MAX + 160];
+
+	a->probing = 0;
+	if (m->stopping || live(a) || a->state == A_SPAWNING)
+		return;
+	if (r->started && r->exit == 0 && !r->timed_out && !r->signal) {
+		a->probed = 1;
+		master_kick(m);
+		return;
+	}
+	child_describe(r, what, sizeof(what));
+	snprintf(why, sizeof(why), "host %s does not answer: %s",
+		 m->cfg.nodes[a->node].host, what);
+	a->wanted = 0;
+	start_failed(m, a, why);
+}
+
+/* Must A's host answer a probe before A is spawned there again? */
+static int
+needs_probe(const struct master *m, const struct agent *a)
+{
+	return m->async_spawn && a->state != A_NONE && !a->probed &&
+	       !ft_host_is_local(m->cfg.nodes[a->node].host);
+}
+
+static void
+start_probe(struct master *m, struct agent *a)
+{
+	char *cmd = hosts_probe_cmd(m->worker_exe);
+	char **argv = hosts_remote_argv(&m->cfg, m->cfg.nodes[a->node].host,
+					cmd);
+
+	a->probing = 1;
+	child_start(m->loop, argv, m->cfg.dir, HOSTS_PROBE_BOUND, probed, a);
+	hosts_argv_free(argv);
+	free(cmd);
+}
+
+int
+agents_want(struct master *m, int node)
+{
+	struct agent *a = &m->agents[node];
+
+	if (a->state == A_UP)
+		return 1;
+	if (a->state == A_SPAWNING || a->state == A_STARTING)
+		return 0;
+	if (m->static_world || a->state == A_STOPPING || m->stopping)
+		return -1;
+	if (!a->wanted && a->state == A_DEAD && a->spawn_at < ft_now())
+		a->spawn_at = ft_now();
+	a->wanted = 1;
+	master_kick(m);
+	return 0;
+}
+
+int
+agents_is_up(const struct master *m, int node)
+{
+	return m->agents[node].state == A_UP;
+}
+
+/* Has the time come to spawn A? */
+static int
+spawn_ready(const struct agent *a, double now)
+{
+	if (!a->wanted || now < a->spawn_at || a->probing)
+		return 0;
+	return a->old_pid <= 0 || !ft_pid_alive(a->old_pid) ||
+	       now > a->spawn_at + RESPAWN_WAIT_MAX;
+}
+
+/* Spawn the wanted agents, START_PARALLEL at a time: each costs the
+ * master little and mostly waits for the new process's MPI_Init. */
+static void
+spawn_wanted(struct master *m, double now)
+{
+	int i, running = 0;
+
+	for (i = 0; i < m->nagents; i++)
+		running += m->agents[i].state == A_SPAWNING;
+	for (i = 0; i < m->nagents && running < START_PARALLEL; i++) {
+		struct agent *a = &m->agents[i];
+
+		if (m->stopping || !spawn_ready(a, now) ||
+		    (a->state != A_NONE && a->state != A_DEAD &&
+		     a->state != A_STOPPED))
+			continue;
+		if (needs_probe(m, a)) {
+			start_probe(m, a);
+			continue;
+		}
+		if (spawn(m, a) == 0)
+			running += a->state == A_SPAWNING;
+	}
+}
+
+/* How long a spawn may take before it is given up on (it normally takes
+ * a quarter of a second here). */
+static double
+spawn_timeout(const struct master *m)
+{
+	return m->cfg.start_timeout < 15 ? m->cfg.start_timeout : 15;
+}
+
+/* Take the spawner threads' finished spawns. */
+static void
+collect_spawns(struct master *m)
+{
+	MPI_Comm comm;
+	char err[256];
+	unsigned gen;
+	int id;
+
+	while (spawn_async_poll(&id, &gen, &comm, err, sizeof(err)) == 1) {
+		struct agent *a = &m->agents[id];
+
+		if (a->state != A_SPAWNING || gen != a->gen) {
+			/* Given up on meanwhile: the new process, never
+			 * welcomed, leaves by itself. */
+			if (comm != MPI_COMM_NULL)
+				MPI_Comm_free(&comm);
+			continue;
+		}
+		if (comm == MPI_COMM_NULL)
+			start_failed(m, a, err);
+		else
+			attach(m, a, comm, 0);
+	}
+}
+
+/* Deadlines of A's start: its spawn, then its hello. */
+static void
+check_start(struct master *m, struct agent *a, double now)
+{
+	if (a->state == A_SPAWNING && m->async_spawn &&
+	    now - a->since > spawn_timeout(m)) {
+		a->gen++;	/* its end, if any, is dropped */
+		start_failed(m, a, "MPI_Comm_spawn did not return in time");
+	}
+	if (a->state == A_STARTING &&
+	    now - a->since > (a->respawns ? spawn_timeout(m)
+					  : m->cfg.start_timeout))
+		agents_fail(m, a->node, "no hello from the node agent in time");
+}
+
+/* ---- sending ---- */
+
+static void
+deferred_fail(void *ctx, uint64_t id, uint64_t gen, const char *text)
+{
+	struct master *m = ctx;
+	struct agent *a = &m->agents[id];
+
+	if (a->gen == gen)
+		agents_fail(m, a->node, text);
+}
+
+static int
+send_msg(struct master *m, struct agent *a, int tag, struct ft_buf *msg)
+{
+	if (link_send(&m->links, a->node, tag, msg) == -1) {
+		defer_call(&m->defer, deferred_fail, (uint64_t)a->node, a->gen,
+			   "MPI send failed");
+		return -1;
+	}
+	master_kick(m);
+	return 0;
+}
+
+int
+agents_relay(struct master *m, int node, uint32_t slot, uint32_t gen,
+	     int tag, struct ft_buf *payload)
+{
+	struct agent *a = &m->agents[node];
+	struct proto_relay r = {
+		.slot = slot, .gen = gen, .tag = (uint32_t)tag,
+		.p = payload->data, .n = payload->len,
+	};
+	struct ft_buf msg = { 0 };
+	int rc = -1;
+
+	if (a->state == A_UP || a->state == A_STOPPING) {
+		proto_begin_list(&msg);
+		proto_put_relay(&msg, &r);
+		proto_set_count(&msg, 1);
+		rc = send_msg(m, a, FT_MSG_RELAY, &msg);
+	}
+	ft_buf_free(payload);
+	return rc;
+}
+
+/* ---- messages from an agent ---- */
+
+/* The longest nap of an idle agent: a ping must be answered within
+ * TIMEOUT.  Half of it, for the usual heartbeats; a quarter for fast ones
+ * (they ask for fast detection and pay for it). */
+static double
+idle_nap(double timeout)
+{
+	return timeout >= 0.5 ? fmin(IDLE_NAP_MAX, timeout / 2) : timeout / 4;
+}
+
+static void
+on_hello(struct master *m, struct agent *a, const void *p, size_t n)
+{
+	const char *node = m->cfg.nodes[a->node].name;
+	struct proto_hello h;
+	struct proto_welcome wel = {
+		.output_cap = (uint32_t)m->cfg.output_cap,
+		.master_timeout = m->cfg.master_silence,
+		.idle_nap = idle_nap(m->cfg.heartbeat_timeout),
+		.node = node,
+		.node_len = strlen(node),
+		.heartbeat = m->cfg.heartbeat,
+		.ping_timeout = m->cfg.heartbeat_timeout,
+	};
+	struct ft_buf msg = { 0 };
+
+	if (proto_get_hello(p, n, &h) == -1 || h.version != FT_PROTO_VERSION ||
+	    (int)h.slot != a->node || a->state != A_STARTING) {
+		log_warnx("node %s: bad hello from its agent (version %u, "
+			  "node index %u)", node, h.version, h.slot);
+		agents_fail(m, a->node, "incompatible or malformed hello");
+		return;
+	}
+	a->pid = (pid_t)h.pid;
+	a->start = h.start;
+	snprintf(a->host, sizeof(a->host), "%.*s", (int)h.host_len, h.host);
+	if (ft_host_is_local(a->host))
+		pidwatch_start(&m->exits, m->loop, a->node, a->pid, a->start);
+	proto_put_welcome(&msg, &wel);
+	if (send_msg(m, a, FT_MSG_WELCOME, &msg) == -1)
+		return;
+	set_state(a, A_UP);
+	log_info("node %s: agent up (pid %d on %s)", node, (int)a->pid,
+		 a->host);
+	ops.up(ops.ctx, a->node);
+}
+
+static void
+on_relay(struct master *m, struct agent *a, const void *p, size_t n)
+{
+	struct proto_iter it;
+	struct proto_relay r;
+	int rc;
+
+	if (proto_iter_init(&it, p, n) == -1)
+		goto bad;
+	while ((rc = proto_next_relay(&it, &r)) == 1 && live(a))
+		ops.relay(ops.ctx, a->node, &r);
+	if (rc != -1)
+		return;
+bad:
+	m->counters.bad_msgs++;
+	log_warnx("node %s: malformed relay message from its agent",
+		  m->cfg.nodes[a->node].name);
+}
+
+static void
+on_link_message(void *ctx, int id, int tag, const void *p, size_t n)
+{
+	struct master *m = ctx;
+	struct agent *a = &m->agents[id];
+	struct proto_pong pong;
+
+	if (!live(a))
+		return;
+	a->last_heard = ft_now();
+	if (a->state == A_STARTING && tag != FT_MSG_HELLO) {
+		agents_fail(m, id, "spoke before saying hello");
+		return;
+	}
+	switch (tag) {
+	case FT_MSG_HELLO:
+		on_hello(m, a, p, n);
+		break;
+	case FT_MSG_RELAY:
+		on_relay(m, a, p, n);
+		break;
+	case FT_MSG_PONG:
+		if (proto_get_pong(p, n, &pong) == 0)
+			link_pong(&m->links, id, pong.seq);
+		else
+			m->counters.bad_msgs++;
+		break;
+	case FT_MSG_BYE:
+		if (proto_get_bye(p, n) == -1)
+			m->counters.bad_msgs++;
+		pidwatch_stop(&m->exits, id);
+		set_state(a, A_STOPPED);
+		break;
+	default:
+		m->counters.bad_msgs++;
+		log_warnx("node %s: unexpected message %s (%d) from its agent",
+			  m->cfg.nodes[id].name, proto_msg_name(tag), tag);
+	}
+}
+
+static void
+on_link_failed(void *ctx, int id, const char *reason)
+{
+	agents_fail(ctx, id, reason);
+}
+
+/* Agent ID's process on this machine has exited: after a bye, or once
+ * told to stop, that is its way out; before, a death seen at once. */
+static void
+on_exited(void *ctx, int id)
+{
+	struct master *m = ctx;
+	struct agent *a = &m->agents[id];
+
+	if (a->state != A_UP && a->state != A_STARTING)
+		return;
+	m->counters.exits_seen++;
+	/* What it sent before it died comes first: its slots' last results
+	 * and their exits. */
+	for (int i = 0; i < EXIT_DRAIN_ROUNDS && live(a); i++)
+		treq_test(&m->treqs, ft_now());
+	if (a->state == A_UP || a->state == A_STARTING)
+		agents_fail(m, id, "its process exited");
+}
+
+/* ---- death ---- */
+
+static void
+remote_killed(void *arg, const struct child_result *r)
+{
+	char what[CHILD_OUT_MAX + 64];
+
+	child_describe(r, what, sizeof(what));
+	log_info("node agent %d: kill over ssh %s", (int)(intptr_t)arg, what);
+}
+
+/* SIGKILL A's process on another host over ssh, in the background (the
+ * host may not answer), and only the very process A was: its start time
+ * must match there.  Its slots die with it (they ask the kernel for
+ * SIGKILL when their agent goes). */
+static void
+kill_remote(struct master *m, struct agent *a)
+{
+	char cmd[160], **argv;
+
+	snprintf(cmd, sizeof(cmd), "[ \"$(cut -d' ' -f22 /proc/%d/stat)\" = "
+		 "%llu ] && kill -9 %d", (int)a->pid, a->start, (int)a->pid);
+	argv = hosts_remote_argv(&m->cfg, a->host, cmd);
+	child_start(m->loop, argv, m->cfg.dir, HOSTS_PROBE_BOUND,
+		    remote_killed, (void *)(intptr_t)a->node);
+	hosts_argv_free(argv);
+	log_info("node %s: killing its agent, pid %d on %s, over ssh",
+		 m->cfg.nodes[a->node].name, (int)a->pid, a->host);
+}
+
+/* SIGKILL A's process if the MPI survives that.  1 if a signal was sent
+ * here. */
+static int
+kill_agent(struct master *m, struct agent *a)
+{
+	if (!m->can_kill || a->pid <= 0)
+		return 0;
+	if (!ft_host_is_local(a->host)) {
+		if (a->start)
+			kill_remote(m, a);
+		return 0;
+	}
+	return ft_proc_is(a->pid, a->start) && kill(a->pid, SIGKILL) == 0;
+}
+
+void
+agents_fail(struct master *m, int node, const char *reason)
+{
+	struct agent *a = &m->agents[node];
+	int hung;
+
+	if (!live(a))
+		return;
+	pidwatch_stop(&m->exits, node);
+	hung = a->pid > 0 && ft_host_is_local(a->host) &&
+	       ft_pid_staying(a->pid);
+	a->killed = kill_agent(m, a);
+	link_close(&m->links, node);
+	log_warnx("node %s: its agent failed: %s", m->cfg.nodes[node].name,
+		  reason);
+	set_state(a, A_DEAD);
+	a->spawn_at = ft_now() + RESPAWN_DELAY;
+	a->old_pid = ft_host_is_local(a->host) ? a->pid : 0;
+	a->gen++;
+	if (!m->stopping)
+		ops.down(ops.ctx, node, reason, hung);
+	master_kick(m);
+}
+
+/* ---- cron ---- */
+
+/* Is a heartbeat round due?  Every agent is pinged in the same round, so
+ * that an idle master wakes once for the pings and once for their
+ * deadlines. */
+static int
+ping_round_due(struct master *m, double now)
+{
+	double hb = m->cfg.heartbeat;
+
+	if (now < m->ping_round)
+		return 0;
+	m->ping_round += hb;
+	if (m->ping_round < now + hb / 2)	/* late: start again from now */
+		m->ping_round = now + hb;
+	return 1;
+}
+
+double
+agents_next_round(const struct master *m)
+{
+	return m->ping_round;
+}
+
+void
+agents_cron(struct master *m, double now)
+{
+	int i, round = ping_round_due(m, now);
+
+	if (m->async_spawn)
+		collect_spawns(m);
+	spawn_wanted(m, now);
+	for (i = 0; i < m->nagents; i++) {
+		struct agent *a = &m->agents[i];
+
+		check_start(m, a, now);
+		if (round && a->state == A_UP && m->links.v[i].open &&
+		    m->links.v[i].ping == NULL &&
+		    link_ping(&m->links, i, ft_now()) == -1)
+			agents_fail(m, i, "MPI send failed");
+	}
+}
+
+int
+agents_starting(const struct master *m)
+{
+	int i;
+
+	for (i = 0; i < m->nagents; i++)
+		if (m->agents[i].state == A_SPAWNING ||
+		    m->agents[i].state == A_STARTING || m->agents[i].wanted)
+			return 1;
+	return 0;
+}
+
+int
+agents_spawn_busy(const struct master *m)
+{
+	return m->async_spawn && spawn_async_busy();
+}
+
+/* ---- shutdown ---- */
+
+void
+agents_stop_all(struct master *m, uint32_t flags)
+{
+	int i;
+
+	for (i = 0; i < m->nagents; i++) {
+		struct agent *a = &m->agents[i];
+		struct ft_buf msg = { 0 };
+
+		a->wanted = 0;
+		if (a->state != A_UP && a->state != A_STARTING)
+			continue;
+		/* A stopped (SIGSTOP) agent can still leave cleanly once it
+		 * runs again. */
+		if (a->pid > 0 && ft_host_is_local(a->host) &&
+		    ft_proc_is(a->pid, a->start))
+			kill(a->pid, SIGCONT);
+		if (a->state == A_STARTING) {
+			agents_fail(m, i, "stopped before its hello");
+			continue;
+		}
+		proto_put_stop(&msg, flags);
+		set_state(a, A_STOPPING);
+		send_msg(m, a, FT_MSG_STOP, &msg);
+	}
+}
+
+int
+agents_all_stopped(const struct master *m)
+{
+	int i;
+
+	for (i = 0; i < m->nagents; i++)
+		if (live(&m->agents[i]))
+			return 0;
+	return 1;
+}
+
+void
+agents_kill_leftovers(struct master *m)
+{
+	int i;
+
+	for (i = 0; i < m->nagents; i++)
+		if (live(&m->agents[i]))
+			agents_fail(m, i, "did not stop in time");
+}
+
+int
+agents_lost_ranks(const struct master *m)
+{
+	int i;
+
+	for (i = 0; m->static_world && i < m->nagents; i++)
+		if (m->agents[i].state == A_DEAD)
+			return 1;
+	return 0;
+}

@@ -1,0 +1,113 @@
+/*
+ * agents: the node agents as the master sees them, one per node.
+ *
+ * A node's agent (ftfarm-worker, its one MPI process) starts, watches and
+ * stops the node's worker slots (ftfarm-slot processes) and carries their
+ * messages both ways in RELAY bundles (proto.h).  Here each agent has a
+ * link (link.h: a standing receive, a ping every heartbeat round, timed
+ * sends) and, on this machine, a pidwatch.  In dynamic launch an agent is
+ * spawned when a slot of its node is to start and none runs; in static
+ * launch it is rank node + 1 of the world and is never replaced.
+ *
+ *   NONE --want--> SPAWNING --spawned--> STARTING --hello--> UP --stop--> STOPPING --bye--> STOPPED
+ *   (SPAWNING, STARTING, UP, STOPPING) --fail--> DEAD --want--> SPAWNING ...
+ *
+ * An agent that fails is killed (when the master can), its link closed;
+ * its hello, its death and its slots' messages go up through the ops.
+ * Nothing here knows workers or tasks.
+ */
+#ifndef FT_AGENTS_H
+#define FT_AGENTS_H
+
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "proto.h"
+#include "util.h"
+
+struct master;
+
+enum astate {
+	A_NONE = 0,			/* never started */
+	A_SPAWNING,			/* its spawn runs */
+	A_STARTING,			/* its process is there, no hello yet */
+	A_UP,
+	A_STOPPING,			/* told to stop, no bye yet */
+	A_STOPPED,			/* said bye */
+	A_DEAD,				/* failed, or its spawn did */
+	A_NSTATES
+};
+
+struct agent {
+	int node;			/* index in cfg.nodes */
+	enum astate state;
+	double since;			/* when it entered its state (monotonic) */
+	pid_t pid;			/* its process, 0 while unknown */
+	unsigned long long start;	/* the process's start time */
+	char host[64];			/* where it runs (its hello's) */
+	unsigned gen;			/* which spawn is the current one */
+	int respawns;			/* times started after the first */
+	int wanted;			/* a slot waits for it to be up */
+	double spawn_at;		/* not spawned again before this */
+	pid_t old_pid;			/* the process it replaces, here */
+	int probing;			/* a probe of its host runs */
+	int probed;			/* its host answered: spawn now */
+	int killed;			/* its last death killed its process */
+	double last_heard;		/* monotonic */
+};
+
+struct agents_ops {
+	void *ctx;
+	/* NODE's agent said hello: its slots may start. */
+	void (*up)(void *ctx, int node);
+	/* NODE's agent is gone for REASON: it died, hung (HUNG: its process
+	 * was still there), or it could not be started. */
+	void (*down)(void *ctx, int node, const char *reason, int hung);
+	/* An entry of a RELAY from NODE's agent: a message of one of its
+	 * slots. */
+	void (*relay)(void *ctx, int node, const struct proto_relay *r);
+};
+
+/* Set up an agent and a link per node of M's config (all NONE). */
+void agents_init(struct master *m, const struct agents_ops *ops);
+void agents_free(struct master *m);
+/* Static launch: find the agents among the world's ranks.  0, or -1 with
+ * ERR.  (Dynamic launch spawns them when slots want them.) */
+int agents_start(struct master *m, char *err, size_t n);
+
+/* A slot of NODE is to start: 1 if NODE's agent is up (send it SPAWN),
+ * 0 if it will be (ops.up says when; its spawn is asked for now), -1 if
+ * it never will (static launch, its rank is gone). */
+int agents_want(struct master *m, int node);
+/* Is NODE's agent up? */
+int agents_is_up(const struct master *m, int node);
+/* Send NODE's agent the message TAG, PAYLOAD (taken over) for SLOT of
+ * generation GEN, in a RELAY.  0, or -1 when the agent cannot take it
+ * (not up; or MPI refused: the agent is then failed after the current
+ * callback). */
+int agents_relay(struct master *m, int node, uint32_t slot, uint32_t gen,
+		 int tag, struct ft_buf *payload);
+/* NODE's agent failed for REASON: kill it, close its link, tell ops. */
+void agents_fail(struct master *m, int node, const char *reason);
+
+/* Periodic work: finished spawns, start deadlines, wanted spawns, the
+ * heartbeat round's pings. */
+void agents_cron(struct master *m, double now);
+/* When the next heartbeat round pings the agents (monotonic). */
+double agents_next_round(const struct master *m);
+/* Is an agent being started or waited for? */
+int agents_starting(const struct master *m);
+/* Is an MPI_Comm_spawn under way on a spawner thread? */
+int agents_spawn_busy(const struct master *m);
+
+/* Shutdown: tell every agent to stop its slots and itself (FLAGS:
+ * FT_STOP_*); have they all said bye; fail the rest. */
+void agents_stop_all(struct master *m, uint32_t flags);
+int agents_all_stopped(const struct master *m);
+void agents_kill_leftovers(struct master *m);
+/* Static launch: has a rank of the world died? */
+int agents_lost_ranks(const struct master *m);
+
+const char *agents_state_name(enum astate s);
+
+#endif

@@ -1,0 +1,204 @@
+"""One node agent per node: the agent (ftfarm-worker, the node's one MPI
+process) starts the node's worker slots (ftfarm-slot) as its children,
+watches them and relays their messages.  A slot that dies or hangs is
+seen by its agent and respawned through it; an agent that dies is one
+failure of its node: its slots' tasks go back, done exactly once, and the
+agent comes back with new slots."""
+import os
+import signal
+import time
+
+import pytest
+
+from conftest import (LIVE_STATES, assert_no_leftovers, batch_id_of,
+                      check_exactly_once, is_cluster_agent, pid_alive,
+                      proc_state, tagged_pids, wait_until)
+
+pytestmark = pytest.mark.timeout(150)
+
+
+def ppid_of(pid):
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return int(f.read().rsplit(")", 1)[1].split()[1])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def node_of(st, name):
+    return next(n for n in st["nodes"] if n["name"] == name)
+
+
+def slots_of(st, name):
+    return [w for w in st["workers"] if w["node"] == name]
+
+
+def agents(c):
+    return sorted(p for p in tagged_pids(c.tag) if is_cluster_agent(c.tag, p))
+
+
+def events_of(c, kind, since):
+    return [e for e in c.events() if e["event"] == kind and e["ts"] >= since]
+
+
+def test_agent_killed_is_one_node_failure(make_cluster):
+    c = make_cluster(nodes=2, workers_per_node=3, heartbeat_ms=500)
+    c.start()
+    st = c.status()
+    assert len(agents(c)) == 2, agents(c)
+    for name in ("node1", "node2"):
+        ag = node_of(st, name)
+        assert ag["agent"] == "up" and pid_alive(ag["agent_pid"]), ag
+        for w in slots_of(st, name):
+            assert ppid_of(w["pid"]) == ag["agent_pid"], (w, ag)
+    n = 30
+    rc, out, err = c.submit({"name": "agent-kill", "tasks": [
+        {"type": "exec",
+         "argv": ["sh", "-c", 'sleep 0.4; printf "a-%s\\n" "$0"', str(i)]}
+        for i in range(n)]}, wait=False)
+    assert rc == 0, err
+    bid = batch_id_of(out)
+
+    def node1_busy():
+        s = c.status()
+        return s if any(w["state"] == "busy"
+                        for w in slots_of(s, "node1")) else None
+
+    st = wait_until(node1_busy, 10)
+    assert st, "no slot of node1 got a task"
+    old_agent = node_of(st, "node1")["agent_pid"]
+    old_slots = {w["id"]: w["pid"] for w in slots_of(st, "node1")}
+    t_kill = time.time()
+    os.kill(old_agent, signal.SIGKILL)
+
+    assert c.cli("wait", "-c", c.config, bid, timeout=90).returncode == 0
+    problems = check_exactly_once(c.results(bid), n, lambda i: f"a-{i}\n")
+    assert not problems, problems
+
+    dead = [e for e in events_of(c, "worker_dead", t_kill)
+            if e["worker"] in old_slots]
+    assert sorted(e["worker"] for e in dead) == sorted(old_slots), dead
+    assert all(e["reason"].startswith("its node agent") for e in dead), dead
+    # One failure of the node, not one per slot.
+    blamed = [e for e in events_of(c, "worker_blamed", t_kill)
+              if e["node"] == "node1"]
+    assert len(blamed) == 1 and blamed[0]["charged"] == "node", blamed
+    # Every slot of the agent went with it.
+    assert wait_until(lambda: not any(pid_alive(p)
+                                      for p in old_slots.values()), 5), \
+        [(p, proc_state(p)) for p in old_slots.values()]
+
+    def back():
+        s = c.status()
+        ag = node_of(s, "node1")
+        ws = slots_of(s, "node1")
+        ok = ag["agent"] == "up" and ag["agent_pid"] != old_agent and \
+            all(w["state"] in LIVE_STATES and w["pid"] not in
+                old_slots.values() for w in ws)
+        return (ag, ws) if ok else None
+
+    got = wait_until(back, 30)
+    assert got, f"node1 not back: {c.status()['nodes']}"
+    ag, ws = got
+    assert all(ppid_of(w["pid"]) == ag["agent_pid"] for w in ws), (ag, ws)
+    assert all(w["respawns"] == 1 for w in ws), ws
+    assert len(agents(c)) == 2, agents(c)
+    assert c.stop().returncode == 0
+    assert_no_leftovers(c)
+
+
+def test_slot_killed_and_stopped_respawned_by_its_agent(make_cluster):
+    hb = 0.5
+    c = make_cluster(nodes=1, workers_per_node=4, heartbeat_ms=int(hb * 1000))
+    c.start()
+    st = c.status()
+    agent = node_of(st, "node1")["agent_pid"]
+    n = 40
+    rc, out, err = c.submit({"name": "slot-faults", "tasks": [
+        {"type": "exec",
+         "argv": ["sh", "-c", 'sleep 0.3; printf "s-%s\\n" "$0"', str(i)]}
+        for i in range(n)]}, wait=False)
+    assert rc == 0, err
+    bid = batch_id_of(out)
+
+    def busy(exclude=()):
+        ws = [w for w in c.status()["workers"]
+              if w["state"] == "busy" and w["id"] not in exclude]
+        return ws[0] if ws else None
+
+    victims = {}
+    for sig in (signal.SIGKILL, signal.SIGSTOP):
+        w = wait_until(lambda: busy(victims), 10)
+        assert w, "no busy slot"
+        t0 = time.time()
+        os.kill(w["pid"], sig)
+        victims[w["id"]] = (w["pid"], sig, t0)
+
+    def death(pid):
+        return next((e for e in c.events() if e["event"] == "worker_dead"
+                     and e.get("pid") == pid), None)
+
+    for slot, (pid, sig, t0) in victims.items():
+        dead = wait_until(lambda: death(pid), 10)
+        assert dead, f"slot {slot} (pid {pid}, {sig.name}) not declared dead"
+        after = dead["ts"] - t0
+        print(f"{sig.name}: declared dead {after:.3f} s after: {dead}")
+        if sig == signal.SIGKILL:
+            assert dead["reason"] == "its process exited", dead
+            assert after <= 0.5, dead
+        else:
+            assert "no answer to a ping" in dead["reason"], dead
+            assert dead["killed"] is True, dead
+            assert after <= 2 * hb + 0.5, dead
+    assert c.cli("wait", "-c", c.config, bid, timeout=60).returncode == 0
+    problems = check_exactly_once(c.results(bid), n, lambda i: f"s-{i}\n")
+    assert not problems, problems
+
+    def respawned():
+        ws = {w["id"]: w for w in c.status()["workers"]}
+        ok = all(ws[s]["state"] in LIVE_STATES and ws[s]["pid"] != p and
+                 ws[s]["respawns"] == 1 for s, (p, _, _) in victims.items())
+        return ws if ok else None
+
+    ws = wait_until(respawned, 20)
+    assert ws, c.status()["workers"]
+    for s in victims:
+        assert ppid_of(ws[s]["pid"]) == agent, ws[s]
+    for pid, _, _ in victims.values():
+        assert wait_until(lambda: not pid_alive(pid), 5), (pid,
+                                                           proc_state(pid))
+    # The agent itself never changed.
+    node = node_of(c.status(), "node1")
+    assert node["agent_pid"] == agent and pid_alive(agent), node
+    assert c.stop().returncode == 0
+    assert_no_leftovers(c)
+
+
+def test_many_slots_on_one_node(make_cluster):
+    slots = 32
+    c = make_cluster(nodes=1, workers_per_node=slots, heartbeat_ms=1000)
+    c.start()
+    st = c.status()
+    agent = node_of(st, "node1")["agent_pid"]
+    pids = [w["pid"] for w in st["workers"]]
+    assert len(set(pids)) == slots and all(ppid_of(p) == agent
+                                           for p in pids), st["workers"]
+    assert agents(c) == [agent]
+    n = 3000
+    tasks = []
+    for i in range(n):
+        if i % 10 == 0:
+            tasks.append({"type": "exec", "argv": [
+                "sh", "-c", 'sleep 0.05; printf "m-%s\\n" "$0"', str(i)]})
+        else:
+            tasks.append({"type": "sleep", "seconds": 0})
+    rc, out, err = c.submit({"name": "many", "tasks": tasks}, timeout=120)
+    assert rc == 0, err
+    res = c.results(batch_id_of(out))
+    problems = check_exactly_once(
+        res, n, lambda i: f"m-{i}\n" if i % 10 == 0 else "")
+    assert not problems, problems
+    used = {r["worker"] for r in res if r["task"] % 10 == 0}
+    assert len(used) >= slots // 2, sorted(used)
+    assert c.stop().returncode == 0
+    assert_no_leftovers(c)
