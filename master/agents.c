@@ -416,8 +416,7 @@ on_hello(struct master *m, struct agent *a, const void *p, size_t n)
 	if (send_msg(m, a, FT_MSG_WELCOME, &msg) == -1)
 		return;
 	set_state(a, A_UP);
-	log_info("node %s: agent up (pid %d on %s)", node, (int)a->pid,
-		 a->host);
+	ev_agent_up(&m->events, node, (int)a->pid, a->host, a->respawns);
 	ops.up(ops.ctx, a->node);
 }
 
@@ -563,8 +562,8 @@ agents_fail(struct master *m, int node, const char *reason)
 	       ft_pid_staying(a->pid);
 	a->killed = kill_agent(m, a);
 	link_close(&m->links, node);
-	log_warnx("node %s: its agent failed: %s", m->cfg.nodes[node].name,
-		  reason);
+	ev_agent_dead(&m->events, m->cfg.nodes[node].name, (int)a->pid, reason,
+		      a->killed);
 	set_state(a, A_DEAD);
 	a->spawn_at = ft_now() + RESPAWN_DELAY;
 	a->old_pid = ft_host_is_local(a->host) ? a->pid : 0;

@@ -39,6 +39,8 @@
 	E(worker_spawn_failed, 0)					\
 	E(worker_slow, 0)						\
 	E(worker_blamed, 0)						\
+	E(agent_up, 0)							\
+	E(agent_dead, EVF_NOW)						\
 	E(node_suspect, EVF_NOW)					\
 	E(node_draining, EVF_NOW)					\
 	E(node_drained, EVF_NOW)					\
@@ -83,6 +85,10 @@
 	F(int, worker) F(str, node) F(int, pid) F(int, batch) F(int, task)
 #define EV_FIELDS_worker_blamed(F)					\
 	F(int, worker) F(str, node) F(str, charged) F(str, reason)
+#define EV_FIELDS_agent_up(F)						\
+	F(str, node) F(int, pid) F(str, host) F(int, respawns)
+#define EV_FIELDS_agent_dead(F)						\
+	F(str, node) F(int, pid) F(str, reason) F(bool, killed)
 #define EV_FIELDS_node_suspect(F)					\
 	F(str, node) F(str, reason) F(int, failures)
 #define EV_FIELDS_node_draining(F) F(str, node) F(str, reason)

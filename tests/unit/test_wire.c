@@ -254,16 +254,18 @@ test_welcome_round_trip(void **st)
 	struct ft_buf b = { 0 };
 	struct proto_welcome w = { .output_cap = 1 << 20,
 				   .master_timeout = 12.75,
-				   .idle_nap = 0.0625 }, g;
+				   .idle_nap = 0.0625, .heartbeat = 1.5,
+				   .ping_timeout = 0.75 }, g;
 
 	(void)st;
 	proto_put_welcome(&b, &w);
-	assert_int_equal(b.len, 24);	/* and an empty node name */
+	assert_int_equal(b.len, 40);	/* and an empty node name */
 	memset(&g, 0, sizeof(g));
 	assert_int_equal(proto_get_welcome(b.data, b.len, &g), 0);
 	assert_int_equal(g.output_cap, 1 << 20);
 	assert_true(g.master_timeout == 12.75);
 	assert_true(g.idle_nap == 0.0625);
+	assert_true(g.heartbeat == 1.5 && g.ping_timeout == 0.75);
 	ft_buf_free(&b);
 }
 
@@ -311,6 +313,14 @@ get_pong(const unsigned char *p, size_t n)
 	return proto_get_pong(p, n, &m);
 }
 
+static int
+get_exited(const unsigned char *p, size_t n)
+{
+	struct proto_exited m;
+
+	return proto_get_exited(p, n, &m);
+}
+
 /* GET accepts B whole and refuses every truncation and any extra byte. */
 static void
 check_strict(const char *what, getter get, const struct ft_buf *b)
@@ -343,8 +353,9 @@ static void
 test_fixed_messages_strict(void **st)
 {
 	struct ft_buf b = { 0 };
-	struct proto_welcome w = { 5, 1.0, 0.1, "node1", 5 };
+	struct proto_welcome w = { 5, 1.0, 0.1, "node1", 5, 1.0, 0.5 };
 	struct proto_pong p = { 1, 2, 3 };
+	struct proto_exited e = { 1, "no answer to a ping in 1 s", 26 };
 
 	(void)st;
 	put_hello(&b);
@@ -355,6 +366,60 @@ test_fixed_messages_strict(void **st)
 	b.len = 0;
 	proto_put_pong(&b, &p);
 	check_strict("pong", get_pong, &b);
+	b.len = 0;
+	proto_put_exited(&b, &e);
+	check_strict("exited", get_exited, &b);
+	ft_buf_free(&b);
+}
+
+/* A RELAY carries its slots' messages whole and in order; a bad count or
+ * a cut entry is refused. */
+static void
+test_relay_round_trip(void **st)
+{
+	static const char *pay[] = { "", "x", "a longer payload \0 with a nul" };
+	struct ft_buf b = { 0 };
+	struct proto_iter it;
+	struct proto_relay r;
+	size_t want = 4;
+	uint32_t i;
+
+	(void)st;
+	proto_begin_list(&b);
+	for (i = 0; i < 3; i++) {
+		struct proto_relay e = {
+			.slot = 500 + i, .gen = 7 * i, .tag = FT_MSG_RESULT - i,
+			.p = pay[i], .n = strlen(pay[i]) + (i == 2),
+		};
+
+		proto_put_relay(&b, &e);
+		want += proto_relay_size(e.n);
+	}
+	proto_set_count(&b, 3);
+	assert_int_equal(b.len, want);
+	assert_true(proto_relay_size(0) <= FT_RELAY_ROOM);
+	assert_int_equal(proto_iter_init(&it, b.data, b.len), 0);
+	for (i = 0; i < 3; i++) {
+		assert_int_equal(proto_next_relay(&it, &r), 1);
+		assert_int_equal(r.slot, 500 + i);
+		assert_int_equal(r.gen, 7 * i);
+		assert_int_equal(r.tag, FT_MSG_RESULT - i);
+		assert_int_equal(r.n, strlen(pay[i]) + (i == 2));
+		assert_memory_equal(r.p, pay[i], r.n);
+	}
+	assert_int_equal(proto_next_relay(&it, &r), 0);
+	/* One entry more than there is. */
+	proto_set_count(&b, 4);
+	assert_int_equal(proto_iter_init(&it, b.data, b.len), 0);
+	for (i = 0; i < 3; i++)
+		assert_int_equal(proto_next_relay(&it, &r), 1);
+	assert_int_equal(proto_next_relay(&it, &r), -1);
+	/* The last entry cut short. */
+	proto_set_count(&b, 3);
+	assert_int_equal(proto_iter_init(&it, b.data, b.len - 1), 0);
+	for (i = 0; i < 2; i++)
+		assert_int_equal(proto_next_relay(&it, &r), 1);
+	assert_int_equal(proto_next_relay(&it, &r), -1);
 	ft_buf_free(&b);
 }
 
@@ -665,6 +730,11 @@ test_msg_names(void **st)
 	assert_string_equal(proto_msg_name(FT_MSG_CANCEL), "cancel");
 	assert_string_equal(proto_msg_name(FT_MSG_STOP), "stop");
 	assert_string_equal(proto_msg_name(FT_MSG_BYE), "bye");
+	assert_string_equal(proto_msg_name(FT_MSG_RELAY), "relay");
+	assert_string_equal(proto_msg_name(FT_MSG_SPAWN), "spawn");
+	assert_string_equal(proto_msg_name(FT_MSG_KILL), "kill");
+	assert_string_equal(proto_msg_name(FT_MSG_EXITED), "exited");
+	assert_string_equal(proto_msg_name(FT_MSG_LAST), "invalid");
 	assert_string_equal(proto_msg_name(FT_MSG_INVALID), "invalid");
 	assert_string_equal(proto_msg_name(FT_MSG_LAST), "invalid");
 	assert_string_equal(proto_msg_name(-1), "invalid");
@@ -686,6 +756,7 @@ main(void)
 		cmocka_unit_test(test_welcome_round_trip),
 		cmocka_unit_test(test_pong_round_trip),
 		cmocka_unit_test(test_fixed_messages_strict),
+		cmocka_unit_test(test_relay_round_trip),
 		cmocka_unit_test(test_hello_bad_lengths),
 		cmocka_unit_test(test_task_list_round_trip),
 		cmocka_unit_test(test_empty_list),
