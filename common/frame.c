@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #define READ_CHUNK 65536
@@ -122,7 +123,8 @@ int
 frame_flush(struct frame_writer *w, int fd)
 {
 	while (w->off < w->q.len) {
-		ssize_t n = write(fd, w->q.data + w->off, w->q.len - w->off);
+		ssize_t n = send(fd, w->q.data + w->off, w->q.len - w->off,
+				 MSG_NOSIGNAL);
 
 		if (n < 0 && errno == EINTR)
 			continue;

@@ -57,7 +57,8 @@ int frame_next(struct frame_reader *r, struct frame *f);
 
 /* Queue a frame of TAG with the N bytes at P. */
 void frame_put(struct frame_writer *w, uint32_t tag, const void *p, size_t n);
-/* Write what FD takes.  0 once the queue is empty, 1 while bytes wait
+/* Write what the socket FD takes (a closed peer is an error, EPIPE,
+ * not a signal).  0 once the queue is empty, 1 while bytes wait
  * (FD is full), -1 on a write error (errno). */
 int frame_flush(struct frame_writer *w, int fd);
 /* Bytes waiting in W. */
