@@ -40,7 +40,7 @@ COMMON := common/jpos.c common/jcheck.c common/config.c common/log.c \
 	common/util.c common/ctl.c common/proto.c common/jsonl.c \
 	common/batchtext.c common/statedir.c common/crc32c.c common/lease.c \
 	common/progress.c common/hosts.c common/slurm.c common/jparse.c \
-	common/rauth.c
+	common/rauth.c common/frame.c
 # Code that calls MPI.
 COMMON_MPI := common/treq.c
 MASTER := master/main.c master/loop.c master/farm.c master/commands.c \
@@ -52,7 +52,10 @@ MASTER := master/main.c master/loop.c master/farm.c master/commands.c \
 	master/stats.c master/subs.c master/evring.c \
 	master/http.c master/metrics.c master/expo.c master/page.c \
 	master/gangs.c master/grun.c master/pidwatch.c master/remote.c master/parked.c
-WORKER := worker/main.c worker/agent.c worker/runner.c worker/doze.c
+WORKER := worker/main.c worker/agent.c worker/doze.c worker/slots.c \
+	worker/slotproc.c
+# ftfarm-slot, a node's worker slot: no MPI, compiled with cc.
+SLOT := worker/slot_main.c worker/slot.c worker/runner.c worker/hugeheap.c
 CLI := cli/main.c cli/err.c cli/commands.c cli/start.c cli/launch.c cli/supervise.c \
 	cli/nodes.c cli/watch.c cli/events.c cli/progress.c cli/tasks.c cli/remote.c
 PLUGINS := exec sleep wordcount relax
@@ -61,10 +64,12 @@ common_o = $(COMMON:%.c=$(OBJ)/%.o)
 common_mpi_o = $(COMMON_MPI:%.c=$(OBJ)/%.o)
 master_o = $(MASTER:%.c=$(OBJ)/%.o)
 worker_o = $(WORKER:%.c=$(OBJ)/%.o)
+slot_o = $(SLOT:%.c=$(OBJ)/%.o)
 cli_o = $(CLI:%.c=$(OBJ)/%.o)
 plugin_so = $(PLUGINS:%=$(BINDIR)/tasks/%.so)
 
-PROGRAMS := $(BINDIR)/ftfarm-master $(BINDIR)/ftfarm-worker $(BINDIR)/ftfarm
+PROGRAMS := $(BINDIR)/ftfarm-master $(BINDIR)/ftfarm-worker $(BINDIR)/ftfarm-slot \
+	$(BINDIR)/ftfarm
 
 .PHONY: all clean test unit integration demo deps bench fuzz lint test-long \
 	install uninstall
@@ -83,9 +88,13 @@ $(BINDIR)/ftfarm-master: $(master_o) $(common_mpi_o) $(common_o)
 # The status page is assembled into the master (.incbin in page.c).
 $(OBJ)/master/page.o: master/page.html
 
-$(BINDIR)/ftfarm-worker: $(worker_o) $(common_mpi_o) $(common_o)
+$(BINDIR)/ftfarm-worker: $(worker_o) $(common_o)
 	@mkdir -p $(dir $@)
 	$(MPICC) $(CFLAGS) -o $@ $^ $(LDLIBS) -ldl -lpthread
+
+$(BINDIR)/ftfarm-slot: $(slot_o) $(common_o)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS) -ldl -lpthread
 
 $(BINDIR)/ftfarm: $(cli_o) $(common_o)
 	@mkdir -p $(dir $@)
@@ -149,7 +158,7 @@ demo: deps
 PREFIX ?= /usr/local
 DESTDIR ?=
 I_ROOT = $(DESTDIR)$(PREFIX)
-I_BIN := ftfarm ftfarm-master ftfarm-worker ftfarm-gang
+I_BIN := ftfarm ftfarm-master ftfarm-worker ftfarm-slot ftfarm-gang
 I_TASKS := $(PLUGINS:%=%.so)
 I_GANGS := ftallreduce.so pipeline.so
 I_EXAMPLES := $(notdir $(wildcard config/*.json)) bmc-password

@@ -1,4 +1,4 @@
-/* agent: the worker's thread that owns MPI. */
+/* agent: the node agent's MPI side (see agent.h). */
 #include "agent.h"
 
 #include <math.h>
@@ -9,36 +9,31 @@
 
 #include "doze.h"
 #include "proto.h"
-#include "runner.h"
+#include "slots.h"
+#include "util.h"
 
 #define HELLO_TIMEOUT 60.0	/* seconds to wait for the master's welcome */
-#define SPIN_ITERS 200		/* polls before the first nap (none while a
-				 * task waits in the runner: has_queued) */
+#define SPIN_ITERS 200		/* polls before the first nap */
 #define NAP_MIN 0.00005
 /* MPI has no descriptor to sleep on: the agent naps between polls (see
- * doze.h), longer the longer nothing has happened.  Results wake it at
- * once, and so does a message that comes with a hint on the MPI's
- * sockets.  Right after activity (the next phase of a job, the next short
- * task) naps are short; once the worker has been idle a while they grow
- * to the welcome's idle_nap, within the ping timeout, for a message may
- * come without a hint (over shared memory, another MPI).  Once the hints
- * have proved right (doze_trusted) an idle worker sleeps until one comes,
- * or TRUSTED_NAP: the last MPI call before each sleep is the test of the
- * receive, so no message can wait in the library's buffers unseen. */
+ * doze.h), longer the longer nothing has happened.  Its slots wake it at
+ * once (their descriptors are in the epoll set it sleeps on), and so does
+ * a message that comes with a hint on the MPI's sockets.  Right after
+ * activity naps are short; once the node has been idle a while they grow
+ * to the welcome's idle_nap, for a message may come without a hint (over
+ * shared memory, another MPI).  Once the hints have proved right
+ * (doze_trusted) an idle agent sleeps until one comes, or TRUSTED_NAP: the
+ * last MPI call before each sleep is the test of the receive, so no
+ * message can wait in the library's buffers unseen.  Every nap ends by
+ * the slots' next ping or deadline. */
 #define NAP_SOON 0.001		/* cap for QUIET_SOON seconds after activity */
 #define QUIET_SOON 0.05
-#define NAP_MAX 0.01		/* cap while busy or active lately */
+#define NAP_MAX 0.01		/* cap while active lately */
 #define QUIET_IDLE 1.0		/* idle past this: naps up to idle_nap */
 #define TRUSTED_NAP 2.0		/* ... or this, when hints are trusted */
-#define BYE_TIMEOUT 5.0
-/* After a send of results of tasks shorter than this, while tasks still
- * wait in the runner, the agent sleeps this long before it looks again,
- * so that the next message carries the results of many tiny tasks rather
- * than one or two (each message costs both sides a system call and a
- * poll, more than a no-op task itself).  The master keeps about 2 ms of
- * work queued at each worker (sched.c), so results a little late leave no
- * worker idle; results of longer tasks go at once, as they come. */
-#define HOLD 0.0001
+#define BYE_TIMEOUT 5.0		/* for the master to take the bye */
+#define STOP_TIMEOUT 5.0	/* for the slots to say bye */
+#define REAP_TIMEOUT 2.0	/* for slots killed at a stop to be reaped */
 
 /* A send in flight: its buffer lives until MPI is done with it. */
 struct out {
@@ -49,34 +44,34 @@ struct out {
 };
 
 struct agent {
-	MPI_Comm comm;
-	int rank;
-	int slot;
-	struct runner *runner;
+	const struct agent_args *args;
+	struct slots *ss;
 	struct doze doze;
 	MPI_Request recv;
 	char *rbuf;
 	struct out *outs;
+	struct ft_buf relay;		/* the RELAY being gathered */
+	uint32_t nrelay;		/* its entries */
 	double last_heard;
-	double last_activity;		/* a message or a result, monotonic */
-	double last_seconds;		/* the last result's task time */
+	double last_activity;		/* a message either way, monotonic */
 	double master_timeout;
 	double idle_nap;		/* longest nap when idle (the welcome's) */
+	double stop_until;		/* the slots' time to stop, then reaping */
 	int welcomed;
-	int stop;
+	int stopping;			/* the master said stop */
+	int killed_all;			/* stopping: the slots left were killed */
 	int no_finalize;		/* leave without MPI_Finalize */
 };
 
-/* Leave at once for WHY.  The running task's process group goes too:
- * nobody would collect its result, and a new job may already run the
- * task elsewhere. */
+/* Leave at once for WHY, with every slot and task this agent started:
+ * nobody would collect their results, and the master may run their tasks
+ * elsewhere already. */
 static void
 die(struct agent *a, const char *why)
 {
-	if (a->runner)
-		runner_kill_group(a->runner);
-	fprintf(stderr, "ftfarm-worker %d (pid %d): %s; exiting\n", a->slot,
-		(int)getpid(), why);
+	slots_kill_everything();
+	fprintf(stderr, "ftfarm-worker node %d (pid %d): %s; exiting\n",
+		a->args->index, (int)getpid(), why);
 	_exit(1);	/* MPI_Finalize could wait forever for a dead master */
 }
 
@@ -88,8 +83,8 @@ send_buf(struct agent *a, int tag, struct ft_buf *b)
 	o->buf = b->data;
 	o->deadline = ft_now() + a->master_timeout;
 	b->data = NULL;
-	if (MPI_Isend(o->buf, (int)b->len, MPI_BYTE, a->rank, tag, a->comm,
-		      &o->req) != MPI_SUCCESS)
+	if (MPI_Isend(o->buf, (int)b->len, MPI_BYTE, a->args->rank, tag,
+		      a->args->comm, &o->req) != MPI_SUCCESS)
 		die(a, "MPI_Isend failed");
 	b->len = b->cap = 0;
 	o->next = a->outs;
@@ -97,12 +92,11 @@ send_buf(struct agent *a, int tag, struct ft_buf *b)
 }
 
 /* Complete finished sends; a send stuck past its deadline means the master
- * is gone.  Returns 1 if any completed. */
-static int
+ * is gone. */
+static void
 test_sends(struct agent *a, double now)
 {
 	struct out **p = &a->outs;
-	int any = 0;
 
 	while (*p) {
 		struct out *o = *p;
@@ -118,91 +112,110 @@ test_sends(struct agent *a, double now)
 		*p = o->next;
 		free(o->buf);
 		free(o);
-		any = 1;
 	}
-	return any;
+}
+
+/* Send the RELAY gathered so far.  Returns 1 if there was one. */
+static int
+flush_relay(struct agent *a)
+{
+	if (a->nrelay == 0)
+		return 0;
+	proto_set_count(&a->relay, a->nrelay);
+	send_buf(a, FT_MSG_RELAY, &a->relay);
+	a->nrelay = 0;
+	return 1;
+}
+
+/* A slot's news, to the RELAY of this pass (slots.h's emit). */
+static void
+relay_add(void *arg, uint32_t slot, uint32_t gen, uint32_t tag, const void *p,
+	  size_t n)
+{
+	struct agent *a = arg;
+	struct proto_relay e = {
+		.slot = slot, .gen = gen, .tag = tag, .p = p, .n = n,
+	};
+
+	if (a->nrelay > 0 && a->relay.len + proto_relay_size(n) > FT_MSG_MAX)
+		flush_relay(a);
+	if (a->nrelay == 0)
+		proto_begin_list(&a->relay);
+	proto_put_relay(&a->relay, &e);
+	a->nrelay++;
 }
 
 static void
-send_hello(struct agent *a, const struct ft_plugins *pl)
+send_hello(struct agent *a)
 {
 	char host[64] = "";
-	char *names = ft_plugins_names(pl);
 	struct proto_hello h = {
 		.version = FT_PROTO_VERSION,
-		.slot = (uint32_t)a->slot,
+		.slot = (uint32_t)a->args->index,
 		.pid = (uint32_t)getpid(),
 		.start = ft_proc_start(getpid()),
 		.host = host,
-		.plugins = names,
+		.plugins = "",
 	};
 	struct ft_buf b = { 0 };
 
 	gethostname(host, sizeof(host) - 1);
 	h.host_len = strlen(host);
-	h.plugins_len = strlen(names);
 	proto_put_hello(&b, &h);
 	send_buf(a, FT_MSG_HELLO, &b);
-	free(names);
 }
 
 static void
-on_assign(struct agent *a, const void *p, size_t n)
+on_relay(struct agent *a, const void *p, size_t n)
 {
-	struct runner_task *head = NULL, **tail = &head;
 	struct proto_iter it;
-	struct proto_task pt;
+	struct proto_relay e;
 	int rc;
 
 	if (proto_iter_init(&it, p, n) == -1)
-		die(a, "malformed assign message");
-	while ((rc = proto_next_task(&it, &pt)) == 1) {
-		struct runner_task *t = runner_task_new(pt.tid, pt.attempt,
-							pt.spec, pt.spec_len,
-							pt.cpus, pt.gpus,
-							pt.gpus_len, pt.cpuset,
-							pt.cpuset_len);
-
-		*tail = t;
-		tail = &t->next;
+		die(a, "malformed relay message");
+	while ((rc = proto_next_relay(&it, &e)) == 1) {
+		switch (e.tag) {
+		case FT_MSG_SPAWN: slots_spawn(a->ss, e.slot, e.gen); break;
+		case FT_MSG_KILL: slots_kill(a->ss, e.slot, e.gen); break;
+		case FT_MSG_WELCOME:
+		case FT_MSG_ASSIGN:
+		case FT_MSG_CANCEL:
+			slots_send(a->ss, e.slot, e.gen, e.tag, e.p, e.n);
+			break;
+		default: die(a, "unexpected message in a relay");
+		}
 	}
 	if (rc == -1)
-		die(a, "malformed assign message");
-	runner_push(a->runner, head);
+		die(a, "malformed relay message");
 }
 
 static void
 on_ping(struct agent *a, const void *p, size_t n)
 {
-	struct proto_pong pong;
+	struct proto_pong pong = { .running = 0 };
 	struct ft_buf b = { 0 };
 
 	if (proto_get_ping(p, n, &pong.seq) == -1)
 		die(a, "malformed ping");
-	pong.running = runner_running(a->runner, &pong.queued);
+	pong.queued = slots_live(a->ss);
 	proto_put_pong(&b, &pong);
 	send_buf(a, FT_MSG_PONG, &b);
-}
-
-static void
-on_cancel(struct agent *a, const void *p, size_t n)
-{
-	struct proto_cancel c;
-
-	if (proto_get_cancel(p, n, &c) == -1)
-		die(a, "malformed cancel");
-	runner_cancel(a->runner, c.tid, c.attempt);
 }
 
 static void
 on_welcome(struct agent *a, const void *p, size_t n)
 {
 	struct proto_welcome w;
+	char node[256];
 
 	if (proto_get_welcome(p, n, &w) == -1)
 		die(a, "malformed welcome");
-	runner_set_output_cap(a->runner, w.output_cap);
-	runner_set_node(a->runner, w.node, w.node_len);
+	snprintf(node, sizeof(node), "%.*s", (int)(w.node_len < 255 ?
+						   w.node_len : 255), w.node);
+	slots_set_names(a->ss, a->args->node && !*node ? a->args->node : node,
+			a->args->state_dir);
+	slots_set_timing(a->ss, w.heartbeat, w.ping_timeout);
 	a->master_timeout = w.master_timeout;
 	if (w.idle_nap > NAP_MAX)
 		a->idle_nap = w.idle_nap;
@@ -216,7 +229,10 @@ on_stop(struct agent *a, const void *p, size_t n)
 
 	if (proto_get_stop(p, n, &flags) == -1)
 		die(a, "malformed stop");
-	a->stop = 1;
+	if (!a->stopping)
+		slots_stop(a->ss);
+	a->stopping = 1;
+	a->stop_until = ft_now() + STOP_TIMEOUT;
 	a->no_finalize = (flags & FT_STOP_NO_FINALIZE) != 0;
 }
 
@@ -227,9 +243,8 @@ handle(struct agent *a, int tag, const void *p, size_t n)
 		die(a, "the master spoke before its welcome");
 	switch (tag) {
 	case FT_MSG_WELCOME: on_welcome(a, p, n); break;
-	case FT_MSG_ASSIGN: on_assign(a, p, n); break;
+	case FT_MSG_RELAY: on_relay(a, p, n); break;
 	case FT_MSG_PING: on_ping(a, p, n); break;
-	case FT_MSG_CANCEL: on_cancel(a, p, n); break;
 	case FT_MSG_STOP: on_stop(a, p, n); break;
 	default: die(a, "unexpected message from the master");
 	}
@@ -250,49 +265,10 @@ poll_recv(struct agent *a, double now)
 	MPI_Get_count(&st, MPI_BYTE, &count);
 	a->last_heard = now;
 	handle(a, st.MPI_TAG, a->rbuf, (size_t)count);
-	if (MPI_Irecv(a->rbuf, FT_MSG_MAX, MPI_BYTE, a->rank, MPI_ANY_TAG,
-		      a->comm, &a->recv) != MPI_SUCCESS)
+	if (MPI_Irecv(a->rbuf, FT_MSG_MAX, MPI_BYTE, a->args->rank,
+		      MPI_ANY_TAG, a->args->comm, &a->recv) != MPI_SUCCESS)
 		die(a, "cannot post a receive");
 	return st.MPI_TAG == FT_MSG_PING ? 1 : 2;
-}
-
-/* Send finished results in messages of at most FT_MSG_MAX bytes.
- * Returns 1 if any were sent. */
-static int
-flush_results(struct agent *a)
-{
-	struct runner_result *list = runner_take(a->runner), *r;
-	struct ft_buf b = { 0 };
-	uint32_t count = 0;
-
-	if (list == NULL)
-		return 0;
-	proto_begin_list(&b);
-	for (r = list; r; r = r->next) {
-		struct proto_result pr = {
-			.tid = r->tid, .attempt = r->attempt,
-			.ok = (uint8_t)r->res.ok, .exit_code = r->res.exit_code,
-			.seconds = r->seconds, .reason = r->res.reason,
-			.reason_len = strlen(r->res.reason),
-			.out = r->res.out, .out_len = r->res.out_len,
-			.err = r->res.err, .err_len = r->res.err_len,
-		};
-
-		if (count > 0 && b.len + proto_result_size(&pr) > FT_MSG_MAX) {
-			proto_set_count(&b, count);
-			send_buf(a, FT_MSG_RESULT, &b);
-			proto_begin_list(&b);
-			count = 0;
-		}
-		proto_put_result(&b, &pr);
-		count++;
-		a->last_seconds = r->seconds;	/* the last one's stays */
-	}
-	proto_set_count(&b, count);
-	send_buf(a, FT_MSG_RESULT, &b);
-	runner_sent(a->runner);
-	runner_result_free(list);
-	return 1;
 }
 
 /* Say bye and wait (bounded) until the master has it. */
@@ -312,18 +288,6 @@ say_bye(struct agent *a)
 	MPI_Request_free(&a->recv);
 }
 
-/* Does R hold a task that waits behind the running one?  Then nothing
- * the master may send is urgent: the runner's result wakes the agent,
- * and spinning on MPI would only take CPU from the task. */
-static int
-has_queued(struct runner *r)
-{
-	uint32_t queued;
-
-	runner_running(r, &queued);
-	return queued > 0;
-}
-
 /* The longest nap for now, NOW. */
 static double
 nap_cap(struct agent *a, double now)
@@ -332,60 +296,109 @@ nap_cap(struct agent *a, double now)
 
 	if (quiet < QUIET_SOON)
 		return NAP_SOON;
-	if (quiet < QUIET_IDLE || runner_busy(a->runner))
+	if (quiet < QUIET_IDLE)
 		return NAP_MAX;
 	if (doze_trusted(&a->doze))
 		return fmax(a->idle_nap, fmin(TRUSTED_NAP, a->master_timeout / 4));
 	return a->idle_nap;
 }
 
-int
-agent_run(MPI_Comm comm, int rank, int slot, const struct ft_plugins *pl)
+/* Stopping: are the slots all gone, or given up on?  Past STOP_TIMEOUT
+ * the slots left are killed, and reaped for at most REAP_TIMEOUT. */
+static int
+stopped(struct agent *a, double now)
 {
-	struct agent a = { .comm = comm, .rank = rank, .slot = slot };
-	double nap = NAP_MIN, now;
+	if (slots_procs(a->ss) == 0)
+		return 1;
+	if (now < a->stop_until)
+		return 0;
+	if (a->killed_all)
+		return 1;
+	slots_kill_all(a->ss);
+	a->killed_all = 1;
+	a->stop_until = now + REAP_TIMEOUT;
+	return 0;
+}
+
+static int
+owns(void *arg, int fd)
+{
+	struct agent *a = arg;
+
+	return slots_owns(a->ss, fd);
+}
+
+/* Sleep until a slot has news, a message may have come, or the slots'
+ * next timer, at most NAP seconds. */
+static void
+nap(struct agent *a, double now, double t)
+{
+	t = fmax(0, fmin(t, slots_next(a->ss) - now));
+	doze(&a->doze, slots_fd(a->ss), t);
+}
+
+static void
+serve(struct agent *a)
+{
+	double t = NAP_MIN, now;
 	int spins = 0, dozed = 0;
 
-	a.runner = runner_start(pl);
-	if (a.runner == NULL)
-		die(&a, "cannot start the runner thread");
+	for (;;) {
+		int active, got;
+
+		now = ft_now();
+		test_sends(a, now);
+		/* Last before a nap: see TRUSTED_NAP. */
+		got = poll_recv(a, now);
+		if (dozed)
+			doze_learn(&a->doze, got > 0);
+		dozed = 0;
+		active = slots_work(a->ss, now);
+		active |= flush_relay(a);
+		active |= got > 1;
+		if (a->stopping && stopped(a, now))
+			return;
+		if (!a->stopping && now - a->last_heard > a->master_timeout)
+			die(a, a->welcomed ? "the master went silent"
+					   : "no welcome from the master");
+		if (active) {
+			spins = 0;
+			t = NAP_MIN;
+			a->last_activity = now;
+		} else if (got == 0 && ++spins > SPIN_ITERS) {
+			nap(a, now, t);
+			dozed = 1;
+			t = fmin(t * 2, nap_cap(a, now));
+		}
+	}
+}
+
+int
+agent_run(const struct agent_args *args)
+{
+	struct agent a = { .args = args };
+	char why[256], *dir = ft_exe_dir(), *exe;
+
+	exe = ft_asprintf("%s/ftfarm-slot", dir);
+	free(dir);
+	a.ss = slots_new(exe, relay_add, &a, why, sizeof(why));
+	free(exe);
+	if (a.ss == NULL)
+		die(&a, why);
+	a.doze.skip = owns;
+	a.doze.skip_arg = &a;
 	a.rbuf = ft_malloc(FT_MSG_MAX);
 	a.master_timeout = HELLO_TIMEOUT;
 	a.idle_nap = NAP_MAX;
 	a.last_heard = a.last_activity = ft_now();
-	MPI_Irecv(a.rbuf, FT_MSG_MAX, MPI_BYTE, rank, MPI_ANY_TAG, comm, &a.recv);
-	send_hello(&a, pl);
-	while (!a.stop) {
-		int active, got, sent;
-
-		now = ft_now();
-		active = sent = flush_results(&a);
-		test_sends(&a, now);
-		/* Last before a nap: see TRUSTED_NAP. */
-		got = poll_recv(&a, now);
-		if (dozed)
-			doze_learn(&a.doze, got > 0);
-		dozed = 0;
-		active |= got > 1;
-		if (now - a.last_heard > a.master_timeout)
-			die(&a, a.welcomed ? "the master went silent"
-					   : "no welcome from the master");
-		if (active) {
-			spins = 0;
-			nap = NAP_MIN;
-			a.last_activity = now;
-			if (sent && a.last_seconds < HOLD &&
-			    has_queued(a.runner))
-				ft_sleep(HOLD);
-		} else if (got == 0 &&
-			   (++spins > SPIN_ITERS || has_queued(a.runner))) {
-			doze(&a.doze, runner_fd(a.runner), nap);
-			dozed = 1;
-			nap = fmin(nap * 2, nap_cap(&a, now));
-		}
-	}
-	runner_stop(a.runner);
+	MPI_Irecv(a.rbuf, FT_MSG_MAX, MPI_BYTE, args->rank, MPI_ANY_TAG,
+		  args->comm, &a.recv);
+	send_hello(&a);
+	serve(&a);
+	flush_relay(&a);
 	say_bye(&a);
+	slots_free(a.ss);
+	ft_buf_free(&a.relay);
 	free(a.rbuf);
 	return a.no_finalize ? AGENT_NO_FINALIZE : 0;
 }

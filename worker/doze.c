@@ -31,7 +31,8 @@ scan_sockets(struct doze *d, double now)
 	while ((e = readdir(dir)) != NULL && d->nfds < DOZE_MAX_FDS) {
 		int fd = atoi(e->d_name);
 
-		if (e->d_name[0] == '.' || fd == dirfd(dir))
+		if (e->d_name[0] == '.' || fd == dirfd(dir) ||
+		    (d->skip && d->skip(d->skip_arg, fd)))
 			continue;
 		n = readlinkat(dirfd(dir), e->d_name, link, sizeof(link) - 1);
 		if (n <= 0 || strncmp(link, "socket:", 7) != 0)
@@ -44,7 +45,7 @@ scan_sockets(struct doze *d, double now)
 }
 
 int
-doze(struct doze *d, int runner_fd, double timeout)
+doze(struct doze *d, int fd, double timeout)
 {
 	double now = ft_now();
 	int n, i, listen = d->idle_hints < HINTS_MAX;
@@ -52,7 +53,7 @@ doze(struct doze *d, int runner_fd, double timeout)
 	if (listen && (d->nfds == 0 || now - d->scanned >
 		       (doze_trusted(d) ? RESCAN_TRUSTED : RESCAN)))
 		scan_sockets(d, now);
-	d->fds[0].fd = runner_fd;
+	d->fds[0].fd = fd;
 	d->fds[0].events = POLLIN;
 	n = poll(d->fds, listen ? (nfds_t)d->nfds : 1,
 		 (int)ceil(timeout * 1000));

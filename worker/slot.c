@@ -1,0 +1,322 @@
+/* slot: the loop of ftfarm-slot (see slot.h). */
+#include "slot.h"
+
+#include <errno.h>
+#include <math.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "frame.h"
+#include "proto.h"
+#include "runner.h"
+#include "util.h"
+
+#define HELLO_TIMEOUT 60.0	/* seconds to wait for the welcome */
+#define BYE_TIMEOUT 5.0
+/* After a send of results of tasks shorter than this, while tasks still
+ * wait in the runner, the slot sleeps this long before it looks again,
+ * so that the next frame carries the results of many tiny tasks rather
+ * than one or two (each frame costs the slot, its agent and the master a
+ * system call or more, more than a no-op task itself).  Results of
+ * longer tasks go at once, as they come. */
+#define HOLD 0.0001
+
+struct slot {
+	int fd;
+	int id;
+	struct runner *runner;
+	struct frame_reader in;
+	struct frame_writer out;
+	double last_heard;
+	double master_timeout;
+	double last_seconds;		/* the last result's task time */
+	int unsent;			/* results taken, not all written */
+	int welcomed;
+	int stop;
+};
+
+/* Leave at once for WHY.  The running task's process group goes too:
+ * nobody would collect its result, and the task may already run
+ * elsewhere. */
+static void
+die(struct slot *s, const char *why)
+{
+	if (s->runner)
+		runner_kill_group(s->runner);
+	fprintf(stderr, "ftfarm-slot %d (pid %d): %s; exiting\n", s->id,
+		(int)getpid(), why);
+	_exit(1);
+}
+
+static void
+put(struct slot *s, int tag, struct ft_buf *b)
+{
+	frame_put(&s->out, (uint32_t)tag, b->data, b->len);
+	ft_buf_free(b);
+}
+
+/* Write what the socket takes; once every result taken is written, an
+ * exec task waiting for them may start. */
+static void
+flush_out(struct slot *s)
+{
+	int rc = frame_flush(&s->out, s->fd);
+
+	if (rc == -1)
+		die(s, errno == EPIPE ? "the agent is gone"
+				      : "cannot write to the agent");
+	if (rc == 0 && s->unsent) {
+		s->unsent = 0;
+		runner_sent(s->runner);
+	}
+}
+
+static void
+say_hello(struct slot *s, const struct ft_plugins *pl)
+{
+	char host[64] = "";
+	char *names = ft_plugins_names(pl);
+	struct proto_hello h = {
+		.version = FT_PROTO_VERSION,
+		.slot = (uint32_t)s->id,
+		.pid = (uint32_t)getpid(),
+		.start = ft_proc_start(getpid()),
+		.host = host,
+		.plugins = names,
+	};
+	struct ft_buf b = { 0 };
+
+	gethostname(host, sizeof(host) - 1);
+	h.host_len = strlen(host);
+	h.plugins_len = strlen(names);
+	proto_put_hello(&b, &h);
+	put(s, FT_MSG_HELLO, &b);
+	free(names);
+}
+
+static void
+on_assign(struct slot *s, const void *p, size_t n)
+{
+	struct runner_task *head = NULL, **tail = &head;
+	struct proto_iter it;
+	struct proto_task pt;
+	int rc;
+
+	if (proto_iter_init(&it, p, n) == -1)
+		die(s, "malformed assign message");
+	while ((rc = proto_next_task(&it, &pt)) == 1) {
+		struct runner_task *t = runner_task_new(pt.tid, pt.attempt,
+							pt.spec, pt.spec_len,
+							pt.cpus, pt.gpus,
+							pt.gpus_len, pt.cpuset,
+							pt.cpuset_len);
+
+		*tail = t;
+		tail = &t->next;
+	}
+	if (rc == -1)
+		die(s, "malformed assign message");
+	runner_push(s->runner, head);
+}
+
+static void
+on_ping(struct slot *s, const void *p, size_t n)
+{
+	struct proto_pong pong;
+	struct ft_buf b = { 0 };
+
+	if (proto_get_ping(p, n, &pong.seq) == -1)
+		die(s, "malformed ping");
+	pong.running = runner_running(s->runner, &pong.queued);
+	proto_put_pong(&b, &pong);
+	put(s, FT_MSG_PONG, &b);
+}
+
+static void
+on_cancel(struct slot *s, const void *p, size_t n)
+{
+	struct proto_cancel c;
+
+	if (proto_get_cancel(p, n, &c) == -1)
+		die(s, "malformed cancel");
+	runner_cancel(s->runner, c.tid, c.attempt);
+}
+
+static void
+on_welcome(struct slot *s, const void *p, size_t n)
+{
+	struct proto_welcome w;
+
+	if (proto_get_welcome(p, n, &w) == -1)
+		die(s, "malformed welcome");
+	runner_set_output_cap(s->runner, w.output_cap);
+	runner_set_node(s->runner, w.node, w.node_len);
+	s->master_timeout = w.master_timeout;
+	s->welcomed = 1;
+}
+
+static void
+on_stop(struct slot *s, const void *p, size_t n)
+{
+	uint32_t flags;
+
+	if (proto_get_stop(p, n, &flags) == -1)
+		die(s, "malformed stop");
+	s->stop = 1;
+}
+
+static void
+handle(struct slot *s, const struct frame *f)
+{
+	if (!s->welcomed && f->tag != FT_MSG_WELCOME)
+		die(s, "the agent spoke before the welcome");
+	switch (f->tag) {
+	case FT_MSG_WELCOME: on_welcome(s, f->p, f->n); break;
+	case FT_MSG_ASSIGN: on_assign(s, f->p, f->n); break;
+	case FT_MSG_PING: on_ping(s, f->p, f->n); break;
+	case FT_MSG_CANCEL: on_cancel(s, f->p, f->n); break;
+	case FT_MSG_STOP: on_stop(s, f->p, f->n); break;
+	default: die(s, "unexpected message from the agent");
+	}
+}
+
+/* Read what the agent sent and act on it.  Returns 1 if a frame came. */
+static int
+read_frames(struct slot *s, double now)
+{
+	enum frame_rc rc = frame_fill(&s->in, s->fd);
+	struct frame f;
+	int any = 0, got;
+
+	if (rc == FRAME_EOF)
+		die(s, "the agent closed its end");
+	if (rc == FRAME_ERROR)
+		die(s, "cannot read from the agent");
+	while (!s->stop && (got = frame_next(&s->in, &f)) == 1) {
+		handle(s, &f);
+		any = 1;
+	}
+	if (!s->stop && got == -1)
+		die(s, "malformed frame from the agent");
+	if (any)
+		s->last_heard = now;
+	return any;
+}
+
+/* Queue finished results in frames of at most FT_SLOT_MSG_MAX bytes.
+ * Returns 1 if any were queued. */
+static int
+queue_results(struct slot *s)
+{
+	struct runner_result *list = runner_take(s->runner), *r;
+	struct ft_buf b = { 0 };
+	uint32_t count = 0;
+
+	if (list == NULL)
+		return 0;
+	proto_begin_list(&b);
+	for (r = list; r; r = r->next) {
+		struct proto_result pr = {
+			.tid = r->tid, .attempt = r->attempt,
+			.ok = (uint8_t)r->res.ok, .exit_code = r->res.exit_code,
+			.seconds = r->seconds, .reason = r->res.reason,
+			.reason_len = strlen(r->res.reason),
+			.out = r->res.out, .out_len = r->res.out_len,
+			.err = r->res.err, .err_len = r->res.err_len,
+		};
+
+		if (count > 0 &&
+		    b.len + proto_result_size(&pr) > FT_SLOT_MSG_MAX) {
+			proto_set_count(&b, count);
+			frame_put(&s->out, FT_MSG_RESULT, b.data, b.len);
+			proto_begin_list(&b);
+			count = 0;
+		}
+		proto_put_result(&b, &pr);
+		count++;
+		s->last_seconds = r->seconds;
+	}
+	proto_set_count(&b, count);
+	put(s, FT_MSG_RESULT, &b);
+	s->unsent = 1;
+	runner_result_free(list);
+	return 1;
+}
+
+static int
+has_queued(struct runner *r)
+{
+	uint32_t queued;
+
+	runner_running(r, &queued);
+	return queued > 0;
+}
+
+/* Sleep until the socket or the runner has news, or the silence limit. */
+static void
+wait_news(struct slot *s, double now)
+{
+	struct pollfd fds[2] = {
+		{ .fd = s->fd, .events = POLLIN },
+		{ .fd = runner_fd(s->runner), .events = POLLIN },
+	};
+	double left = s->last_heard + s->master_timeout - now;
+
+	if (frame_pending(&s->out))
+		fds[0].events |= POLLOUT;
+	if (poll(fds, 2, (int)ceil(fmax(left, 0) * 1000) + 1) < 0 &&
+	    errno != EINTR)
+		die(s, "poll failed");
+}
+
+/* Say bye and wait (bounded) until it is written. */
+static void
+say_bye(struct slot *s)
+{
+	struct ft_buf b = { 0 };
+	double until = ft_now() + BYE_TIMEOUT;
+	struct pollfd pfd = { .fd = s->fd, .events = POLLOUT };
+
+	proto_put_bye(&b);
+	put(s, FT_MSG_BYE, &b);
+	while (frame_flush(&s->out, s->fd) == 1 && ft_now() < until)
+		poll(&pfd, 1, 10);
+}
+
+int
+slot_run(int fd, int id, const struct ft_plugins *pl)
+{
+	struct slot s = { .fd = fd, .id = id };
+
+	frame_reader_init(&s.in, FT_MSG_MAX);
+	s.runner = runner_start(pl);
+	if (s.runner == NULL)
+		die(&s, "cannot start the runner thread");
+	s.master_timeout = HELLO_TIMEOUT;
+	s.last_heard = ft_now();
+	say_hello(&s, pl);
+	while (!s.stop) {
+		double now = ft_now();
+		int sent = queue_results(&s);
+
+		flush_out(&s);
+		read_frames(&s, now);
+		if (s.stop)
+			break;
+		if (now - s.last_heard > s.master_timeout)
+			die(&s, s.welcomed ? "the agent went silent"
+					   : "no welcome from the agent");
+		if (sent && s.last_seconds < HOLD && has_queued(s.runner))
+			ft_sleep(HOLD);
+		else
+			wait_news(&s, now);
+	}
+	runner_stop(s.runner);
+	say_bye(&s);
+	frame_reader_free(&s.in);
+	frame_writer_free(&s.out);
+	return 0;
+}

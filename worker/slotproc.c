@@ -1,0 +1,96 @@
+/* slotproc: starting and ending one slot process (see slotproc.h). */
+#include "slotproc.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "proto.h"
+#include "util.h"
+
+#define FIRST_FREE_FD 4
+
+/* In the child: close every descriptor from FIRST (most of ours are
+ * close-on-exec already; the MPI library's may not be). */
+static void
+close_from(int first)
+{
+#ifdef SYS_close_range
+	if (syscall(SYS_close_range, first, ~0U, 0) == 0)
+		return;
+#endif
+	for (int fd = first; fd < 65536; fd++)
+		close(fd);
+}
+
+/* The child between fork and exec: only async-signal-safe calls. */
+static void
+child(char *const argv[], int fd, pid_t parent)
+{
+	sigset_t none;
+
+	prctl(PR_SET_PDEATHSIG, SIGKILL);
+	if (getppid() != parent)
+		_exit(127);		/* the agent is gone already */
+	sigemptyset(&none);
+	sigprocmask(SIG_SETMASK, &none, NULL);
+	if (fd == 3)
+		fcntl(fd, F_SETFD, 0);
+	else if (dup2(fd, 3) != 3)
+		_exit(127);
+	close_from(FIRST_FREE_FD);
+	execv(argv[0], argv);
+	_exit(127);
+}
+
+pid_t
+slotproc_start(char *const argv[], int fd, int *pidfd, char *why, size_t n)
+{
+	pid_t parent = getpid(), pid;
+
+	if (access(argv[0], X_OK) == -1) {
+		snprintf(why, n, "%s: %s", argv[0], strerror(errno));
+		return -1;
+	}
+	pid = fork();
+	if (pid == 0)
+		child(argv, fd, parent);
+	if (pid < 0) {
+		snprintf(why, n, "fork: %s", strerror(errno));
+		return -1;
+	}
+	*pidfd = ft_pidfd_open(pid);
+	if (*pidfd < 0) {
+		snprintf(why, n, "pidfd_open: %s", strerror(errno));
+		kill(pid, SIGKILL);
+		waitpid(pid, NULL, 0);
+		return -1;
+	}
+	return pid;
+}
+
+void
+slotproc_reason(int status, char *buf, size_t n)
+{
+	if (WIFSIGNALED(status))
+		snprintf(buf, n, "killed by signal %d", WTERMSIG(status));
+	else
+		snprintf(buf, n, "exited with status %d", WEXITSTATUS(status));
+}
+
+void
+slotproc_kill(pid_t pid, unsigned long long start)
+{
+	char entry[64], entry2[64];
+
+	kill(pid, SIGKILL);
+	snprintf(entry, sizeof(entry), "%s=%d", FT_WORKER_ENV, (int)pid);
+	snprintf(entry2, sizeof(entry2), "%s=%llu", FT_WORKER_START_ENV, start);
+	ft_kill_by_env(entry, entry2);
+}

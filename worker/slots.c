@@ -1,0 +1,647 @@
+/* slots: the node agent's slot processes (see slots.h). */
+#include "slots.h"
+
+#include <errno.h>
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "frame.h"
+#include "proto.h"
+#include "slotproc.h"
+#include "util.h"
+
+#define QUEUE_MAX (64u << 20)	/* bytes queued for a slot that does not read */
+#define HELLO_MIN 10.0		/* seconds a new slot has to say hello, at least */
+#define EVENTS 256		/* epoll events taken at a time */
+
+/* What an epoll event points at: a slot's socket or its pidfd. */
+struct watch {
+	struct proc *p;
+	int is_pid;
+};
+
+/* One slot process: the current generation of its slot, or an older one
+ * on its way out. */
+struct proc {
+	uint32_t id, gen;
+	pid_t pid;
+	unsigned long long start;
+	int sock, pidfd;
+	struct watch wsock, wpid;
+	struct frame_reader in;
+	struct frame_writer out;
+	double born;
+	double ping_sent;		/* the open ping's time, 0 for none */
+	uint64_t ping_seq;
+	int hello;			/* it said hello */
+	int welcomed;			/* its welcome was passed on */
+	int eof;			/* its socket reached end of file */
+	int epout;			/* EPOLLOUT asked for */
+	int dirty;			/* in the list of sockets to write */
+	int killed;
+	int hung;			/* killed for silence */
+	char why[96];			/* why it was killed, "" for no reason given */
+	struct proc *next, *next_dirty;
+};
+
+struct slots {
+	int epfd;
+	char *exe;
+	char *node, *state_dir;
+	slots_emit_fn emit;
+	void *arg;
+	struct proc **tab;		/* current generation by slot id */
+	uint32_t ntab;
+	struct proc *all;		/* every process not yet reaped */
+	struct proc *dirty;		/* with frames to write */
+	uint32_t live, procs;
+	double heartbeat, ping_timeout;
+	double next_round;		/* the next ping round */
+	double next_deadline;		/* no hello or pong is due before */
+	uint64_t seq;
+	unsigned char *own;		/* own[fd]: a slot's socket */
+	size_t nown;
+};
+
+static void
+set_own(struct slots *ss, int fd, int on)
+{
+	if ((size_t)fd >= ss->nown) {
+		size_t n = (size_t)fd * 2 + 64;
+
+		ss->own = ft_realloc(ss->own, n);
+		memset(ss->own + ss->nown, 0, n - ss->nown);
+		ss->nown = n;
+	}
+	ss->own[fd] = (unsigned char)on;
+}
+
+int
+slots_owns(const struct slots *ss, int fd)
+{
+	return fd >= 0 && (size_t)fd < ss->nown && ss->own[fd];
+}
+
+struct slots *
+slots_new(const char *exe, slots_emit_fn emit, void *arg, char *why, size_t n)
+{
+	struct slots *ss = ft_calloc(1, sizeof(*ss));
+	char v[32];
+
+	ss->epfd = epoll_create1(EPOLL_CLOEXEC);
+	if (ss->epfd < 0) {
+		snprintf(why, n, "epoll_create1: %s", strerror(errno));
+		free(ss);
+		return NULL;
+	}
+	ss->exe = ft_strdup(exe);
+	ss->emit = emit;
+	ss->arg = arg;
+	ss->heartbeat = 1.0;
+	ss->ping_timeout = 1.0;
+	ss->next_round = ss->next_deadline = INFINITY;
+	snprintf(v, sizeof(v), "%d", (int)getpid());
+	setenv(FT_AGENT_ENV, v, 1);
+	snprintf(v, sizeof(v), "%llu", ft_proc_start(getpid()));
+	setenv(FT_AGENT_START_ENV, v, 1);
+	return ss;
+}
+
+void
+slots_set_names(struct slots *ss, const char *node, const char *state_dir)
+{
+	free(ss->node);
+	free(ss->state_dir);
+	ss->node = node ? ft_strdup(node) : NULL;
+	ss->state_dir = state_dir ? ft_strdup(state_dir) : NULL;
+}
+
+void
+slots_set_timing(struct slots *ss, double heartbeat, double ping_timeout)
+{
+	if (heartbeat > 0)
+		ss->heartbeat = heartbeat;
+	if (ping_timeout > 0)
+		ss->ping_timeout = ping_timeout;
+	ss->next_round = ft_now() + ss->heartbeat;
+}
+
+static double
+hello_limit(const struct slots *ss)
+{
+	return fmax(HELLO_MIN, 4 * ss->heartbeat);
+}
+
+/* Kill P (and its tasks' processes); HUNG and WHY (or NULL) say why in
+ * its EXITED. */
+static void
+proc_kill(struct proc *p, int hung, const char *why)
+{
+	if (p->killed)
+		return;
+	p->killed = 1;
+	p->hung = hung;
+	if (why)
+		snprintf(p->why, sizeof(p->why), "%s", why);
+	slotproc_kill(p->pid, p->start);
+}
+
+static void
+watch_out(struct slots *ss, struct proc *p, int on)
+{
+	struct epoll_event ev = { .events = EPOLLIN, .data.ptr = &p->wsock };
+
+	if (p->epout == on || p->eof)
+		return;
+	if (on)
+		ev.events |= EPOLLOUT;
+	epoll_ctl(ss->epfd, EPOLL_CTL_MOD, p->sock, &ev);
+	p->epout = on;
+}
+
+/* Write what P's socket takes. */
+static void
+proc_flush(struct slots *ss, struct proc *p)
+{
+	int rc = frame_flush(&p->out, p->sock);
+
+	if (rc == -1)			/* it is going: its exit tells */
+		frame_writer_free(&p->out);
+	watch_out(ss, p, rc == 1);
+}
+
+static void
+queue(struct slots *ss, struct proc *p, uint32_t tag, const void *b, size_t n)
+{
+	frame_put(&p->out, tag, b, n);
+	if (frame_pending(&p->out) > QUEUE_MAX) {
+		frame_writer_free(&p->out);
+		proc_kill(p, 1, "64 MiB of messages unread");
+		return;
+	}
+	if (!p->dirty) {
+		p->dirty = 1;
+		p->next_dirty = ss->dirty;
+		ss->dirty = p;
+	}
+}
+
+/* Report that P could not start (it never ran), and forget it. */
+static void
+report_unstarted(struct slots *ss, uint32_t id, uint32_t gen, const char *why)
+{
+	struct ft_buf b = { 0 };
+	char reason[512];
+	struct proto_exited e = { .hung = 0, .reason = reason };
+
+	snprintf(reason, sizeof(reason), "cannot start ftfarm-slot: %s", why);
+	e.reason_len = strlen(reason);
+	proto_put_exited(&b, &e);
+	ss->emit(ss->arg, id, gen, FT_MSG_EXITED, b.data, b.len);
+	ft_buf_free(&b);
+}
+
+static int
+watch_proc(struct slots *ss, struct proc *p)
+{
+	struct epoll_event es = { .events = EPOLLIN, .data.ptr = &p->wsock };
+	struct epoll_event ep = { .events = EPOLLIN, .data.ptr = &p->wpid };
+
+	p->wsock = (struct watch){ p, 0 };
+	p->wpid = (struct watch){ p, 1 };
+	if (epoll_ctl(ss->epfd, EPOLL_CTL_ADD, p->sock, &es) == -1 ||
+	    epoll_ctl(ss->epfd, EPOLL_CTL_ADD, p->pidfd, &ep) == -1)
+		return -1;
+	set_own(ss, p->sock, 1);
+	return 0;
+}
+
+/* Fork and exec slot ID's process on socket SV; fills P.  -1 with WHY. */
+static int
+proc_exec(struct slots *ss, struct proc *p, int sv, char *why, size_t n)
+{
+	char ids[16], fd[] = "3";
+	char *argv[12] = { ss->exe, "--slot", ids };
+	int k = 3;
+
+	snprintf(ids, sizeof(ids), "%u", p->id);
+	if (ss->node) {
+		argv[k++] = "--node";
+		argv[k++] = ss->node;
+	}
+	if (ss->state_dir) {
+		argv[k++] = "--state-dir";
+		argv[k++] = ss->state_dir;
+	}
+	argv[k++] = "--fd";
+	argv[k++] = fd;
+	argv[k] = NULL;
+	p->pid = slotproc_start(argv, sv, &p->pidfd, why, n);
+	if (p->pid < 0)
+		return -1;
+	p->start = ft_proc_start(p->pid);
+	return 0;
+}
+
+/* A new process for slot ID, generation GEN, or NULL with WHY. */
+static struct proc *
+proc_start(struct slots *ss, uint32_t id, uint32_t gen, char *why, size_t n)
+{
+	struct proc *p = ft_calloc(1, sizeof(*p));
+	int sv[2];
+
+	p->id = id;
+	p->gen = gen;
+	p->sock = p->pidfd = -1;
+	frame_reader_init(&p->in, FT_SLOT_MSG_MAX);
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK,
+		       0, sv) == -1) {
+		snprintf(why, n, "socketpair: %s", strerror(errno));
+		free(p);
+		return NULL;
+	}
+	p->sock = sv[0];
+	if (proc_exec(ss, p, sv[1], why, n) == -1) {
+		close(sv[0]);
+		close(sv[1]);
+		free(p);
+		return NULL;
+	}
+	close(sv[1]);
+	p->born = ft_now();
+	if (watch_proc(ss, p) == -1) {
+		snprintf(why, n, "epoll_ctl: %s", strerror(errno));
+		proc_kill(p, 0, why);	/* reported when reaped: its pidfd */
+	}
+	return p;
+}
+
+void
+slots_spawn(struct slots *ss, uint32_t slot, uint32_t gen)
+{
+	struct proc *p;
+	char why[256] = "";
+
+	if (slot >= ss->ntab) {
+		uint32_t n = slot * 2 + 16;
+
+		ss->tab = ft_realloc(ss->tab, n * sizeof(*ss->tab));
+		memset(ss->tab + ss->ntab, 0, (n - ss->ntab) * sizeof(*ss->tab));
+		ss->ntab = n;
+	}
+	if (ss->tab[slot]) {		/* an older generation: it goes */
+		proc_kill(ss->tab[slot], 0, NULL);
+		ss->tab[slot] = NULL;
+		ss->live--;
+	}
+	p = proc_start(ss, slot, gen, why, sizeof(why));
+	if (p == NULL) {
+		report_unstarted(ss, slot, gen, why);
+		return;
+	}
+	p->next = ss->all;
+	ss->all = p;
+	ss->tab[slot] = p;
+	ss->live++;
+	ss->procs++;
+	ss->next_deadline = fmin(ss->next_deadline, p->born + hello_limit(ss));
+}
+
+static struct proc *
+current(struct slots *ss, uint32_t slot, uint32_t gen)
+{
+	struct proc *p = slot < ss->ntab ? ss->tab[slot] : NULL;
+
+	return p && p->gen == gen && !p->killed ? p : NULL;
+}
+
+void
+slots_kill(struct slots *ss, uint32_t slot, uint32_t gen)
+{
+	struct proc *p = current(ss, slot, gen);
+
+	if (p)
+		proc_kill(p, 0, NULL);
+}
+
+void
+slots_send(struct slots *ss, uint32_t slot, uint32_t gen, uint32_t tag,
+	   const void *b, size_t n)
+{
+	struct proc *p = current(ss, slot, gen);
+
+	if (p == NULL || p->eof)
+		return;
+	if (tag == FT_MSG_WELCOME)
+		p->welcomed = 1;
+	queue(ss, p, tag, b, n);
+}
+
+void
+slots_stop(struct slots *ss)
+{
+	struct ft_buf b = { 0 };
+	struct proc *p;
+
+	proto_put_stop(&b, 0);
+	for (p = ss->all; p; p = p->next) {
+		if (p->killed || p->eof)
+			continue;
+		if (p->welcomed)
+			queue(ss, p, FT_MSG_STOP, b.data, b.len);
+		else
+			proc_kill(p, 0, NULL);
+	}
+	ft_buf_free(&b);
+}
+
+void
+slots_kill_all(struct slots *ss)
+{
+	struct proc *p;
+
+	for (p = ss->all; p; p = p->next)
+		proc_kill(p, 0, NULL);
+}
+
+void
+slots_kill_everything(void)
+{
+	char entry[64], entry2[64];
+
+	snprintf(entry, sizeof(entry), "%s=%d", FT_AGENT_ENV, (int)getpid());
+	snprintf(entry2, sizeof(entry2), "%s=%llu", FT_AGENT_START_ENV,
+		 ft_proc_start(getpid()));
+	ft_kill_by_env(entry, entry2);
+}
+
+/* A frame from P: relayed, but for its pongs. */
+static void
+on_frame(struct slots *ss, struct proc *p, const struct frame *f)
+{
+	struct proto_pong pong;
+
+	switch (f->tag) {
+	case FT_MSG_PONG:
+		if (proto_get_pong(f->p, f->n, &pong) == -1)
+			proc_kill(p, 0, "sent a malformed pong");
+		else if (pong.seq == p->ping_seq)
+			p->ping_sent = 0;
+		return;
+	case FT_MSG_HELLO:
+		p->hello = 1;
+		break;
+	case FT_MSG_RESULT:
+	case FT_MSG_BYE:
+		break;
+	default:
+		proc_kill(p, 0, "sent an unexpected message");
+		return;
+	}
+	ss->emit(ss->arg, p->id, p->gen, f->tag, f->p, f->n);
+}
+
+/* Read from P's socket once and pass on every whole frame.  Returns the
+ * read's answer. */
+static enum frame_rc
+proc_read(struct slots *ss, struct proc *p)
+{
+	enum frame_rc rc = frame_fill(&p->in, p->sock);
+	struct frame f;
+	int got;
+
+	while ((got = frame_next(&p->in, &f)) == 1)
+		on_frame(ss, p, &f);
+	if (got == -1) {
+		proc_kill(p, 0, "sent a malformed message");
+		return FRAME_EOF;
+	}
+	if (rc == FRAME_EOF || rc == FRAME_ERROR) {
+		/* Readable for good: its exit (pidfd) closes the rest. */
+		epoll_ctl(ss->epfd, EPOLL_CTL_DEL, p->sock, NULL);
+		p->eof = 1;
+	}
+	return rc;
+}
+
+static void
+unlink_proc(struct slots *ss, struct proc *p)
+{
+	struct proc **pp;
+
+	for (pp = &ss->all; *pp != p; pp = &(*pp)->next)
+		;
+	*pp = p->next;
+	for (pp = &ss->dirty; *pp; pp = &(*pp)->next_dirty)
+		if (*pp == p) {
+			*pp = p->next_dirty;
+			break;
+		}
+	if (p->id < ss->ntab && ss->tab[p->id] == p) {
+		ss->tab[p->id] = NULL;
+		ss->live--;
+	}
+	ss->procs--;
+}
+
+static void
+proc_free(struct slots *ss, struct proc *p)
+{
+	set_own(ss, p->sock, 0);
+	close(p->sock);		/* leaves the epoll set */
+	close(p->pidfd);
+	frame_reader_free(&p->in);
+	frame_writer_free(&p->out);
+	free(p);
+}
+
+/* P's process has ended: pass on what it wrote, then its end. */
+static void
+proc_exited(struct slots *ss, struct proc *p)
+{
+	char reason[128];
+	struct proto_exited e = { .hung = (uint32_t)p->hung, .reason = reason };
+	struct ft_buf b = { 0 };
+	int status = 0;
+
+	while (!p->eof && proc_read(ss, p) == FRAME_READ)
+		;
+	waitpid(p->pid, &status, 0);
+	if (p->why[0])
+		snprintf(reason, sizeof(reason), "%s", p->why);
+	else
+		slotproc_reason(status, reason, sizeof(reason));
+	e.reason_len = strlen(reason);
+	proto_put_exited(&b, &e);
+	unlink_proc(ss, p);
+	ss->emit(ss->arg, p->id, p->gen, FT_MSG_EXITED, b.data, b.len);
+	ft_buf_free(&b);
+	proc_free(ss, p);
+}
+
+/* Write every queued message the sockets take. */
+static int
+flush_dirty(struct slots *ss)
+{
+	struct proc *p = ss->dirty;
+	int any = p != NULL;
+
+	ss->dirty = NULL;
+	while (p) {
+		struct proc *next = p->next_dirty;
+
+		p->dirty = 0;
+		proc_flush(ss, p);
+		p = next;
+	}
+	return any;
+}
+
+static void
+ping_round(struct slots *ss, double now)
+{
+	struct ft_buf b = { 0 };
+	struct proc *p;
+
+	proto_put_ping(&b, ++ss->seq);
+	for (p = ss->all; p; p = p->next) {
+		if (!p->welcomed || p->killed || p->eof || p->ping_sent > 0)
+			continue;
+		p->ping_sent = now;
+		p->ping_seq = ss->seq;
+		queue(ss, p, FT_MSG_PING, b.data, b.len);
+	}
+	ft_buf_free(&b);
+	ss->next_round = now + ss->heartbeat;
+	ss->next_deadline = fmin(ss->next_deadline, now + ss->ping_timeout);
+}
+
+/* Kill the slots that missed a deadline; the next deadline after. */
+static int
+check_deadlines(struct slots *ss, double now)
+{
+	char why[96];
+	struct proc *p;
+	int any = 0;
+
+	ss->next_deadline = INFINITY;
+	for (p = ss->all; p; p = p->next) {
+		double due = !p->hello ? p->born + hello_limit(ss)
+			   : p->ping_sent > 0 ? p->ping_sent + ss->ping_timeout
+			   : INFINITY;
+
+		if (p->killed)
+			continue;
+		if (now < due) {
+			ss->next_deadline = fmin(ss->next_deadline, due);
+			continue;
+		}
+		if (!p->hello)
+			snprintf(why, sizeof(why), "no hello in %g s",
+				 hello_limit(ss));
+		else
+			snprintf(why, sizeof(why), "no answer to a ping in %g s",
+				 ss->ping_timeout);
+		proc_kill(p, 1, why);
+		any = 1;
+	}
+	return any;
+}
+
+static int
+timers(struct slots *ss, double now)
+{
+	int any = 0;
+
+	if (now >= ss->next_round) {
+		ping_round(ss, now);
+		any = 1;
+	}
+	if (now >= ss->next_deadline)
+		any |= check_deadlines(ss, now);
+	return any;
+}
+
+/* Handle ready descriptors: sockets first, then exits (which free). */
+static int
+events(struct slots *ss)
+{
+	struct epoll_event ev[EVENTS];
+	struct proc *gone[EVENTS];
+	int n = epoll_wait(ss->epfd, ev, EVENTS, 0), i, ngone = 0;
+
+	for (i = 0; i < n; i++) {
+		struct watch *w = ev[i].data.ptr;
+
+		if (w->is_pid) {
+			gone[ngone++] = w->p;
+			continue;
+		}
+		if (ev[i].events & EPOLLOUT)
+			proc_flush(ss, w->p);
+		if (ev[i].events & (EPOLLIN | EPOLLHUP | EPOLLERR))
+			proc_read(ss, w->p);
+	}
+	for (i = 0; i < ngone; i++)
+		proc_exited(ss, gone[i]);
+	return n > 0;
+}
+
+int
+slots_work(struct slots *ss, double now)
+{
+	int any = flush_dirty(ss);
+
+	any |= events(ss);
+	any |= timers(ss, now);
+	return any | flush_dirty(ss);
+}
+
+double
+slots_next(const struct slots *ss)
+{
+	return fmin(ss->next_round, ss->next_deadline);
+}
+
+int
+slots_fd(const struct slots *ss)
+{
+	return ss->epfd;
+}
+
+uint32_t
+slots_live(const struct slots *ss)
+{
+	return ss->live;
+}
+
+uint32_t
+slots_procs(const struct slots *ss)
+{
+	return ss->procs;
+}
+
+void
+slots_free(struct slots *ss)
+{
+	while (ss->all) {
+		struct proc *p = ss->all;
+
+		unlink_proc(ss, p);
+		proc_free(ss, p);
+	}
+	close(ss->epfd);
+	free(ss->tab);
+	free(ss->own);
+	free(ss->exe);
+	free(ss->node);
+	free(ss->state_dir);
+	free(ss);
+}
