@@ -131,7 +131,7 @@ def test_status_json(cluster):
         assert w["state"] in ("idle", "busy"), w
         assert w["respawns"] == 0, w
         assert pid_alive(w["pid"]), w
-        assert "ftfarm-worker" in proc_cmdline(w["pid"]), w
+        assert "ftfarm-slot" in proc_cmdline(w["pid"]), w
     assert sorted(w["id"] for w in st["workers"]) == [0, 1, 2]
     assert sorted(w["node"] for w in st["workers"]) == \
         ["node1", "node2", "node3"]
@@ -249,7 +249,7 @@ def test_worker_huge_heap_is_not_inherited(make_cluster, user_tunables):
     c.start()
     pid = c.worker_pids()[0]
     with open(f"/proc/{pid}/comm") as f:
-        assert f.read().strip() == "ftfarm-worker"
+        assert f.read().strip() == "ftfarm-slot"
     if user_tunables is None:
         # (glibc cuts the variable it shows at the first tunable it reads,
         # so only a lone one can be seen.)

@@ -189,7 +189,7 @@ def test_chaos_kill_and_stop_workers(make_cluster):
     assert pid_alive(master), "the master died"
 
     # Stop leaves nothing: no worker ever seen is alive, and no
-    # ftfarm-worker of this cluster remains.
+    # agent or slot of this cluster remains.
     seen = set(c.seen_pids)
     r = c.stop()
     assert r.returncode == 0, r.stderr
@@ -200,4 +200,4 @@ def test_chaos_kill_and_stop_workers(make_cluster):
     wait_until(lambda: not c.leftovers(), 5)
     left = c.leftovers()
     assert not left, f"cluster processes alive after stop: {left}"
-    assert not [x for x in c.tagged_leftovers() if "ftfarm-worker" in x[2]]
+    assert not [x for x in c.tagged_leftovers() if "ftfarm-worker" in x[2] or "ftfarm-slot" in x[2]]

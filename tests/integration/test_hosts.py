@@ -161,18 +161,35 @@ def test_hung_remote_worker_killed_there(netns_hosts, make_cluster):
     n = 120
     bid = batch_id_of(c.submit(host_batch(n), wait=False)[1])
     assert wait_until(lambda: len(c.results(bid)) >= 20, 60)
-    victim = next(w for w in c.status()["workers"] if w["host"] == h3)
+    st = c.status()
+    victim = next(w for w in st["workers"] if w["host"] == h3)
     os.kill(victim["pid"], signal.SIGSTOP)
-    # Declared dead by its deadline, killed on its host over ssh (the
-    # master does not signal a pid of another host itself).
+    # A hung worker is found and killed on its host by its node's agent.
     assert wait_until(lambda: not nh.pid_alive(victim["pid"]), 30), \
         c.master_log()[-3000:]
+    dead = wait_until(lambda: [e for e in c.events()
+                               if e["event"] == "worker_dead" and
+                               e["pid"] == victim["pid"]], 10)
+    assert dead and "no answer to a ping" in dead[0]["reason"] and \
+        dead[0]["killed"], dead
+    # A hung agent is killed on its host over ssh (the master does not
+    # signal a pid of another host itself); its slots go with it.
+    assert wait_until(lambda: any(
+        w["host"] == h3 and w["pid"] != victim["pid"]
+        for w in live_workers(c)), 40), c.status()
+    st = c.status()
+    node = next(n for n in st["nodes"] if n["name"] == victim["node"])
+    slots = [w["pid"] for w in st["workers"] if w["node"] == node["name"]]
+    os.kill(node["agent_pid"], signal.SIGSTOP)
+    assert wait_until(lambda: not nh.pid_alive(node["agent_pid"]), 30), \
+        c.master_log()[-3000:]
     assert "over ssh" in c.master_log()
+    assert wait_until(lambda: not any(nh.pid_alive(p) for p in slots), 10)
     assert wait_until(lambda: len(c.results(bid)) >= n, 90)
     res = c.results(bid)
     assert not check_exactly_once(res, n), check_exactly_once(res, n)
     assert wait_until(lambda: any(
-        w["host"] == h3 and w["pid"] != victim["pid"]
+        w["host"] == h3 and w["pid"] not in slots
         for w in live_workers(c)), 40), c.status()
     r = c.stop(timeout=90)
     assert r.returncode == 0, (r.stdout, r.stderr)

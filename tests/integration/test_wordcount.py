@@ -563,7 +563,7 @@ def chaos_input(root):
 
 def ours(c, pid):
     tag = f"FTFARM_TEST_TAG={c.tag}".encode()
-    return "ftfarm-worker" in proc_cmdline(pid) and tag in proc_environ(pid)
+    return "ftfarm-slot" in proc_cmdline(pid) and tag in proc_environ(pid)
 
 
 def busy_workers(c):
