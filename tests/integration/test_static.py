@@ -1,8 +1,10 @@
-"""Static launch: one MPI world, rank 0 the master, ranks 1..3 workers.
-No respawn is possible; dead workers stay dead and the others finish the
-work, every task exactly once.  Open MPI survives SIGKILL and SIGSTOP of a
-rank; Debian's MPICH only survives SIGSTOP (a killed rank takes the job
-down), and it cannot spawn, so dynamic launch must be refused at start."""
+"""Static launch: one MPI world, rank 0 the master, ranks 1..3 the node
+agents, each starting its node's worker (a local process, not a rank).
+No respawn is done; dead workers stay dead and the others finish the
+work, every task exactly once.  Killing or stopping a worker touches no
+rank, so Debian's MPICH (which ends the job when a rank dies) survives it
+as Open MPI does; MPICH cannot spawn, so dynamic launch must be refused at
+start."""
 import os
 import signal
 import time
@@ -103,13 +105,14 @@ def test_static_openmpi_kill_and_stop(make_cluster):
     assert took < 20, f"stop took {took:.1f} s: {r.stderr.strip()}"
 
 
-def test_static_mpich_sigstop(make_cluster):
+def test_static_mpich_kill_and_sigstop(make_cluster):
     c = make_cluster(mpi="mpich", launch="static",
                      heartbeat_ms=HEARTBEAT_MS)
     c.start()
     st = c.status()
     assert st["launch"] == "static" and "MPICH" in st["mpi"], st
-    rc, bid, hit = run_with_faults(c, [(0.8, signal.SIGSTOP)])
+    rc, bid, hit = run_with_faults(c, [(0.8, signal.SIGKILL),
+                                       (1.3, signal.SIGSTOP)])
     check_static_run(c, rc, bid, hit)
     t0 = time.monotonic()
     r = c.stop()
