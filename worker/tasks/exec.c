@@ -328,15 +328,23 @@ env_path(char **envp)
 	return "/bin:/usr/bin";
 }
 
-/* How far to close descriptors by hand if close_range is not there. */
+/* How far to close descriptors by hand if close_range is not there.
+ * Asked once (a getrlimit each task is a system call that a short command
+ * pays for nothing): the worker does not change its limit.  Atomic: two
+ * runners may ask at once, and both find the same answer. */
 static int
 max_fd(void)
 {
-	long n = sysconf(_SC_OPEN_MAX);
+	static _Atomic int bound;
+	long n;
 
+	if (bound > 0)
+		return bound;
+	n = sysconf(_SC_OPEN_MAX);
 	if (n < 1024)
-		return 1024;
-	return n > FALLBACK_MAX_FD ? FALLBACK_MAX_FD : (int)n;
+		n = 1024;
+	bound = n > FALLBACK_MAX_FD ? FALLBACK_MAX_FD : (int)n;
+	return bound;
 }
 
 /* The CPUs of SET ("0,5": places, taken modulo the CPUs online) into
@@ -344,12 +352,12 @@ max_fd(void)
 static void
 cpus_init(struct launch *l, const char *set)
 {
-	long n = sysconf(_SC_NPROCESSORS_ONLN);
+	long n, c;
 	char *end;
-	long c;
 
 	if (set == NULL || *set == '\0')
-		return;
+		return;		/* no pin: no read of /sys for the count */
+	n = sysconf(_SC_NPROCESSORS_ONLN);
 	if (n < 1)
 		n = 1;
 	if (n > CPU_SETSIZE)
