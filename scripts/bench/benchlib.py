@@ -63,14 +63,23 @@ def snapshot_bin(src, workdir):
 
 
 def bin_id(src, snap):
-    """Which build was measured: sha256 prefix and mtime of ftfarm-master."""
+    """Which build was measured: sha256 prefix and mtime of ftfarm-master,
+    and of the worker with its exec plugin (a change to the plugin alone
+    leaves the master as it was)."""
     import hashlib
-    path = os.path.join(snap, "ftfarm-master")
-    with open(path, "rb") as f:
-        h = hashlib.sha256(f.read()).hexdigest()[:12]
+
+    def sha(name):
+        with open(os.path.join(snap, name), "rb") as f:
+            return hashlib.sha256(f.read()).hexdigest()[:12]
     mt = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(
         os.path.getmtime(os.path.join(src, "ftfarm-master"))))
-    return f"ftfarm-master sha256 {h}..., built {mt}"
+    out = f"ftfarm-master sha256 {sha('ftfarm-master')}..., built {mt}"
+    try:
+        out += (f"; ftfarm-worker {sha('ftfarm-worker')}..., "
+                f"tasks/exec.so {sha('tasks/exec.so')}...")
+    except OSError:
+        pass
+    return out
 
 
 def install_signal_handlers():

@@ -4,7 +4,8 @@ time by cluster size, the cost of an idle cluster, the master's memory over
 many batches, and submission.
 
     /usr/bin/python3 scripts/bench/speed.py [--rounds 5]
-        [--only shortcmd,start,idle,memory,submit] [--bin DIR]
+        [--only shortcmd,outside,start,idle,memory,submit] [--bin DIR]
+        [--short-n N]
 
 shortcmd  600 x `true`: ftfarm (exec tasks, argv ["true"], task events off)
           on 1 node x 1 and x 2 workers, `xargs -P N -I{} true` and
@@ -12,6 +13,15 @@ shortcmd  600 x `true`: ftfarm (exec tasks, argv ["true"], task events off)
           every configuration once, in rotating order; ratios are medians
           of per-round ratios ftfarm/xargs (ftfarm's time is the wall time
           of `ftfarm submit --wait`)
+outside   the outside check of short commands, as it is run: the cluster
+          of config/local.json unchanged but for its state_dir (3 nodes x
+          1 worker, task events on), --short-n x `true` (default 600)
+          by `ftfarm submit -c CFG BATCH --wait` against `xargs -P2 -I{}
+          true` over as many lines, each timed around the whole command
+          (the client's start, submit and wait inside), no warm-up batch;
+          beside them in the same rounds the shortcmd cluster (1 node x 2
+          workers, task events off); reported: medians, the best of each
+          group of 3 rounds and its ratio to xargs, and the load average
 start     `ftfarm start` of N workers (N = 4, 8, 16, 32, 64) on 8 logical
           nodes of this machine (4 nodes for N = 4), until every worker has
           registered, then `ftfarm stop`
@@ -28,6 +38,7 @@ Every batch's results are checked (each task exactly once, all ok).
 Markdown on stdout, progress on stderr.
 """
 import argparse
+import json
 import os
 import statistics
 import subprocess
@@ -37,7 +48,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import benchlib as B  # noqa: E402
 
-TESTS = ("shortcmd", "start", "idle", "memory", "submit")
+TESTS = ("shortcmd", "outside", "start", "idle", "memory", "submit")
 CLK = os.sysconf("SC_CLK_TCK")
 
 
@@ -105,6 +116,72 @@ def shortcmd(a, bindir, work, out, problems):
     out.append("### Short commands: 600 x `true`\n")
     out.append(B.table(["tool", "workers", "rounds", "median s", "(range)",
                         "ms per command", "ftfarm/xargs"], rows) + "\n")
+
+
+# ---- the outside check of short commands ----
+
+def local_cluster(bindir, work, name):
+    """The cluster of config/local.json as a user starts it: only its
+    state_dir moves into WORK."""
+    with open(os.path.join(B.REPO, "config", "local.json")) as f:
+        cfg = json.load(f)
+    keys = {k: v for k, v in cfg.items()
+            if k not in ("name", "state_dir", "nodes")}
+    return B.Cluster(bindir, work, name, cfg["nodes"], **keys)
+
+
+def run_xargs(lines, p):
+    with open(lines) as f:
+        return timed(["xargs", f"-P{p}", "-I{}", "true"], stdin=f)
+
+
+def outside(a, bindir, work, out, problems):
+    n = a.short_n
+    batch, lines = B.short_commands(work, n)
+    names = ("local.json", "1 node x 2, no task events", "xargs -P2")
+    clusters = {names[0]: local_cluster(bindir, work, "outside"),
+                names[1]: B.Cluster(bindir, work, "outside2", nodes(1, 2),
+                                    task_events=False)}
+    times = {k: [] for k in names}
+    loads = [os.getloadavg()[0]]
+    try:
+        for c in clusters.values():
+            c.start()
+        for r in range(a.rounds):
+            k = r % len(names)
+            for name in names[k:] + names[:k]:
+                if name in clusters:
+                    bid, dt = clusters[name].submit(batch)
+                    problems += [f"outside {name}: {p}" for p in
+                                 clusters[name].check_results(bid, n)]
+                else:
+                    dt = run_xargs(lines, 2)
+                times[name].append(dt)
+            loads.append(os.getloadavg()[0])
+            B.log(f"outside round {r + 1}: " + ", ".join(
+                f"{x} {times[x][-1]:.3f} s" for x in names) +
+                f"; load {loads[-1]:.1f}")
+    finally:
+        for c in clusters.values():
+            c.stop()
+    xa = times[names[2]]
+    rows = []
+    for name in names:
+        ts = times[name]
+        best3 = [min(ts[i:i + 3]) / min(xa[i:i + 3])
+                 for i in range(0, len(ts) - 2, 3)]
+        ratio = [x / y for x, y in zip(ts, xa)]
+        rows.append([name, len(ts), B.fmt(B.median(ts)),
+                     f"{B.fmt(min(ts))}-{B.fmt(max(ts))}",
+                     B.fmt(B.median(ratio), 2),
+                     ", ".join(B.fmt(x, 2) for x in best3) or "n/a"])
+    out.append(f"### The outside check: {n} x `true`, `submit --wait` "
+               "against `xargs -P2`\n")
+    out.append(f"Load average (1 min) over the rounds: {min(loads):.1f}-"
+               f"{max(loads):.1f}.\n")
+    out.append(B.table(["", "rounds", "median s", "(range)",
+                        "/ xargs (median of rounds)",
+                        "/ xargs, best of each 3 rounds"], rows) + "\n")
 
 
 # ---- start time ----
@@ -289,6 +366,8 @@ def main():
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--only", default=",".join(TESTS))
     ap.add_argument("--bin", default=os.path.join(B.REPO, "bin"))
+    ap.add_argument("--short-n", type=int, default=600,
+                    help="commands per batch of the outside check")
     ap.add_argument("--start-sizes", default="4,8,16,32,64")
     ap.add_argument("--idle-seconds", type=float, default=20)
     ap.add_argument("--batches", type=int, default=10)
@@ -309,6 +388,8 @@ def main():
     out, problems = [], []
     if "shortcmd" in want:
         shortcmd(a, bindir, work, out, problems)
+    if "outside" in want:
+        outside(a, bindir, work, out, problems)
     if "start" in want:
         start(a, bindir, work, out, problems)
     if "idle" in want:

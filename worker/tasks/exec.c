@@ -71,6 +71,7 @@ struct launch {
 	int max_fd;		/* close bound when close_range fails */
 	struct sigaction dfl;	/* SIG_DFL, for every signal */
 	sigset_t empty;		/* the child's signal mask */
+	sigset_t reset;		/* signals the child sets to SIG_DFL */
 	int pin;		/* bind the child to CPUS */
 	cpu_set_t cpus;
 };
@@ -328,15 +329,23 @@ env_path(char **envp)
 	return "/bin:/usr/bin";
 }
 
-/* How far to close descriptors by hand if close_range is not there. */
+/* How far to close descriptors by hand if close_range is not there.
+ * Asked once (a getrlimit each task is a system call that a short command
+ * pays for nothing): the worker does not change its limit.  Atomic: two
+ * runners may ask at once, and both find the same answer. */
 static int
 max_fd(void)
 {
-	long n = sysconf(_SC_OPEN_MAX);
+	static _Atomic int bound;
+	long n;
 
+	if (bound > 0)
+		return bound;
+	n = sysconf(_SC_OPEN_MAX);
 	if (n < 1024)
-		return 1024;
-	return n > FALLBACK_MAX_FD ? FALLBACK_MAX_FD : (int)n;
+		n = 1024;
+	bound = n > FALLBACK_MAX_FD ? FALLBACK_MAX_FD : (int)n;
+	return bound;
 }
 
 /* The CPUs of SET ("0,5": places, taken modulo the CPUs online) into
@@ -344,12 +353,12 @@ max_fd(void)
 static void
 cpus_init(struct launch *l, const char *set)
 {
-	long n = sysconf(_SC_NPROCESSORS_ONLN);
+	long n, c;
 	char *end;
-	long c;
 
 	if (set == NULL || *set == '\0')
-		return;
+		return;		/* no pin: no read of /sys for the count */
+	n = sysconf(_SC_NPROCESSORS_ONLN);
 	if (n < 1)
 		n = 1;
 	if (n > CPU_SETSIZE)
@@ -469,15 +478,16 @@ kernel_default(int sig)
 	syscall(SYS_rt_sigaction, sig, &ksa, NULL, sizeof(ksa.mask));
 }
 
-/* Default dispositions for every signal and an empty mask.  Signals the C
- * library reserves refuse the change; that is fine. */
+/* Default dispositions for the signals the worker changed and an empty
+ * mask.  Signals the C library reserves refuse the change through
+ * sigaction; the kernel takes it. */
 static int
 child_signals(const struct launch *l)
 {
 	int sig;
 
 	for (sig = 1; sig < NSIG; sig++) {
-		if (sig == SIGKILL || sig == SIGSTOP)
+		if (!sigismember(&l->reset, sig))
 			continue;
 		if (sigaction(sig, &l->dfl, NULL) == -1)
 			kernel_default(sig);
@@ -616,6 +626,47 @@ child_start(const struct launch *l)
 	return pid;
 }
 
+/* Add to SET the signals of the hexadecimal MASK ("0000000000004a03":
+ * bit N-1 is signal N), as /proc/PID/status writes them. */
+static void
+mask_add(sigset_t *set, const char *mask)
+{
+	unsigned long long bits = strtoull(mask, NULL, 16);
+	int sig;
+
+	for (sig = 1; sig <= 64 && sig < NSIG; sig++)
+		if (bits & (1ULL << (sig - 1)))
+			sigaddset(set, sig);
+}
+
+/* The signals the worker ignores or catches (its SigIgn and SigCgt), the
+ * only ones a child must set back to the default: the others already
+ * are.  One read of /proc instead of a sigaction for each of 64 signals,
+ * which a short command paid for while the worker waited in vfork.  When
+ * /proc cannot tell: every signal, as before. */
+static void
+signals_to_reset(sigset_t *set)
+{
+	char buf[4096], *ign, *cgt;
+	ssize_t n = -1;
+	int fd = open("/proc/self/status", O_RDONLY | O_CLOEXEC);
+
+	if (fd >= 0) {
+		n = read(fd, buf, sizeof(buf) - 1);
+		close(fd);
+	}
+	buf[n > 0 ? n : 0] = '\0';
+	ign = strstr(buf, "\nSigIgn:");
+	cgt = strstr(buf, "\nSigCgt:");
+	if (ign == NULL || cgt == NULL) {
+		sigfillset(set);
+		return;
+	}
+	sigemptyset(set);
+	mask_add(set, ign + 8);
+	mask_add(set, cgt + 8);
+}
+
 /* Start the child described by L with vfork: the worker is a large MPI
  * process, and fork's copy of its page tables cost more than the short
  * commands users run.  All signals stay blocked on this thread across
@@ -633,6 +684,7 @@ proc_start(struct proc *p, struct launch *l, struct ft_result *res)
 		     errstr(errno, eb, sizeof(eb)));
 		goto cleanup;
 	}
+	signals_to_reset(&l->reset);
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
 	p->pid = child_start(l);
