@@ -336,7 +336,8 @@ class Cluster:
 
 # ---- the binaries under test ----
 
-BIN_FILES = ("ftfarm", "ftfarm-master", "ftfarm-worker", "ftfarm-gang")
+BIN_FILES = ("ftfarm", "ftfarm-master", "ftfarm-worker", "ftfarm-slot",
+             "ftfarm-gang")
 
 
 def have_build(bindir):

@@ -33,7 +33,7 @@ def test_installed_tree_runs_every_job_type(tmp_path):
     make("install", f"PREFIX={prefix}")
     installed = files_under(prefix)
     for f in ("bin/ftfarm", "bin/ftfarm-master", "bin/ftfarm-worker",
-              "bin/ftfarm-gang", "lib/ftfarm/tasks/exec.so",
+              "bin/ftfarm-slot", "bin/ftfarm-gang", "lib/ftfarm/tasks/exec.so",
               "lib/ftfarm/tasks/wordcount.so", "lib/ftfarm/tasks/relax.so",
               "lib/ftfarm/gangs/ftallreduce.so",
               "lib/ftfarm/gangs/pipeline.so", "share/ftfarm/ftfarm.sbatch",
