@@ -206,15 +206,19 @@ read_frames(struct slot *s, double now)
 	return any;
 }
 
-/* Queue finished results in frames of at most FT_SLOT_MSG_MAX bytes.
- * Returns 1 if any were queued. */
+/* Queue finished results in frames of at most FT_SLOT_MSG_MAX bytes,
+ * once those taken before are all written (an exec task waits until
+ * then).  Returns 1 if any were queued. */
 static int
 queue_results(struct slot *s)
 {
-	struct runner_result *list = runner_take(s->runner), *r;
+	struct runner_result *list, *r;
 	struct ft_buf b = { 0 };
 	uint32_t count = 0;
 
+	if (s->unsent)
+		return 0;
+	list = runner_take(s->runner);
 	if (list == NULL)
 		return 0;
 	proto_begin_list(&b);

@@ -101,6 +101,7 @@ slots_new(const char *exe, slots_emit_fn emit, void *arg, char *why, size_t n)
 		free(ss);
 		return NULL;
 	}
+	slotproc_more_fds();
 	ss->exe = ft_strdup(exe);
 	ss->emit = emit;
 	ss->arg = arg;
