@@ -8,6 +8,8 @@
  *                               killed by KILL, a respawn, ping, stop
  *   agent_master BINDIR start N N slots: time from SPAWN to the Nth
  *                               HELLO, PSS of one slot, stop
+ *   agent_master BINDIR noslot  BINDIR without ftfarm-slot: a SPAWN is
+ *                               answered by EXITED
  *
  * Prints what it measured; exits 0 only when every check held.
  */
@@ -569,6 +571,22 @@ run_start(uint32_t n)
 	free(pids);
 }
 
+/* Without ftfarm-slot beside the agent: the slot's end is reported. */
+static void
+run_noslot(void)
+{
+	struct relay r = { 0 };
+	struct proto_exited e;
+
+	relay_add(&r, 5, 3, FT_MSG_SPAWN, NULL);
+	relay_send(&r);
+	wait_ents(5, 3, FT_MSG_EXITED, 1);
+	CHECK(exited_at(5, 3, &e) >= 0 &&
+	      strstr(e.reason, "cannot start ftfarm-slot"), "no report");
+	printf("no ftfarm-slot: %.*s\n", (int)e.reason_len, e.reason);
+	stop_agent();
+}
+
 int
 main(int argc, char **argv)
 {
@@ -579,6 +597,8 @@ main(int argc, char **argv)
 	spawn_agent(argv[1]);
 	if (strcmp(argv[2], "start") == 0 && argc > 3)
 		run_start((uint32_t)atoi(argv[3]));
+	else if (strcmp(argv[2], "noslot") == 0)
+		run_noslot();
 	else
 		run_check();
 	MPI_Finalize();

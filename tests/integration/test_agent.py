@@ -5,6 +5,7 @@ of its death, a SIGSTOPped slot reported hung within a heartbeat and a
 ping timeout, a SIGKILLed one at once, KILL and a respawn, the agent's
 pong and an orderly stop that leaves no process behind."""
 import os
+import shutil
 import subprocess
 import uuid
 
@@ -21,7 +22,7 @@ MPIRUN = ["mpirun.openmpi", "--oversubscribe", "--bind-to", "none",
           "lo", "--mca", "oob_tcp_if_include", "lo", "-n", "1"]
 
 
-def run_master(bins, *args, timeout=90):
+def run_master(bins, *args, timeout=90, bindir=None):
     """Run the stand-in master; every process it leads to carries a tag,
     and whatever is left of them is killed (by pid) at the end."""
     if not MASTER.is_file():
@@ -30,7 +31,7 @@ def run_master(bins, *args, timeout=90):
     env = dict(os.environ, FTFARM_TEST_TAG=tag, OMPI_ALLOW_RUN_AS_ROOT="1",
                OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
     try:
-        r = subprocess.run(MPIRUN + [str(MASTER), str(bins["openmpi"])]
+        r = subprocess.run(MPIRUN + [str(MASTER), str(bindir or bins["openmpi"])]
                            + list(args), env=env, capture_output=True,
                            text=True, timeout=timeout)
         left = wait_until(lambda: not tagged_pids(tag), 5)
@@ -50,6 +51,14 @@ def test_agent_relays_slots_and_reports_their_ends(bins):
     assert "results exactly once" in out and "killed by signal 9" in out
     assert "reported hung" in out and "runs tasks" in out
     assert clean, "processes of the agent are left"
+
+
+def test_agent_reports_a_slot_that_cannot_start(bins, tmp_path):
+    shutil.copy2(bins["openmpi"] / "ftfarm-worker", tmp_path)
+    r, clean = run_master(bins, "noslot", bindir=tmp_path)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "cannot start ftfarm-slot" in r.stdout
+    assert clean
 
 
 @pytest.mark.long
