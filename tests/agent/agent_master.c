@@ -10,6 +10,8 @@
  *                               HELLO, PSS of one slot, stop
  *   agent_master BINDIR noslot  BINDIR without ftfarm-slot: a SPAWN is
  *                               answered by EXITED
+ *   agent_master BINDIR nohello BINDIR with an ftfarm-slot that never
+ *                               says hello: killed, reported hung
  *
  * Prints what it measured; exits 0 only when every check held.
  */
@@ -587,6 +589,24 @@ run_noslot(void)
 	stop_agent();
 }
 
+/* A slot that never says hello is killed and reported hung. */
+static void
+run_nohello(void)
+{
+	struct relay r = { 0 };
+	struct proto_exited e;
+	double t0 = ft_now();
+
+	relay_add(&r, 2, 1, FT_MSG_SPAWN, NULL);
+	relay_send(&r);
+	wait_ents(2, 1, FT_MSG_EXITED, 1);
+	CHECK(exited_at(2, 1, &e) >= 0 && e.hung &&
+	      strstr(e.reason, "no hello"), "no report of a silent slot");
+	printf("silent slot: reported after %.1f s: %.*s\n", ft_now() - t0,
+	       (int)e.reason_len, e.reason);
+	stop_agent();
+}
+
 int
 main(int argc, char **argv)
 {
@@ -599,6 +619,8 @@ main(int argc, char **argv)
 		run_start((uint32_t)atoi(argv[3]));
 	else if (strcmp(argv[2], "noslot") == 0)
 		run_noslot();
+	else if (strcmp(argv[2], "nohello") == 0)
+		run_nohello();
 	else
 		run_check();
 	MPI_Finalize();

@@ -67,3 +67,15 @@ def test_agent_starts_64_slots(bins):
     assert r.returncode == 0 and "\nOK" in r.stdout, r.stdout + r.stderr
     print(r.stdout)
     assert clean
+
+
+@pytest.mark.long
+def test_agent_kills_a_slot_that_never_says_hello(bins, tmp_path):
+    shutil.copy2(bins["openmpi"] / "ftfarm-worker", tmp_path)
+    fake = tmp_path / "ftfarm-slot"
+    fake.write_text("#!/bin/sh\nexec sleep 1000\n")
+    fake.chmod(0o755)
+    r, clean = run_master(bins, "nohello", bindir=tmp_path)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "no hello in 10 s" in r.stdout
+    assert clean
