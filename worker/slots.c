@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "frame.h"
+#include "hugeheap.h"
 #include "proto.h"
 #include "slotproc.h"
 #include "util.h"
@@ -102,6 +103,7 @@ slots_new(const char *exe, slots_emit_fn emit, void *arg, char *why, size_t n)
 		return NULL;
 	}
 	slotproc_more_fds();
+	hugeheap_for_children();
 	ss->exe = ft_strdup(exe);
 	ss->emit = emit;
 	ss->arg = arg;
