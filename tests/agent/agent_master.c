@@ -198,7 +198,9 @@ welcome(struct ft_buf *b)
 {
 	struct proto_welcome w = {
 		.output_cap = 65536, .master_timeout = 10, .idle_nap = 0.05,
-		.node = "nodeA", .node_len = 5, .heartbeat = HB,
+		.node = "nodeA", .node_len = 5,
+		.heartbeat = getenv("AGENT_MASTER_HB") ?
+			     atof(getenv("AGENT_MASTER_HB")) : HB,
 		.ping_timeout = PING_TIMEOUT,
 	};
 
