@@ -1,7 +1,8 @@
 /*
  * agent_master: a small stand-in for ftfarm-master that drives one node
  * agent (bin/ftfarm-worker) through the protocol of proto.h, under
- * `mpirun -n 1`.
+ * `mpirun -n 1` (or, with AGENT_MASTER_STATIC set, as rank 0 of a static
+ * world whose rank 1 is the agent).
  *
  *   agent_master BINDIR check   slots 0..3: results exactly once, a slot
  *                               killed by its task, one SIGSTOPped, one
@@ -41,6 +42,7 @@ struct ent {
 };
 
 static MPI_Comm ic;
+static int peer;			/* the agent's rank in ic */
 static char *rbuf;
 static struct ent *ents;
 static size_t nents, capents;
@@ -105,10 +107,10 @@ pump(void)
 	struct proto_pong pong;
 
 	keep_alive();
-	MPI_Iprobe(0, MPI_ANY_TAG, ic, &flag, &st);
+	MPI_Iprobe(peer, MPI_ANY_TAG, ic, &flag, &st);
 	if (!flag)
 		return 0;
-	MPI_Recv(rbuf, FT_MSG_MAX, MPI_BYTE, 0, MPI_ANY_TAG, ic, &st);
+	MPI_Recv(rbuf, FT_MSG_MAX, MPI_BYTE, peer, MPI_ANY_TAG, ic, &st);
 	MPI_Get_count(&st, MPI_BYTE, &count);
 	switch (st.MPI_TAG) {
 	case FT_MSG_RELAY:
@@ -162,7 +164,7 @@ wait_ents(int slot, uint32_t gen, uint32_t tag, size_t count)
 static void
 send_msg(int tag, struct ft_buf *b)
 {
-	MPI_Send(b->data, (int)b->len, MPI_BYTE, 0, tag, ic);
+	MPI_Send(b->data, (int)b->len, MPI_BYTE, peer, tag, ic);
 	ft_buf_free(b);
 }
 
@@ -217,10 +219,16 @@ spawn_agent(const char *bindir)
 	MPI_Info info;
 	int err;
 
-	MPI_Info_create(&info);
-	MPI_Info_set(info, "bind_to", "none");
-	MPI_Comm_spawn(exe, argv, 1, info, 0, MPI_COMM_SELF, &ic, &err);
-	MPI_Info_free(&info);
+	if (getenv("AGENT_MASTER_STATIC")) {
+		ic = MPI_COMM_WORLD;	/* the agent is rank 1 of our world */
+		peer = 1;
+	} else {
+		MPI_Info_create(&info);
+		MPI_Info_set(info, "bind_to", "none");
+		MPI_Comm_spawn(exe, argv, 1, info, 0, MPI_COMM_SELF, &ic,
+			       &err);
+		MPI_Info_free(&info);
+	}
 	free(exe);
 	rbuf = ft_malloc(FT_MSG_MAX);
 	{
@@ -228,7 +236,7 @@ spawn_agent(const char *bindir)
 		MPI_Status st;
 		int count;
 
-		MPI_Recv(rbuf, FT_MSG_MAX, MPI_BYTE, 0, FT_MSG_HELLO, ic, &st);
+		MPI_Recv(rbuf, FT_MSG_MAX, MPI_BYTE, peer, FT_MSG_HELLO, ic, &st);
 		MPI_Get_count(&st, MPI_BYTE, &count);
 		if (proto_get_hello(rbuf, (size_t)count, &h) == -1 ||
 		    h.version != FT_PROTO_VERSION || h.slot != 0)

@@ -22,18 +22,25 @@ MPIRUN = ["mpirun.openmpi", "--oversubscribe", "--bind-to", "none",
           "lo", "--mca", "oob_tcp_if_include", "lo", "-n", "1"]
 
 
-def run_master(bins, *args, timeout=90, bindir=None):
-    """Run the stand-in master; every process it leads to carries a tag,
-    and whatever is left of them is killed (by pid) at the end."""
+def run_master(bins, *args, timeout=90, bindir=None, static=False):
+    """Run the stand-in master (STATIC: as rank 0 of a world whose rank 1
+    is the agent); every process it leads to carries a tag, and whatever
+    is left of them is killed (by pid) at the end."""
     if not MASTER.is_file():
         pytest.skip(f"{MASTER} not built (make {MASTER.relative_to(ROOT)})")
     tag = uuid.uuid4().hex
     env = dict(os.environ, FTFARM_TEST_TAG=tag, OMPI_ALLOW_RUN_AS_ROOT="1",
                OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
+    bindir = bindir or bins["openmpi"]
+    master = [str(MASTER), str(bindir)] + list(args)
+    cmd = MPIRUN + master
+    if static:
+        env["AGENT_MASTER_STATIC"] = "1"
+        cmd = MPIRUN + ["-x", "AGENT_MASTER_STATIC"] + master + \
+            [":", "-n", "1", str(bindir / "ftfarm-worker")]
     try:
-        r = subprocess.run(MPIRUN + [str(MASTER), str(bindir or bins["openmpi"])]
-                           + list(args), env=env, capture_output=True,
-                           text=True, timeout=timeout)
+        r = subprocess.run(cmd, env=env, capture_output=True, text=True,
+                           timeout=timeout)
         left = wait_until(lambda: not tagged_pids(tag), 5)
         return r, left
     finally:
@@ -50,6 +57,14 @@ def test_agent_relays_slots_and_reports_their_ends(bins):
     assert r.returncode == 0 and "\nOK" in r.stdout, out
     assert "results exactly once" in out and "killed by signal 9" in out
     assert "reported hung" in out and "runs tasks" in out
+    assert clean, "processes of the agent are left"
+
+
+def test_agent_as_a_rank_of_a_static_world(bins):
+    r, clean = run_master(bins, "check", static=True)
+    out = r.stdout + r.stderr
+    assert r.returncode == 0 and "\nOK" in r.stdout, out
+    assert "results exactly once" in out and "reported hung" in out
     assert clean, "processes of the agent are left"
 
 
