@@ -343,7 +343,7 @@ static void
 test_fixed_messages_strict(void **st)
 {
 	struct ft_buf b = { 0 };
-	struct proto_welcome w = { 5, 1.0, 0.1, "node1", 5 };
+	struct proto_welcome w = { 5, 1.0, 0.1, "node1", 5, 1.0, 0.5 };
 	struct proto_pong p = { 1, 2, 3 };
 
 	(void)st;
