@@ -254,16 +254,19 @@ test_welcome_round_trip(void **st)
 	struct ft_buf b = { 0 };
 	struct proto_welcome w = { .output_cap = 1 << 20,
 				   .master_timeout = 12.75,
-				   .idle_nap = 0.0625 }, g;
+				   .idle_nap = 0.0625, .heartbeat = 1.5,
+				   .ping_timeout = 0.25 }, g;
 
 	(void)st;
 	proto_put_welcome(&b, &w);
-	assert_int_equal(b.len, 24);	/* and an empty node name */
+	assert_int_equal(b.len, 40);	/* and an empty node name */
 	memset(&g, 0, sizeof(g));
 	assert_int_equal(proto_get_welcome(b.data, b.len, &g), 0);
 	assert_int_equal(g.output_cap, 1 << 20);
 	assert_true(g.master_timeout == 12.75);
 	assert_true(g.idle_nap == 0.0625);
+	assert_true(g.heartbeat == 1.5);
+	assert_true(g.ping_timeout == 0.25);
 	ft_buf_free(&b);
 }
 
