@@ -88,7 +88,7 @@ $(BINDIR)/ftfarm-master: $(master_o) $(common_mpi_o) $(common_o)
 # The status page is assembled into the master (.incbin in page.c).
 $(OBJ)/master/page.o: master/page.html
 
-$(BINDIR)/ftfarm-worker: $(worker_o) $(common_o)
+$(BINDIR)/ftfarm-worker: $(worker_o) $(OBJ)/worker/hugeheap.o $(common_o)
 	@mkdir -p $(dir $@)
 	$(MPICC) $(CFLAGS) -o $@ $^ $(LDLIBS) -ldl -lpthread
 

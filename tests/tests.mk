@@ -24,7 +24,7 @@ unit: $(UNIT_BIN)
 # ones run after them, one at a time in pytest itself.
 PYTEST_JOBS ?= 3
 
-integration: all
+integration: all $(OBJ)/tests/agent_master
 	timeout 900 /usr/bin/python3 -m pytest -q -n $(PYTEST_JOBS) -m "not slurm and not long" tests/integration $(PYTEST_ARGS)
 	timeout 600 /usr/bin/python3 -m pytest -q -p no:xdist -m "slurm and not long" tests/integration $(PYTEST_ARGS)
 
@@ -89,3 +89,9 @@ test-long: deps
 
 deps:
 	scripts/install-deps
+
+# A stand-in master that drives one node agent through the protocol
+# (tests/integration/test_agent.py runs it under mpirun).
+$(OBJ)/tests/agent_master: tests/agent/agent_master.c $(common_o)
+	@mkdir -p $(dir $@)
+	$(MPICC) $(CPPFLAGS) $(CFLAGS) $(WARN) -o $@ $< $(common_o) $(LDLIBS)

@@ -353,8 +353,12 @@ serve(struct agent *a)
 		if (dozed)
 			doze_learn(&a->doze, got > 0);
 		dozed = 0;
-		active = slots_work(a->ss, now);
-		active |= flush_relay(a);
+		/* Only traffic with the master counts as activity: the slots'
+		 * pings and pongs, every heartbeat, would otherwise keep the
+		 * naps short for good.  A slot's news wakes the agent anyway
+		 * (its socket is in the epoll set). */
+		slots_work(a->ss, now);
+		active = flush_relay(a);
 		active |= got > 1;
 		if (a->stopping && stopped(a, now))
 			return;

@@ -44,37 +44,57 @@ tunables_restore(const char *were)
  * buffers (a word count's partitions and sort keys, some MiB) are touched
  * afresh by the first task after the start, and by the first after the
  * runner has trimmed the heap; in 4 KiB pages that is about 800 faults
- * per job on each worker, and a fault costs about 15 us on a VM, against
+ * per job on each slot, and a fault costs about 15 us on a VM, against
  * one fault per 2 MiB.  glibc reads its tunables once, when the process
- * starts, so the slot execs itself once with glibc.malloc.hugetlb=1
- * added: the exec keeps the pid, the start time and the descriptors its
- * agent gave.  Nothing changes when the kernel has
- * THP off, or the user set the tunable either way. */
-void
-hugeheap_exec(char **argv)
+ * starts: the environment must say so at the exec.  Nothing changes when
+ * the kernel has THP off, or the user set the tunable either way.
+ * Returns 1 if the environment now asks for huge pages (and says what
+ * it was before), 0 if it is left alone. */
+static int
+ask_huge(void)
 {
-	const char *were = getenv(TUNABLES_WERE), *old = getenv(TUNABLES);
-	char self[4096], *want, *keep;
-	ssize_t n;
+	const char *old = getenv(TUNABLES);
+	char *want, *keep;
 
-	if (were) {
-		tunables_restore(were);
-		return;
-	}
-	if ((old && strstr(old, "glibc.malloc.hugetlb")) || !thp_offered())
-		return;
-	/* By its path: the process keeps its name (not "exe"). */
-	n = readlink("/proc/self/exe", self, sizeof(self) - 1);
-	if (n <= 0 || (size_t)n >= sizeof(self) - 1)
-		return;
-	self[n] = '\0';
+	if (getenv(TUNABLES_WERE) ||
+	    (old && strstr(old, "glibc.malloc.hugetlb")) || !thp_offered())
+		return 0;
 	keep = old ? ft_asprintf("=%s", old) : ft_strdup("-");
 	want = old && *old ? ft_asprintf("%s:" HUGE_HEAP, old)
 			   : ft_strdup(HUGE_HEAP);
 	setenv(TUNABLES_WERE, keep, 1);
 	setenv(TUNABLES, want, 1);
+	free(keep);
+	free(want);
+	return 1;
+}
+
+void
+hugeheap_for_children(void)
+{
+	ask_huge();
+}
+
+void
+hugeheap_exec(char **argv)
+{
+	const char *were = getenv(TUNABLES_WERE);
+	char self[4096], *keep;
+	ssize_t n;
+
+	if (were) {			/* started with it: done */
+		keep = ft_strdup(were);
+		tunables_restore(keep);
+		free(keep);
+		return;
+	}
+	/* By its path: the process keeps its name (not "exe"). */
+	n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	if (n <= 0 || (size_t)n >= sizeof(self) - 1 || !ask_huge())
+		return;
+	self[n] = '\0';
+	keep = ft_strdup(getenv(TUNABLES_WERE));
 	execv(self, argv);
 	tunables_restore(keep);	/* no exec: small pages then */
 	free(keep);
-	free(want);
 }

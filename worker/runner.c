@@ -117,10 +117,10 @@ on_group(const struct ft_task *task, pid_t pgid)
 	atomic_store(&r->group, (int)pgid);
 }
 
-/* Wait until every result of the tasks before is in MPI's hands.  A task
- * that starts processes may kill the worker (`kill -9 $PPID`); the master
- * must have heard of the task before it, or it blames that one, finished
- * but unreported.  A moment next to a fork and an exec. */
+/* Wait until every result of the tasks before is written to the agent.
+ * A task that starts processes may kill its slot (`kill -9 $PPID`); the
+ * master must have heard of the task before it, or it blames that one,
+ * finished but unreported.  A moment next to a fork and an exec. */
 static void
 wait_sent(struct runner *r)
 {
@@ -200,7 +200,7 @@ wait_work(struct runner *r)
 	if (pthread_cond_timedwait(&r->work, &r->mu, &until) == ETIMEDOUT &&
 	    !r->stop && r->head == NULL) {
 		r->ran = 0;
-		pthread_mutex_unlock(&r->mu);	/* the agent may push meanwhile */
+		pthread_mutex_unlock(&r->mu);	/* the slot may push meanwhile */
 		malloc_trim(0);
 		pthread_mutex_lock(&r->mu);
 	}
@@ -429,15 +429,4 @@ runner_kill_group(struct runner *r)
 
 	if (pgid > 1)
 		kill(-(pid_t)pgid, SIGKILL);
-}
-
-int
-runner_busy(struct runner *r)
-{
-	int busy;
-
-	pthread_mutex_lock(&r->mu);
-	busy = r->running != NULL || r->head != NULL;
-	pthread_mutex_unlock(&r->mu);
-	return busy;
 }

@@ -1,8 +1,8 @@
 /*
  * runner: the thread that runs a worker's tasks.
  *
- * The agent thread owns MPI and stays responsive; it pushes tasks to the
- * runner and takes finished results back.  Tasks run one at a time in
+ * The slot's main thread stays responsive to its agent; it pushes tasks
+ * to the runner and takes finished results back.  Tasks run one at a time in
  * arrival order through their plugin's run().
  */
 #ifndef FT_RUNNER_H
@@ -60,8 +60,6 @@ uint64_t runner_running(struct runner *r, uint32_t *queued);
  * one (exec does).  Safe from any thread, without the runner's lock: for
  * a worker that leaves at once. */
 void runner_kill_group(struct runner *r);
-/* Tasks queued or running. */
-int runner_busy(struct runner *r);
 
 /* A task TID, ATTEMPT with a copy of SPEC (LEN bytes), of GPUS (GLEN
  * bytes, its GPU ids) and of CPUSET (CLEN bytes, the CPUs to bind it

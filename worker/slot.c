@@ -206,15 +206,19 @@ read_frames(struct slot *s, double now)
 	return any;
 }
 
-/* Queue finished results in frames of at most FT_SLOT_MSG_MAX bytes.
- * Returns 1 if any were queued. */
+/* Queue finished results in frames of at most FT_SLOT_MSG_MAX bytes,
+ * once those taken before are all written (an exec task waits until
+ * then).  Returns 1 if any were queued. */
 static int
 queue_results(struct slot *s)
 {
-	struct runner_result *list = runner_take(s->runner), *r;
+	struct runner_result *list, *r;
 	struct ft_buf b = { 0 };
 	uint32_t count = 0;
 
+	if (s->unsent)
+		return 0;
+	list = runner_take(s->runner);
 	if (list == NULL)
 		return 0;
 	proto_begin_list(&b);
@@ -255,8 +259,9 @@ has_queued(struct runner *r)
 	return queued > 0;
 }
 
-/* Sleep until the socket or the runner has news, or the silence limit. */
-static void
+/* Sleep until the socket or the runner has news, or the silence limit.
+ * Returns the socket's poll events (0 if it has none). */
+static int
 wait_news(struct slot *s, double now)
 {
 	struct pollfd fds[2] = {
@@ -267,9 +272,12 @@ wait_news(struct slot *s, double now)
 
 	if (frame_pending(&s->out))
 		fds[0].events |= POLLOUT;
-	if (poll(fds, 2, (int)ceil(fmax(left, 0) * 1000) + 1) < 0 &&
-	    errno != EINTR)
-		die(s, "poll failed");
+	if (poll(fds, 2, (int)ceil(fmax(left, 0) * 1000) + 1) < 0) {
+		if (errno != EINTR)
+			die(s, "poll failed");
+		return POLLIN;
+	}
+	return fds[0].revents;
 }
 
 /* Say bye and wait (bounded) until it is written. */
@@ -290,6 +298,7 @@ int
 slot_run(int fd, int id, const struct ft_plugins *pl)
 {
 	struct slot s = { .fd = fd, .id = id };
+	int news = POLLIN;
 
 	frame_reader_init(&s.in, FT_MSG_MAX);
 	s.runner = runner_start(pl);
@@ -303,16 +312,22 @@ slot_run(int fd, int id, const struct ft_plugins *pl)
 		int sent = queue_results(&s);
 
 		flush_out(&s);
-		read_frames(&s, now);
+		/* Read only when poll said so: an idle slot's wake-up (a
+		 * ping) costs one read, not a second one that finds
+		 * nothing. */
+		if (news & (POLLIN | POLLHUP | POLLERR))
+			read_frames(&s, now);
 		if (s.stop)
 			break;
 		if (now - s.last_heard > s.master_timeout)
 			die(&s, s.welcomed ? "the agent went silent"
 					   : "no welcome from the agent");
-		if (sent && s.last_seconds < HOLD && has_queued(s.runner))
+		if (sent && s.last_seconds < HOLD && has_queued(s.runner)) {
 			ft_sleep(HOLD);
-		else
-			wait_news(&s, now);
+			news = POLLIN;
+		} else {
+			news = wait_news(&s, now);
+		}
 	}
 	runner_stop(s.runner);
 	say_bye(&s);

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -15,6 +16,22 @@
 #include "util.h"
 
 #define FIRST_FREE_FD 4
+
+static struct rlimit fd_limit_was;	/* for the slots */
+static int fd_limit_raised;
+
+void
+slotproc_more_fds(void)
+{
+	struct rlimit rl;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) == -1 || rl.rlim_cur >= rl.rlim_max)
+		return;
+	fd_limit_was = rl;
+	rl.rlim_cur = rl.rlim_max;
+	if (setrlimit(RLIMIT_NOFILE, &rl) == 0)
+		fd_limit_raised = 1;
+}
 
 /* In the child: close every descriptor from FIRST (most of ours are
  * close-on-exec already; the MPI library's may not be). */
@@ -45,6 +62,8 @@ child(char *const argv[], int fd, pid_t parent)
 	else if (dup2(fd, 3) != 3)
 		_exit(127);
 	close_from(FIRST_FREE_FD);
+	if (fd_limit_raised)
+		setrlimit(RLIMIT_NOFILE, &fd_limit_was);
 	execv(argv[0], argv);
 	_exit(127);
 }

@@ -7,6 +7,9 @@
 #include <stddef.h>
 #include <sys/types.h>
 
+/* Raise this process's soft limit on descriptors to its hard limit: an
+ * agent holds two per slot.  Slots get the limit as it was. */
+void slotproc_more_fds(void);
 /* Start ARGV (ARGV[0] a path) with FD as its descriptor 3 and nothing
  * else of ours but 0-2; it dies with this process (PR_SET_PDEATHSIG).
  * Returns its pid with *PIDFD a pidfd of it, or -1 with WHY filled. */

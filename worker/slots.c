@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "frame.h"
+#include "hugeheap.h"
 #include "proto.h"
 #include "slotproc.h"
 #include "util.h"
@@ -101,6 +102,8 @@ slots_new(const char *exe, slots_emit_fn emit, void *arg, char *why, size_t n)
 		free(ss);
 		return NULL;
 	}
+	slotproc_more_fds();
+	hugeheap_for_children();
 	ss->exe = ft_strdup(exe);
 	ss->emit = emit;
 	ss->arg = arg;
@@ -193,7 +196,7 @@ queue(struct slots *ss, struct proc *p, uint32_t tag, const void *b, size_t n)
 	}
 }
 
-/* Report that P could not start (it never ran), and forget it. */
+/* Report that slot ID's generation GEN could not start (it never ran). */
 static void
 report_unstarted(struct slots *ss, uint32_t id, uint32_t gen, const char *why)
 {
@@ -367,8 +370,13 @@ slots_kill_all(struct slots *ss)
 {
 	struct proc *p;
 
-	for (p = ss->all; p; p = p->next)
-		proc_kill(p, 0, NULL);
+	/* One scan of the process table finds every task's process (they
+	 * carry the agent's name), not one scan per slot. */
+	for (p = ss->all; p; p = p->next) {
+		p->killed = 1;
+		kill(p->pid, SIGKILL);
+	}
+	slots_kill_everything();
 }
 
 void
