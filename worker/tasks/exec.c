@@ -71,7 +71,10 @@ struct launch {
 	int max_fd;		/* close bound when close_range fails */
 	struct sigaction dfl;	/* SIG_DFL, for every signal */
 	sigset_t empty;		/* the child's signal mask */
-	sigset_t reset;		/* signals the child sets to SIG_DFL */
+	/* Signals the child sets to SIG_DFL, bit N - 1 for signal N: a
+	 * plain mask, for sigaddset refuses the C library's own signals
+	 * (32 and 33 in glibc), which may be ignored all the same. */
+	unsigned long long reset;
 	int pin;		/* bind the child to CPUS */
 	cpu_set_t cpus;
 };
@@ -486,8 +489,8 @@ child_signals(const struct launch *l)
 {
 	int sig;
 
-	for (sig = 1; sig < NSIG; sig++) {
-		if (!sigismember(&l->reset, sig))
+	for (sig = 1; sig <= 64 && sig < NSIG; sig++) {
+		if (!(l->reset & (1ULL << (sig - 1))))
 			continue;
 		if (sigaction(sig, &l->dfl, NULL) == -1)
 			kernel_default(sig);
@@ -629,14 +632,9 @@ child_start(const struct launch *l)
 /* Add to SET the signals of the hexadecimal MASK ("0000000000004a03":
  * bit N-1 is signal N), as /proc/PID/status writes them. */
 static void
-mask_add(sigset_t *set, const char *mask)
+mask_add(unsigned long long *set, const char *mask)
 {
-	unsigned long long bits = strtoull(mask, NULL, 16);
-	int sig;
-
-	for (sig = 1; sig <= 64 && sig < NSIG; sig++)
-		if (bits & (1ULL << (sig - 1)))
-			sigaddset(set, sig);
+	*set |= strtoull(mask, NULL, 16);
 }
 
 /* The signals the worker ignores or catches (its SigIgn and SigCgt), the
@@ -645,7 +643,7 @@ mask_add(sigset_t *set, const char *mask)
  * which a short command paid for while the worker waited in vfork.  When
  * /proc cannot tell: every signal, as before. */
 static void
-signals_to_reset(sigset_t *set)
+signals_to_reset(unsigned long long *set)
 {
 	char buf[4096], *ign, *cgt;
 	ssize_t n = -1;
@@ -658,11 +656,11 @@ signals_to_reset(sigset_t *set)
 	buf[n > 0 ? n : 0] = '\0';
 	ign = strstr(buf, "\nSigIgn:");
 	cgt = strstr(buf, "\nSigCgt:");
+	*set = 0;
 	if (ign == NULL || cgt == NULL) {
-		sigfillset(set);
+		*set = ~0ULL;
 		return;
 	}
-	sigemptyset(set);
 	mask_add(set, ign + 8);
 	mask_add(set, cgt + 8);
 }
