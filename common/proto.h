@@ -59,6 +59,10 @@
  * inherited by its tasks: the pair names the worker for good. */
 #define FT_WORKER_ENV "FTFARM_WORKER_PID"
 #define FT_WORKER_START_ENV "FTFARM_WORKER_START"
+/* Set in a node agent's environment, and so in every slot's and task's:
+ * the agent's pid and start time, which name everything it started. */
+#define FT_AGENT_ENV "FTFARM_AGENT_PID"
+#define FT_AGENT_START_ENV "FTFARM_AGENT_START"
 /* STOP's flags: leave without MPI_Finalize (a static world lost ranks and
  * Open MPI's finalize would wait for them). */
 #define FT_STOP_NO_FINALIZE 1u

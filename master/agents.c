@@ -534,11 +534,16 @@ kill_remote(struct master *m, struct agent *a)
 		 m->cfg.nodes[a->node].name, (int)a->pid, a->host);
 }
 
-/* SIGKILL A's process if the MPI survives that.  1 if a signal was sent
- * here. */
+/* SIGKILL A's process if the MPI survives that, and here whatever it
+ * started: its slots die with it by themselves, but the processes of
+ * their tasks would run on beside their next attempts.  1 if a signal
+ * was sent to A here. */
 static int
 kill_agent(struct master *m, struct agent *a)
 {
+	char entry[64], entry2[64];
+	int killed, strays;
+
 	if (!m->can_kill || a->pid <= 0)
 		return 0;
 	if (!ft_host_is_local(a->host)) {
@@ -546,7 +551,15 @@ kill_agent(struct master *m, struct agent *a)
 			kill_remote(m, a);
 		return 0;
 	}
-	return ft_proc_is(a->pid, a->start) && kill(a->pid, SIGKILL) == 0;
+	killed = ft_proc_is(a->pid, a->start) && kill(a->pid, SIGKILL) == 0;
+	snprintf(entry, sizeof(entry), "%s=%d", FT_AGENT_ENV, (int)a->pid);
+	snprintf(entry2, sizeof(entry2), "%s=%llu", FT_AGENT_START_ENV,
+		 a->start);
+	strays = ft_kill_by_env(entry, entry2);
+	if (strays)
+		log_info("node %s: killed %d processes its agent left",
+			 m->cfg.nodes[a->node].name, strays);
+	return killed;
 }
 
 void

@@ -17,10 +17,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* Set in the agent's environment, and so in every slot's and task's: the
- * agent's pid and start time, which name everything it started. */
-#define FT_AGENT_ENV "FTFARM_AGENT_PID"
-#define FT_AGENT_START_ENV "FTFARM_AGENT_START"
+#include "proto.h"	/* FT_AGENT_ENV */
+
 
 /* What a slot said (TAG: HELLO, RESULT, BYE), or EXITED when its process
  * has ended: always after everything it wrote. */

@@ -12,7 +12,8 @@ import pytest
 
 from conftest import (LIVE_STATES, assert_no_leftovers, batch_id_of,
                       check_exactly_once, is_cluster_agent, pid_alive,
-                      proc_state, tagged_pids, wait_until)
+                      proc_cmdline, proc_environ, proc_state, tagged_pids,
+                      wait_until)
 
 pytestmark = pytest.mark.timeout(150)
 
@@ -83,10 +84,15 @@ def test_agent_killed_is_one_node_failure(make_cluster):
     blamed = [e for e in events_of(c, "worker_blamed", t_kill)
               if e["node"] == "node1"]
     assert len(blamed) == 1 and blamed[0]["charged"] == "node", blamed
-    # Every slot of the agent went with it.
+    # Every slot of the agent went with it, and every task process.
     assert wait_until(lambda: not any(pid_alive(p)
                                       for p in old_slots.values()), 5), \
         [(p, proc_state(p)) for p in old_slots.values()]
+    mark = f"FTFARM_AGENT_PID={old_agent}".encode()
+    left = wait_until(lambda: not [p for p in tagged_pids(c.tag)
+                                   if mark in proc_environ(p)], 5)
+    assert left, [(p, proc_cmdline(p)) for p in tagged_pids(c.tag)
+                  if mark in proc_environ(p)]
 
     def back():
         s = c.status()
