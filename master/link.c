@@ -153,6 +153,11 @@ on_ping_done(struct treq *t, enum treq_outcome outcome, void *arg)
 		l->ping = NULL;
 	if (outcome != TREQ_EXPIRED || !l->open)
 		return;
+	/* Heard from since the ping went out: alive, only slow to answer
+	 * (a node starting hundreds of processes on a few CPUs).  The next
+	 * round pings it again; a stopped or dead peer says nothing. */
+	if (l->last_heard > l->last_ping)
+		return;
 	snprintf(why, sizeof(why), "no answer to a ping in %.3g s",
 		 l->ls->ping_timeout);
 	l->ls->ops.failed(l->ls->ops.ctx, l->id, why);

@@ -624,7 +624,11 @@ take_down(struct master *m, struct worker *w, enum wstate to,
 	w->died_on = to == W_DEAD && !w->agent_died ?
 		     sched_oldest(m->sched, w->id) : 0;
 	w->died_hung = to == W_DEAD && (w->reported_hung || still_there(w));
-	w->killed |= kill_worker(m, w);
+	/* A slot whose agent died went with it; what its tasks left was
+	 * found by one scan for the agent's processes (agents_fail), not
+	 * one scan each. */
+	if (!w->agent_died)
+		w->killed |= kill_worker(m, w);
 	w->reported_hung = 0;
 	w->agent_died = 0;
 	down(m, w, to, reason);

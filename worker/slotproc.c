@@ -46,7 +46,8 @@ close_from(int first)
 		close(fd);
 }
 
-/* The child between fork and exec: only async-signal-safe calls. */
+/* The child between vfork and exec: system calls only, nothing written
+ * to memory it shares with the agent. */
 static void
 child(char *const argv[], int fd, pid_t parent)
 {
@@ -77,11 +78,14 @@ slotproc_start(char *const argv[], int fd, int *pidfd, char *why, size_t n)
 		snprintf(why, n, "%s: %s", argv[0], strerror(errno));
 		return -1;
 	}
-	pid = fork();
+	/* vfork: the agent is an MPI process of many mappings, and fork's
+	 * copy of its page tables was most of a slot's start (costly under
+	 * a hypervisor); the child only makes system calls until exec. */
+	pid = vfork();
 	if (pid == 0)
 		child(argv, fd, parent);
 	if (pid < 0) {
-		snprintf(why, n, "fork: %s", strerror(errno));
+		snprintf(why, n, "vfork: %s", strerror(errno));
 		return -1;
 	}
 	*pidfd = ft_pidfd_open(pid);

@@ -21,6 +21,13 @@
 #define QUEUE_MAX (64u << 20)	/* bytes queued for a slot that does not read */
 #define HELLO_MIN 10.0		/* seconds a new slot has to say hello, at least */
 #define EVENTS 256		/* epoll events taken at a time */
+/* Slot processes starting (no hello yet) at once.  Each start is an exec,
+ * a dynamic link and the plugins' loading, some milliseconds of CPU; a
+ * node of hundreds of slots started all at once puts hundreds of
+ * processes in the run queue, and on a small machine a process then waits
+ * for a CPU longer than a ping may (the agent itself, the master).  The
+ * rest wait here in the order they were asked for. */
+#define START_AT_ONCE 8
 
 /* What an epoll event points at: a slot's socket or its pidfd. */
 struct watch {
@@ -42,6 +49,7 @@ struct proc {
 	double ping_sent;		/* the open ping's time, 0 for none */
 	uint64_t ping_seq;
 	int hello;			/* it said hello */
+	int starting;			/* counted in the slots' starting */
 	int welcomed;			/* its welcome was passed on */
 	int eof;			/* its socket reached end of file */
 	int epout;			/* EPOLLOUT asked for */
@@ -63,6 +71,9 @@ struct slots {
 	struct proc *all;		/* every process not yet reaped */
 	struct proc *dirty;		/* with frames to write */
 	uint32_t live, procs;
+	uint32_t starting;		/* processes without a hello yet */
+	struct { uint32_t slot, gen; } *wait;	/* spawns not started yet */
+	uint32_t nwait, capwait;
 	double heartbeat, ping_timeout;
 	double next_round;		/* the next ping round */
 	double next_deadline;		/* no hello or pong is due before */
@@ -286,11 +297,80 @@ proc_start(struct slots *ss, uint32_t id, uint32_t gen, char *why, size_t n)
 	return p;
 }
 
+/* Report that slot ID's generation GEN, still waiting to start, never
+ * will (WHY). */
+static void
+report_dropped(struct slots *ss, uint32_t id, uint32_t gen, const char *why)
+{
+	struct ft_buf b = { 0 };
+	struct proto_exited e = { .hung = 0, .reason = why,
+				  .reason_len = strlen(why) };
+
+	proto_put_exited(&b, &e);
+	ss->emit(ss->arg, id, gen, FT_MSG_EXITED, b.data, b.len);
+	ft_buf_free(&b);
+}
+
+/* Take SLOT's waiting spawn out of the queue (of generation GEN, or any
+ * when GEN is 0): its generation, or 0 if none waited. */
+static uint32_t
+unwait(struct slots *ss, uint32_t slot, uint32_t gen)
+{
+	uint32_t i, got;
+
+	for (i = 0; i < ss->nwait; i++) {
+		if (ss->wait[i].slot != slot || (gen && ss->wait[i].gen != gen))
+			continue;
+		got = ss->wait[i].gen;
+		memmove(&ss->wait[i], &ss->wait[i + 1],
+			(ss->nwait - i - 1) * sizeof(*ss->wait));
+		ss->nwait--;
+		return got;
+	}
+	return 0;
+}
+
+/* Drop every waiting spawn, each reported with WHY. */
+static void
+drop_waiting(struct slots *ss, const char *why)
+{
+	uint32_t i, n = ss->nwait;
+
+	ss->nwait = 0;
+	for (i = 0; i < n; i++)
+		report_dropped(ss, ss->wait[i].slot, ss->wait[i].gen, why);
+}
+
+static void start_now(struct slots *ss, uint32_t slot, uint32_t gen);
+
+/* Start what waits, as far as START_AT_ONCE allows. */
+static void
+start_waiting(struct slots *ss)
+{
+	while (ss->nwait > 0 && ss->starting < START_AT_ONCE) {
+		uint32_t slot = ss->wait[0].slot, gen = ss->wait[0].gen;
+
+		memmove(&ss->wait[0], &ss->wait[1],
+			(ss->nwait - 1) * sizeof(*ss->wait));
+		ss->nwait--;
+		start_now(ss, slot, gen);
+	}
+}
+
+/* P has said hello, or is gone: it is no longer starting. */
+static void
+started(struct slots *ss, struct proc *p)
+{
+	if (!p->starting)
+		return;
+	p->starting = 0;
+	ss->starting--;
+}
+
 void
 slots_spawn(struct slots *ss, uint32_t slot, uint32_t gen)
 {
-	struct proc *p;
-	char why[256] = "";
+	uint32_t old;
 
 	if (slot >= ss->ntab) {
 		uint32_t n = slot * 2 + 16;
@@ -304,6 +384,29 @@ slots_spawn(struct slots *ss, uint32_t slot, uint32_t gen)
 		ss->tab[slot] = NULL;
 		ss->live--;
 	}
+	old = unwait(ss, slot, 0);
+	if (old)
+		report_dropped(ss, slot, old, "replaced before it started");
+	if (ss->starting >= START_AT_ONCE) {
+		if (ss->nwait == ss->capwait) {
+			ss->capwait = ss->capwait ? 2 * ss->capwait : 64;
+			ss->wait = ft_realloc(ss->wait, ss->capwait *
+					      sizeof(*ss->wait));
+		}
+		ss->wait[ss->nwait].slot = slot;
+		ss->wait[ss->nwait].gen = gen;
+		ss->nwait++;
+		return;
+	}
+	start_now(ss, slot, gen);
+}
+
+static void
+start_now(struct slots *ss, uint32_t slot, uint32_t gen)
+{
+	struct proc *p;
+	char why[256] = "";
+
 	p = proc_start(ss, slot, gen, why, sizeof(why));
 	if (p == NULL) {
 		report_unstarted(ss, slot, gen, why);
@@ -314,6 +417,8 @@ slots_spawn(struct slots *ss, uint32_t slot, uint32_t gen)
 	ss->tab[slot] = p;
 	ss->live++;
 	ss->procs++;
+	p->starting = 1;
+	ss->starting++;
 	ss->next_deadline = fmin(ss->next_deadline, p->born + hello_limit(ss));
 }
 
@@ -332,6 +437,8 @@ slots_kill(struct slots *ss, uint32_t slot, uint32_t gen)
 
 	if (p)
 		proc_kill(p, 0, NULL);
+	else if (unwait(ss, slot, gen))
+		report_dropped(ss, slot, gen, "killed before it started");
 }
 
 void
@@ -353,6 +460,7 @@ slots_stop(struct slots *ss)
 	struct ft_buf b = { 0 };
 	struct proc *p;
 
+	drop_waiting(ss, "stopped before it started");
 	proto_put_stop(&b, 0);
 	for (p = ss->all; p; p = p->next) {
 		if (p->killed || p->eof)
@@ -370,6 +478,7 @@ slots_kill_all(struct slots *ss)
 {
 	struct proc *p;
 
+	drop_waiting(ss, "killed before it started");
 	/* One scan of the process table finds every task's process (they
 	 * carry the agent's name), not one scan per slot. */
 	for (p = ss->all; p; p = p->next) {
@@ -405,6 +514,7 @@ on_frame(struct slots *ss, struct proc *p, const struct frame *f)
 		return;
 	case FT_MSG_HELLO:
 		p->hello = 1;
+		started(ss, p);
 		break;
 	case FT_MSG_RESULT:
 	case FT_MSG_BYE:
@@ -456,6 +566,7 @@ unlink_proc(struct slots *ss, struct proc *p)
 		ss->tab[p->id] = NULL;
 		ss->live--;
 	}
+	started(ss, p);
 	ss->procs--;
 }
 
@@ -608,6 +719,7 @@ slots_work(struct slots *ss, double now)
 	int any = flush_dirty(ss);
 
 	any |= events(ss);
+	start_waiting(ss);
 	any |= timers(ss, now);
 	return any | flush_dirty(ss);
 }
@@ -646,6 +758,7 @@ slots_free(struct slots *ss)
 		proc_free(ss, p);
 	}
 	close(ss->epfd);
+	free(ss->wait);
 	free(ss->tab);
 	free(ss->own);
 	free(ss->exe);
