@@ -89,6 +89,7 @@ struct sched {
 	uint64_t nopen;			/* tasks neither done nor failed */
 	struct sworker *w;
 	int nw;
+	int nup;			/* workers up */
 	uint64_t seq;			/* last dispatch sequence number */
 	uint64_t newest_done;		/* highest sequence number completed */
 	double mean_service;		/* over all workers */
@@ -546,6 +547,7 @@ sched_worker_up(struct sched *s, int worker)
 {
 	struct sworker *w = &s->w[worker];
 
+	s->nup += !w->up;
 	w->up = 1;
 	w->paused = 0;
 	w->slow = 0;
@@ -573,6 +575,7 @@ sched_worker_release(struct sched *s, int worker, const char *reason,
 	struct sworker *w = &s->w[worker];
 
 	(void)now;
+	s->nup -= w->up;
 	w->up = 0;
 	w->slow = 0;
 	while (w->n > 0) {
@@ -591,6 +594,7 @@ sched_worker_down(struct sched *s, int worker, const char *reason, double now)
 	struct sworker *w = &s->w[worker];
 
 	(void)now;
+	s->nup -= w->up;
 	w->up = 0;
 	w->slow = 0;
 	/* Newest first: each goes to the front, so the oldest ends up first.
@@ -906,7 +910,15 @@ sched_take(struct sched *s, int worker, double now, struct sched_pick *out,
 	if (max > 0 && (k = kept_node(s, worker, now, out)) != 0)
 		return k > 0;
 	if (simple_only(s)) {
-		while (count < max && w->n < w->window &&
+		/* No worker takes more than its share of what is queued: wide
+		 * windows of short tasks would otherwise hand a batch to the
+		 * first workers asked while the others got nothing. */
+		int share = (int)(s->nqueued / (size_t)(s->nup > 0 ? s->nup : 1)) + 1;
+		int limit = share < w->window ? w->n + share : w->window;
+
+		if (limit > w->window)
+			limit = w->window;
+		while (count < max && w->n < limit &&
 		       (tid = fifo_head(s, &s->lv[0].v[0])) != 0) {
 			fifo_drop_head(&s->lv[0].v[0]);
 			start_instance(s, worker, tid, now, &out[count++], 0);
