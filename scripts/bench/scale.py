@@ -7,6 +7,8 @@ detection, stop).
     /usr/bin/python3 scripts/bench/scale.py [--shapes 512x8,64x1]
         [--skip memory,idle,status,tasks,detect] [--bin DIR] [--reps N]
         [--json OUT] [--idle-seconds 10] [--noop-tasks 100000]
+        [--before BEFORE.json]
+    /usr/bin/python3 scripts/bench/scale.py --report OUT.json [--before B.json]
 
 A shape WxN is N logical nodes on localhost with W/N slots each, the
 dynamic launch of config/local.json, a 1 s heartbeat ("respawn_limit": 5,
@@ -48,7 +50,10 @@ stop     wall time of `ftfarm stop -c CFG`; then how many processes of the
 Every run cleans up after itself, on failure too: `ftfarm stop`, then
 SIGKILL of every recorded process of the cluster (supervisor first) that is
 still the same process.  Markdown tables on stdout (medians over --reps),
-progress on stderr, every figure of every run in --json OUT.
+progress on stderr, every figure of every run in --json OUT.  --before
+B.json adds a table of the main figures, "before / after" in each cell, for
+the shapes measured in both; --report prints the tables of saved runs
+without measuring anything.
 """
 import argparse
 import json
@@ -400,6 +405,7 @@ def wait_event(path, offset, name, pid, timeout):
 
 def measure(a, bindir, work, files, workers, nnodes, rep):
     r = Run(a, bindir, work, workers, nnodes, rep)
+    r.R["load1"] = os.getloadavg()[0]
     B.log(f"{r.c.name}: start")
     try:
         r.start()
@@ -506,23 +512,43 @@ def snapshot_bin(src, work):
     return dst
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--shapes", type=parse_shapes, default=DEFAULT_SHAPES,
-                    help="WORKERSxNODES,... (default 64..512 x 1..8)")
-    ap.add_argument("--skip", default="", help=",".join(PARTS))
-    ap.add_argument("--bin", default=os.path.join(B.REPO, "bin"))
-    ap.add_argument("--reps", type=int, default=1)
-    ap.add_argument("--json", help="write every run's figures here")
-    ap.add_argument("--idle-seconds", type=float, default=10)
-    ap.add_argument("--noop-tasks", type=int, default=100000)
-    ap.add_argument("--keep", action="store_true", help="keep the temp dir")
-    a = ap.parse_args()
-    a.skip = {s for s in a.skip.split(",") if s}
-    if a.skip - set(PARTS):
-        raise SystemExit(f"--skip: unknown {sorted(a.skip - set(PARTS))}; "
-                         f"known: {','.join(PARTS)}")
+DONE_WHEN = [("start s", "start_s", 2), ("PSS all MiB", "pss_mib", 0),
+             ("idle % CPU", "idle_cpu_pct", 2),
+             ("master ms/round", "master_ms_per_round", 2),
+             ("512 x exec sleep 1 s", "sleep1_exec_s", 2),
+             ("no-op tasks/s", "noop_tasks_per_s", None),
+             ("status s", "status_s", 3),
+             ("SIGSTOP s", "sigstop_detect_s", 3),
+             ("SIGKILL s", "sigkill_detect_s", 3), ("stop s", "stop_s", 2)]
 
+
+def compare(before, after, shapes):
+    """One table, "before / after" in each cell, for the shapes of both."""
+    rows = []
+    for w, n in shapes:
+        b = [r for r in before if r["workers"] == w and r["nodes"] == n]
+        f = [r for r in after if r["workers"] == w and r["nodes"] == n]
+        if b and f:
+            rows.append([w, n] + [f"{cell(b, k, d) or '-'} / "
+                                  f"{cell(f, k, d) or '-'}"
+                                  for _, k, d in DONE_WHEN])
+    return ("### Before / after\n\n"
+            + B.table(["workers", "nodes"] + [c[0] for c in DONE_WHEN], rows)
+            + "\n")
+
+
+def load(paths):
+    """(machine info of the first, every run) of the JSON files PATHS."""
+    info, runs = None, []
+    for p in paths.split(","):
+        with open(p) as f:
+            d = json.load(f)
+        info = info or d["machine"]
+        runs += d["runs"]
+    return info, runs
+
+
+def run_all(a):
     B.install_signal_handlers()
     info = B.machine_info()
     work = B.make_workdir("ftfarm-bench-scale-")
@@ -543,10 +569,42 @@ def main():
         if a.json:
             save(a.json, info, results)
         B.finish(work, a.keep)
+    return info, results
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--shapes", type=parse_shapes, default=None,
+                    help="WORKERSxNODES,... (default 64..512 x 1..8)")
+    ap.add_argument("--skip", default="", help=",".join(PARTS))
+    ap.add_argument("--bin", default=os.path.join(B.REPO, "bin"))
+    ap.add_argument("--reps", type=int, default=1)
+    ap.add_argument("--json", help="write every run's figures here")
+    ap.add_argument("--idle-seconds", type=float, default=10)
+    ap.add_argument("--noop-tasks", type=int, default=100000)
+    ap.add_argument("--report", metavar="JSON[,JSON]",
+                    help="measure nothing: the tables of saved runs")
+    ap.add_argument("--before", metavar="JSON[,JSON]",
+                    help="also a before / after table against saved runs")
+    ap.add_argument("--keep", action="store_true", help="keep the temp dir")
+    a = ap.parse_args()
+    a.skip = {s for s in a.skip.split(",") if s}
+    if a.skip - set(PARTS):
+        raise SystemExit(f"--skip: unknown {sorted(a.skip - set(PARTS))}; "
+                         f"known: {','.join(PARTS)}")
+    if a.report:
+        info, results = load(a.report)
+    else:
+        a.shapes = a.shapes or DEFAULT_SHAPES
+        info, results = run_all(a)
+    shapes = a.shapes or list(dict.fromkeys((r["workers"], r["nodes"])
+                                            for r in results))
     print(B.machine_line(info))
     print(f"Build: {info['bin']}; load average {info['load_before'][0]:.2f} "
           f"before, {info['load_after'][0]:.2f} after\n")
-    print(report(results, a.shapes))
+    print(report(results, shapes))
+    if a.before:
+        print(compare(load(a.before)[1], results, shapes))
     problems = [f"{r['workers']}x{r['nodes']} rep {r['rep']}: {p}"
                 for r in results for p in r["problems"]]
     B.print_problems("Problems:", problems, 40)
