@@ -52,7 +52,9 @@ SIGKILL of every recorded process of the cluster (supervisor first) that is
 still the same process.  Markdown tables on stdout (medians over --reps),
 progress on stderr, every figure of every run in --json OUT.  --before
 B.json adds a table of the main figures, "before / after" in each cell, for
-the shapes measured in both; --report prints the tables of saved runs
+the shapes measured in both; a last table fits each cost as fixed + per
+slot x slots + per node x nodes (least squares over the shapes' medians)
+and extrapolates it to 100 nodes x 128 slots; --report prints the tables of saved runs
 without measuring anything.
 """
 import argparse
@@ -453,7 +455,8 @@ OPS = [("512 x exec sleep 1 s", "sleep1_exec_s", 2),
 
 def cell(runs, key, digits):
     if isinstance(key, tuple):
-        return "/".join(cell(runs, k, digits) for k in key)
+        parts = [cell(runs, k, digits) for k in key]
+        return "/".join(parts) if any(parts) else ""
     xs = [r[key] for r in runs if isinstance(r.get(key), (int, float))]
     xs = [x for x in xs if x == x]
     if not xs:
@@ -476,6 +479,63 @@ def report(results, shapes):
             out.append(B.table(["workers", "nodes"] + [c[0] for c in cols],
                                rows) + "\n")
     return "\n".join(out)
+
+
+MODEL = [("start s", "start_s"), ("PSS all MiB", "pss_mib"),
+         ("mpirun PSS MiB", "launcher_pss_mib"),
+         ("master RSS MiB", "master_rss_mib"),
+         ("idle % CPU all", "idle_cpu_pct"),
+         ("idle % CPU master", "master_idle_cpu_pct"),
+         ("master ms/round", "master_ms_per_round"),
+         ("master fds", "master_fds"), ("processes", "procs")]
+
+
+def solve3(m, v):
+    """X with M X = V (3 x 3, Gauss with partial pivoting); None if singular."""
+    a = [row[:] + [x] for row, x in zip(m, v)]
+    for i in range(3):
+        k = max(range(i, 3), key=lambda r: abs(a[r][i]))
+        if abs(a[k][i]) < 1e-12:
+            return None
+        a[i], a[k] = a[k], a[i]
+        for r in range(3):
+            if r != i:
+                f = a[r][i] / a[i][i]
+                a[r] = [x - f * y for x, y in zip(a[r], a[i])]
+    return [a[i][3] / a[i][i] for i in range(3)]
+
+
+def fit(points):
+    """Least squares y = c0 + c1 * slots + c2 * nodes over POINTS (slots,
+    nodes, y); None when the shapes do not separate the three."""
+    xs = [(1.0, w, n) for w, n, _ in points]
+    m = [[sum(x[i] * x[j] for x in xs) for j in range(3)] for i in range(3)]
+    v = [sum(x[i] * p[2] for x, p in zip(xs, points)) for i in range(3)]
+    return solve3(m, v)
+
+
+def model(results, shapes, at=(12800, 100)):
+    """Cost per slot and per node fitted over the shapes' medians, and the
+    figure it predicts at AT (slots, nodes)."""
+    rows = []
+    for title, key in MODEL:
+        pts = []
+        for w, n in shapes:
+            runs = [r for r in results if r["workers"] == w and r["nodes"] == n]
+            xs = [r[key] for r in runs if isinstance(r.get(key), (int, float))]
+            if xs:
+                pts.append((w, n, B.median(xs)))
+        c = fit(pts) if len(pts) >= 4 else None
+        if c:
+            rows.append([title, len(pts), B.fmt(c[0], 3), B.fmt(c[1], 4),
+                         B.fmt(c[2], 3),
+                         B.fmt(c[0] + c[1] * at[0] + c[2] * at[1], 1)])
+    if not rows:
+        return ""
+    return ("### Model: fixed + per slot x slots + per node x nodes\n\n"
+            + B.table(["figure", "shapes", "fixed", "per slot", "per node",
+                       f"{at[1]} nodes x {at[0] // at[1]} slots"], rows)
+            + "\n")
 
 
 def parse_shapes(s):
@@ -600,9 +660,11 @@ def main():
     shapes = a.shapes or list(dict.fromkeys((r["workers"], r["nodes"])
                                             for r in results))
     print(B.machine_line(info))
-    print(f"Build: {info['bin']}; load average {info['load_before'][0]:.2f} "
-          f"before, {info['load_after'][0]:.2f} after\n")
+    loads = [f"{info[k][0]:.2f} {k[5:]}" for k in ("load_before", "load_after")
+            if k in info]
+    print(f"Build: {info['bin']}; load average {', '.join(loads)}\n")
     print(report(results, shapes))
+    print(model(results, shapes))
     if a.before:
         print(compare(load(a.before)[1], results, shapes))
     problems = [f"{r['workers']}x{r['nodes']} rep {r['rep']}: {p}"
