@@ -141,22 +141,12 @@ def alive(pid, start):
     return True
 
 
-def status_kib(pid, key):
+def proc_kib(pid, name, key):
+    """The "KEY: N kB" figure of /proc/PID/NAME (0 when gone)."""
     try:
-        with open(f"/proc/{pid}/status") as f:
+        with open(f"/proc/{pid}/{name}") as f:
             for line in f:
                 if line.startswith(key + ":"):
-                    return int(line.split()[1])
-    except OSError:
-        pass
-    return 0
-
-
-def pss_kib(pid):
-    try:
-        with open(f"/proc/{pid}/smaps_rollup") as f:
-            for line in f:
-                if line.startswith("Pss:"):
                     return int(line.split()[1])
     except OSError:
         pass
@@ -263,16 +253,16 @@ class Run:
             name = "launcher" if is_launcher(pid) else prog(pid)
             k = by.setdefault(name, {"n": 0, "pss_kib": 0, "rss_kib": 0})
             k["n"] += 1
-            k["pss_kib"] += pss_kib(pid)
-            k["rss_kib"] += status_kib(pid, "VmRSS")
+            k["pss_kib"] += proc_kib(pid, "smaps_rollup", "Pss")
+            k["rss_kib"] += proc_kib(pid, "status", "VmRSS")
         m = self.master_pid()
         launcher = [p for p in now if is_launcher(p)]
         self.R.update({
             "procs": len(now), "by_program": by,
             "pss_mib": sum(k["pss_kib"] for k in by.values()) / 1024.0,
             "launcher_pss_mib": by.get("launcher", {}).get("pss_kib", 0) / 1024.0,
-            "master_pss_mib": pss_kib(m) / 1024.0,
-            "master_rss_mib": status_kib(m, "VmRSS") / 1024.0,
+            "master_pss_mib": proc_kib(m, "smaps_rollup", "Pss") / 1024.0,
+            "master_rss_mib": proc_kib(m, "status", "VmRSS") / 1024.0,
             "master_fds": nfds(m),
             "launcher_fds": sum(nfds(p) for p in launcher),
         })
