@@ -40,7 +40,8 @@ tasks    with `ftfarm submit --wait`, client-timed: 512 x exec `sleep 1`
          batch's results.jsonl is checked (each task exactly once, all ok)
 detect   SIGSTOP one idle worker (pid from `status --json`, on the last
          node), then SIGKILL another (on the first node): seconds from the
-         signal to the `ts` of its worker_dead event in events.jsonl; after
+         signal to the `ts` of its worker_dead event (any event named
+         *_dead with its pid) in events.jsonl; after
          each, SIGCONT if still alive and wait until W workers are idle again
 stop     wall time of `ftfarm stop -c CFG`; then how many processes of the
          cluster (pid and start time as recorded) are still alive; any left
@@ -317,9 +318,9 @@ class Run:
         offset = os.path.getsize(ev)
         t0 = time.time()
         os.kill(pid, sig)
-        dead = wait_event(ev, offset, "worker_dead", pid, 30)
+        dead = wait_event(ev, offset, "_dead", pid, 30)
         if dead is None:
-            self.note(f"{key}: no worker_dead for pid {pid} within 30 s")
+            self.note(f"{key}: no *_dead event for pid {pid} within 30 s")
             self.R[key] = float("nan")
         else:
             self.R[key] = dead["ts"] - t0
@@ -377,8 +378,9 @@ class Run:
                     pass
 
 
-def wait_event(path, offset, name, pid, timeout):
-    """The first NAME event of PID in PATH from OFFSET on, or None."""
+def wait_event(path, offset, suffix, pid, timeout):
+    """The first event of PID whose name ends with SUFFIX (worker_dead, or
+    a slot's own event in another build) in PATH from OFFSET on, or None."""
     end = time.time() + timeout
     buf = ""
     with open(path) as f:
@@ -392,9 +394,10 @@ def wait_event(path, offset, name, pid, timeout):
             lines = buf.split("\n")
             buf = lines.pop()
             for line in lines:
-                if f'"{name}"' in line:
+                if f'{suffix}"' in line:
                     e = json.loads(line)
-                    if e.get("event") == name and e.get("pid") == pid:
+                    if (str(e.get("event")).endswith(suffix)
+                            and e.get("pid") == pid):
                         return e
     return None
 
