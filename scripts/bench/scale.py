@@ -41,8 +41,8 @@ tasks    with `ftfarm submit --wait`, client-timed: 512 x exec `sleep 1`
 detect   SIGSTOP one idle worker (pid from `status --json`, on the last
          node), then SIGKILL another (on the first node): seconds from the
          signal to the `ts` of its worker_dead event (any event named
-         *_dead with its pid) in events.jsonl; after
-         each, SIGCONT if still alive and wait until W workers are idle again
+         *_dead with its pid) in events.jsonl; after each, SIGCONT if
+         still alive and wait until W workers are idle again
 stop     wall time of `ftfarm stop -c CFG`; then how many processes of the
          cluster (pid and start time as recorded) are still alive; any left
          are killed by pid (left_after_stop: at once; left_5s_after_stop:
@@ -55,8 +55,8 @@ progress on stderr, every figure of every run in --json OUT.  --before
 B.json adds a table of the main figures, "before / after" in each cell, for
 the shapes measured in both; a last table fits each cost as fixed + per
 slot x slots + per node x nodes (least squares over the shapes' medians)
-and extrapolates it to 100 nodes x 128 slots; --report prints the tables of saved runs
-without measuring anything.
+and extrapolates it to 100 nodes x 128 slots; --report prints the tables
+of saved runs without measuring anything.
 """
 import argparse
 import json
