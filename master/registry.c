@@ -572,24 +572,26 @@ on_agent_down(void *ctx, int node, const char *reason, int hung)
 
 /* ---- death ---- */
 
-/* SIGKILL W's process: here at once (only the very process W was, pid
- * and start time, and what its tasks left running), and through its
- * agent in any case (the agent knows it even before its hello).  Returns
- * 1 if a signal was sent here. */
+/* SIGKILL W's process.  Its agent, when up, is told to (it kills what
+ * W's tasks left running too: one scan of its node's processes), and
+ * here, on the same host, the very process W was (pid and start time) is
+ * killed at once.  With its agent gone, what W's tasks left is found here.
+ * Returns 1 if a signal was sent here. */
 static int
 kill_worker(struct master *m, struct worker *w)
 {
 	char entry[64], entry2[64];
 	struct ft_buf msg = { 0 };
-	int killed = 0, strays;
+	int killed, strays, told = 0;
 
 	if (agents_is_up(m, w->node))
-		agents_relay(m, w->node, (uint32_t)w->id, w->spawn_gen,
-			     FT_MSG_KILL, &msg);
+		told = agents_relay(m, w->node, (uint32_t)w->id, w->spawn_gen,
+				    FT_MSG_KILL, &msg) == 0;
 	if (w->pid <= 0 || !ft_host_is_local(w->host))
 		return 0;
 	killed = ft_proc_is(w->pid, w->start) && kill(w->pid, SIGKILL) == 0;
-	/* Its tasks' processes would run on beside their next attempt. */
+	if (told)
+		return killed;
 	snprintf(entry, sizeof(entry), "%s=%d", FT_WORKER_ENV, (int)w->pid);
 	snprintf(entry2, sizeof(entry2), "%s=%llu", FT_WORKER_START_ENV,
 		 w->start);

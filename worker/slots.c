@@ -28,11 +28,13 @@
  * for a CPU longer than a ping may (the agent itself, the master).  The
  * rest wait here in the order they were asked for. */
 #define START_AT_ONCE 8
-/* A stopped slot (SIGSTOP) is found every heartbeat by one waitid(2) for
- * stopped children; pings, which wake every slot, go out only every
- * PING_EVERY heartbeats, for a slot that hangs some other way.  Pings
- * every heartbeat cost 512 idle slots some 4 % of a CPU here. */
-#define PING_EVERY 8
+/* A stopped slot (SIGSTOP) is found every half heartbeat by one waitid(2)
+ * for stopped children (the master may take up to a ping timeout more to
+ * read the news: within two heartbeats in all); pings, which wake every
+ * slot, go out only every PING_EVERY half heartbeats (8 heartbeats), for
+ * a slot that hangs some other way.  Pings every heartbeat cost 512 idle
+ * slots some 4 % of a CPU here. */
+#define PING_EVERY 16
 
 /* What an epoll event points at: a slot's socket or its pidfd. */
 struct watch {
@@ -83,7 +85,7 @@ struct slots {
 	double next_round;		/* the next ping round */
 	double next_deadline;		/* no hello or pong is due before */
 	uint64_t seq;
-	unsigned rounds;		/* heartbeats so far */
+	unsigned rounds;		/* half heartbeats so far */
 	unsigned char *own;		/* own[fd]: a slot's socket */
 	size_t nown;
 };
@@ -660,7 +662,7 @@ ping_round(struct slots *ss, double now)
 	struct proc *p;
 
 	find_stopped(ss);
-	ss->next_round = now + ss->heartbeat;
+	ss->next_round = now + ss->heartbeat / 2;
 	if (ss->rounds++ % PING_EVERY != 0)
 		return;
 	proto_put_ping(&b, ++ss->seq);
