@@ -12,7 +12,7 @@
 #include "log.h"
 #include "parked.h"
 
-#define PICKS_MAX 256
+#define PICKS_MAX 1024
 /* A respawn waits a moment after the death, and for the old process to
  * be gone (its agent kills it, if it is still there, when told to start
  * the next). */

@@ -106,7 +106,7 @@ sched_params_default(struct sched_params *p)
 	p->slow_timeout = 60;
 	p->grace = 2;
 	p->window_target = 0.002;
-	p->window_max = 256;
+	p->window_max = 1024;
 	p->prefetch_below = 0.1;
 	p->dup_min = 0.05;
 }

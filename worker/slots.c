@@ -56,6 +56,7 @@ struct proc {
 	double ping_sent;		/* the open ping's time, 0 for none */
 	uint64_t ping_seq;
 	int hello;			/* it said hello */
+	int bye;			/* it said bye */
 	int starting;			/* counted in the slots' starting */
 	int welcomed;			/* its welcome was passed on */
 	int eof;			/* its socket reached end of file */
@@ -524,8 +525,10 @@ on_frame(struct slots *ss, struct proc *p, const struct frame *f)
 		p->hello = 1;
 		started(ss, p);
 		break;
-	case FT_MSG_RESULT:
 	case FT_MSG_BYE:
+		p->bye = 1;
+		break;
+	case FT_MSG_RESULT:
 		break;
 	default:
 		proc_kill(p, 0, "sent an unexpected message");
@@ -600,6 +603,11 @@ proc_exited(struct slots *ss, struct proc *p)
 
 	while (!p->eof && proc_read(ss, p) == FRAME_READ)
 		;
+	/* Died on its own (killed from outside, crashed): what its tasks
+	 * started would run on beside their next attempts.  Still a zombie
+	 * here, so its pid is its own. */
+	if (!p->killed && !p->bye)
+		slotproc_kill(p->pid, p->start);
 	waitpid(p->pid, &status, 0);
 	if (p->why[0])
 		snprintf(reason, sizeof(reason), "%s", p->why);

@@ -276,13 +276,13 @@ test_window_grows_with_tiny_tasks(void **st)
 {
 	struct sched_params prm;
 	struct sched *s;
-	struct sched_pick *p = ft_calloc(1000, sizeof(*p));
+	struct sched_pick *p = ft_calloc(4000, sizeof(*p));
 	int n, i, w;
 
 	(void)st;
 	sched_params_default(&prm);
 	s = mk(1, &prm);
-	add_n(s, 2000, 10);
+	add_n(s, 4000, 10);
 	sched_worker_up(s, 0);
 	assert_int_equal(sched_window(s, 0), 1);
 	assert_int_equal(sched_take(s, 0, 0, p, 1000), 1);
@@ -291,7 +291,7 @@ test_window_grows_with_tiny_tasks(void **st)
 	/* 0.002 s target / 10 us = 200 */
 	assert_true(w > 100);
 	assert_true(w <= prm.window_max);
-	n = sched_take(s, 0, 0, p, 1000);
+	n = sched_take(s, 0, 0, p, 4000);
 	assert_int_equal(n, w);
 	assert_int_equal(sched_inflight(s, 0), w);
 	for (i = 0; i < n; i++)
@@ -301,7 +301,7 @@ test_window_grows_with_tiny_tasks(void **st)
 		assert_int_equal(sched_done(s, 0, p[i].tid, 1, 1e-9, 0),
 				 SCHED_ACCEPTED);
 	assert_int_equal(sched_window(s, 0), prm.window_max);
-	assert_int_equal(sched_take(s, 0, 0, p, 1000), prm.window_max);
+	assert_int_equal(sched_take(s, 0, 0, p, 4000), prm.window_max);
 	free(p);
 	sched_free(s);
 }
