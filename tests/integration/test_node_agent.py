@@ -181,7 +181,7 @@ def test_slot_killed_and_stopped_respawned_by_its_agent(make_cluster):
 
 
 def test_many_slots_on_one_node(make_cluster):
-    slots = 32
+    slots = 24
     c = make_cluster(nodes=1, workers_per_node=slots, heartbeat_ms=1000)
     c.start()
     st = c.status()
@@ -190,7 +190,7 @@ def test_many_slots_on_one_node(make_cluster):
     assert len(set(pids)) == slots and all(ppid_of(p) == agent
                                            for p in pids), st["workers"]
     assert agents(c) == [agent]
-    n = 3000
+    n = 2000
     tasks = []
     for i in range(n):
         if i % 10 == 0:
