@@ -342,7 +342,7 @@ class Killer(threading.Thread):
     """Every DELAY seconds (uniform), SIGNALS (in turn) one random busy
     worker of cluster C, at most MAX_HITS times, until halted."""
 
-    def __init__(self, c, seed, signals, delay=(0.1, 0.6), max_hits=3):
+    def __init__(self, c, seed, signals, delay=(0.05, 0.3), max_hits=3):
         super().__init__(daemon=True)
         self.c = c
         self.rng = random.Random(seed)
