@@ -216,19 +216,28 @@ queue(struct slots *ss, struct proc *p, uint32_t tag, const void *b, size_t n)
 	}
 }
 
+/* Report that slot ID's generation GEN ended, or never ran, for WHY
+ * (not a hang). */
+static void
+report_end(struct slots *ss, uint32_t id, uint32_t gen, const char *why)
+{
+	struct ft_buf b = { 0 };
+	struct proto_exited e = { .hung = 0, .reason = why,
+				  .reason_len = strlen(why) };
+
+	proto_put_exited(&b, &e);
+	ss->emit(ss->arg, id, gen, FT_MSG_EXITED, b.data, b.len);
+	ft_buf_free(&b);
+}
+
 /* Report that slot ID's generation GEN could not start (it never ran). */
 static void
 report_unstarted(struct slots *ss, uint32_t id, uint32_t gen, const char *why)
 {
-	struct ft_buf b = { 0 };
 	char reason[512];
-	struct proto_exited e = { .hung = 0, .reason = reason };
 
 	snprintf(reason, sizeof(reason), "cannot start ftfarm-slot: %s", why);
-	e.reason_len = strlen(reason);
-	proto_put_exited(&b, &e);
-	ss->emit(ss->arg, id, gen, FT_MSG_EXITED, b.data, b.len);
-	ft_buf_free(&b);
+	report_end(ss, id, gen, reason);
 }
 
 static int
@@ -306,20 +315,6 @@ proc_start(struct slots *ss, uint32_t id, uint32_t gen, char *why, size_t n)
 	return p;
 }
 
-/* Report that slot ID's generation GEN, still waiting to start, never
- * will (WHY). */
-static void
-report_dropped(struct slots *ss, uint32_t id, uint32_t gen, const char *why)
-{
-	struct ft_buf b = { 0 };
-	struct proto_exited e = { .hung = 0, .reason = why,
-				  .reason_len = strlen(why) };
-
-	proto_put_exited(&b, &e);
-	ss->emit(ss->arg, id, gen, FT_MSG_EXITED, b.data, b.len);
-	ft_buf_free(&b);
-}
-
 /* Take SLOT's waiting spawn out of the queue (of generation GEN, or any
  * when GEN is 0): its generation, or 0 if none waited. */
 static uint32_t
@@ -347,7 +342,7 @@ drop_waiting(struct slots *ss, const char *why)
 
 	ss->nwait = 0;
 	for (i = 0; i < n; i++)
-		report_dropped(ss, ss->wait[i].slot, ss->wait[i].gen, why);
+		report_end(ss, ss->wait[i].slot, ss->wait[i].gen, why);
 }
 
 static void start_now(struct slots *ss, uint32_t slot, uint32_t gen);
@@ -395,7 +390,7 @@ slots_spawn(struct slots *ss, uint32_t slot, uint32_t gen)
 	}
 	old = unwait(ss, slot, 0);
 	if (old)
-		report_dropped(ss, slot, old, "replaced before it started");
+		report_end(ss, slot, old, "replaced before it started");
 	if (ss->starting >= START_AT_ONCE) {
 		if (ss->nwait == ss->capwait) {
 			ss->capwait = ss->capwait ? 2 * ss->capwait : 64;
@@ -447,7 +442,7 @@ slots_kill(struct slots *ss, uint32_t slot, uint32_t gen)
 	if (p)
 		proc_kill(p, 0, NULL);
 	else if (unwait(ss, slot, gen))
-		report_dropped(ss, slot, gen, "killed before it started");
+		report_end(ss, slot, gen, "killed before it started");
 }
 
 void
