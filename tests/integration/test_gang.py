@@ -108,7 +108,8 @@ def kill_at(c, bid, kills, timeout=60):
     """SIGKILL rank R of batch BID's gang when status shows it at step S
     ("recover": recovering), for each (R, S) of KILLS, all in one attempt
     (the first that starts: a spawn that hangs for 20 s under load makes
-    it attempt 2).  Returns the pids killed and that attempt."""
+    it attempt 2; until the first kill, whichever attempt runs now).
+    Returns the pids killed and that attempt."""
     todo = dict(kills)
     killed = []
     attempt = None
@@ -118,11 +119,14 @@ def kill_at(c, bid, kills, timeout=60):
         # a rank whose process is not known yet has "pid": null, never 0
         assert g is None or all(r["pid"] is None or r["pid"] > 0
                                 for r in g["ranks"]), g
-        if g is None or g["attempt"] != (attempt or g["attempt"]) or \
+        if g is not None and not killed:
+            # Nothing killed yet: follow the attempt that runs now (a late
+            # pong on a loaded machine can end the first one by itself).
+            attempt = g["attempt"]
+        if g is None or g["attempt"] != attempt or \
                 any(not r["pid"] for r in g["ranks"]):
             time.sleep(0.02)
             continue
-        attempt = g["attempt"]
         for r in g["ranks"]:
             want = todo.get(r["rank"])
             if want is None or not r["pid"]:
