@@ -27,6 +27,7 @@ struct sworker {
 	struct inflight *ring;		/* circular, oldest at head */
 	int cap, head, n;
 	int window;
+	int fill;			/* instances it held after its last take */
 	double ewma;			/* seconds per task, 0 = not measured */
 	double last;			/* seconds of its last finished task */
 	int slow;
@@ -93,11 +94,12 @@ struct sched {
 	uint64_t seq;			/* last dispatch sequence number */
 	uint64_t newest_done;		/* highest sequence number completed */
 	double mean_service;		/* over all workers */
+	double straggle_at;		/* no instance is a straggler before */
 };
 
 static void queues_free(struct sched *s);
 
-#define REFILL_WIDE 16		/* windows this wide are refilled by halves */
+#define REFILL_WIDE 16		/* fills this wide are topped up by halves */
 
 void
 sched_params_default(struct sched_params *p)
@@ -552,6 +554,7 @@ sched_worker_up(struct sched *s, int worker)
 	w->paused = 0;
 	w->slow = 0;
 	w->window = 1;
+	w->fill = 0;
 	w->ewma = 0;
 	w->last = 0;
 }
@@ -629,6 +632,8 @@ start_instance(struct sched *s, int worker, uint64_t tid, double now,
 	in.start = now;
 	in.deadline = now + t->timeout + s->p.grace + w->n * w->ewma;
 	ring_push(w, &in);
+	s->straggle_at = fmin(s->straggle_at,
+			      now + fmax(s->p.dup_min, 3 * s->mean_service));
 	out->tid = tid;
 	out->attempt = in.attempt;
 	out->task = t;
@@ -648,12 +653,17 @@ start_instance(struct sched *s, int worker, uint64_t tid, double now,
 static uint64_t
 find_straggler(struct sched *s, int skip, double now)
 {
-	double limit = fmax(fmax(s->p.dup_min, 3 * s->mean_service),
-			    2 * s->w[skip].last);
-	double oldest = INFINITY;
+	double base = fmax(s->p.dup_min, 3 * s->mean_service);
+	double limit = fmax(base, 2 * s->w[skip].last);
+	double oldest = INFINITY, first = INFINITY;
 	uint64_t best = 0;
 	int k, i;
 
+	/* Every idle worker asks, after every result: the scan is skipped
+	 * until the oldest instance that could be copied may be a straggler
+	 * (start_instance pulls the time in for a new one). */
+	if (now < s->straggle_at)
+		return 0;
 	for (k = 0; k < s->nw; k++) {
 		struct sworker *w = &s->w[k];
 
@@ -664,14 +674,20 @@ find_straggler(struct sched *s, int skip, double now)
 
 			const struct sched_task *t = task_of(s, in->tid);
 
-			if (t->ninst == 1 && t->failures == 0 &&
-			    t->cpus_m1 == 0 && t->gpus == 0 &&
-			    now - in->start > limit && in->start < oldest) {
+			if (t->ninst != 1 || t->failures != 0 ||
+			    t->cpus_m1 != 0 || t->gpus != 0)
+				continue;
+			if (in->start < first)
+				first = in->start;
+			if (now - in->start > limit && in->start < oldest) {
 				oldest = in->start;
 				best = in->tid;
 			}
 		}
 	}
+	/* A rescan every dup_min at most: the mean service time may fall. */
+	if (best == 0)
+		s->straggle_at = fmin(first + base, now + s->p.dup_min);
 	return best;
 }
 
@@ -905,7 +921,7 @@ sched_take(struct sched *s, int worker, double now, struct sched_pick *out,
 		return 0;
 	/* A wide window is topped up once half of it has run: fewer, larger
 	 * messages where tasks are short. */
-	if (w->window >= REFILL_WIDE && w->n > w->window / 2)
+	if (w->fill >= REFILL_WIDE && w->n > w->fill / 2)
 		return 0;
 	if (max > 0 && (k = kept_node(s, worker, now, out)) != 0)
 		return k > 0;
@@ -931,6 +947,8 @@ sched_take(struct sched *s, int worker, double now, struct sched_pick *out,
 	if (count == 0 && w->n == 0 && s->nqueued == 0 && max > 0 &&
 	    (tid = find_straggler(s, worker, now)) != 0)
 		start_instance(s, worker, tid, now, &out[count++], 1);
+	if (count > 0)
+		w->fill = w->n;
 	return count;
 }
 
@@ -943,7 +961,17 @@ learn(struct sched *s, struct sworker *w, double seconds)
 	if (seconds < 1e-7)
 		seconds = 1e-7;
 	w->last = seconds;
-	w->ewma = w->ewma > 0 ? 0.8 * w->ewma + 0.2 * seconds : seconds;
+	/* Longer tasks pull the mean up linearly: one long task narrows the
+	 * window at once.  Shorter ones pull it down by ratios: service
+	 * times span six orders of magnitude, and a worker that ran 1 s tasks
+	 * would otherwise take some fifty no-ops, two per round trip, before
+	 * its window opened. */
+	if (w->ewma <= 0)
+		w->ewma = seconds;
+	else if (seconds >= w->ewma)
+		w->ewma = 0.8 * w->ewma + 0.2 * seconds;
+	else
+		w->ewma *= sqrt(seconds / w->ewma);
 	s->mean_service = s->mean_service > 0 ?
 		0.95 * s->mean_service + 0.05 * seconds : seconds;
 	target = s->p.window_target / w->ewma;
