@@ -54,6 +54,8 @@ struct agent {
 	int probed;			/* its host answered: spawn now */
 	int killed;			/* its last death killed its process */
 	double last_heard;		/* monotonic */
+	struct ft_buf relay;		/* the RELAY being gathered */
+	uint32_t nrelay;		/* its entries */
 };
 
 struct agents_ops {
@@ -82,11 +84,15 @@ int agents_want(struct master *m, int node);
 /* Is NODE's agent up? */
 int agents_is_up(const struct master *m, int node);
 /* Send NODE's agent the message TAG, PAYLOAD (taken over) for SLOT of
- * generation GEN, in a RELAY.  0, or -1 when the agent cannot take it
- * (not up; or MPI refused: the agent is then failed after the current
+ * generation GEN, in a RELAY.  Entries for one agent are gathered in one
+ * RELAY until agents_flush (or until it is full, or another message goes
+ * to the agent), in order.  0, or -1 when the agent cannot take it (not
+ * up; or MPI refused: the agent is then failed after the current
  * callback). */
 int agents_relay(struct master *m, int node, uint32_t slot, uint32_t gen,
 		 int tag, struct ft_buf *payload);
+/* Send every RELAY gathered: before the loop sleeps or polls MPI again. */
+void agents_flush(struct master *m);
 /* NODE's agent failed for REASON: kill it, close its link, tell ops. */
 void agents_fail(struct master *m, int node, const char *reason);
 

@@ -4,6 +4,7 @@
 #include <math.h>
 #include <signal.h>
 
+#include "agents.h"
 #include "commands.h"
 #include "farm.h"
 #include "fence.h"
@@ -98,7 +99,9 @@ poll_mpi(struct master *m)
 		treq_delay_all(&m->treqs, late);
 	}
 	last_poll = now;
+	agents_flush(m);
 	treq_test(&m->treqs, now);
+	agents_flush(m);		/* what the answers asked for */
 	/* Pongs are no sign of work: an idle farm stays idle. */
 	if (m->links.work_in != work)
 		last_activity = now;
@@ -216,6 +219,7 @@ on_prepare(struct ev_loop *loop, ev_prepare *w, int revents)
 
 	(void)loop, (void)revents;
 	defer_run(&m->defer);
+	agents_flush(m);
 	if (m->events.urgent) {
 		m->events.urgent = 0;
 		farm_flush(m);
