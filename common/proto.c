@@ -235,6 +235,14 @@ proto_relay_size(size_t n)
 	return 4 + 4 + 4 + 4 + n;
 }
 
+double
+proto_slot_silence(double master_silence, double heartbeat)
+{
+	double least = SLOT_SILENCE_HB * heartbeat;
+
+	return master_silence > least ? master_silence : least;
+}
+
 int
 proto_iter_init(struct proto_iter *it, const void *p, size_t n)
 {

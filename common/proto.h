@@ -202,6 +202,12 @@ void proto_put_relay(struct ft_buf *b, const struct proto_relay *m);
 /* Encoded size of a RELAY entry of N payload bytes (at most N +
  * FT_RELAY_ROOM). */
 size_t proto_relay_size(size_t n);
+/* The silence a slot takes before it leaves, given the master's
+ * MASTER_SILENCE and HEARTBEAT: at least SLOT_SILENCE_HB heartbeats, so
+ * that its agent may ping an idle slot rarely (slots.c).  A slot whose
+ * agent dies sees the end of its socket at once. */
+#define SLOT_SILENCE_HB 80
+double proto_slot_silence(double master_silence, double heartbeat);
 
 struct proto_iter {
 	const unsigned char *p;

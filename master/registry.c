@@ -336,7 +336,8 @@ on_hello(struct master *m, struct worker *w, const void *p, size_t n)
 	struct proto_hello h;
 	struct proto_welcome wel = {
 		.output_cap = (uint32_t)m->cfg.output_cap,
-		.master_timeout = m->cfg.master_silence,
+		.master_timeout = proto_slot_silence(m->cfg.master_silence,
+						     m->cfg.heartbeat),
 		.node = w->node_name,
 		.node_len = strlen(w->node_name),
 	};

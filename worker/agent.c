@@ -215,7 +215,8 @@ on_welcome(struct agent *a, const void *p, size_t n)
 						   w.node_len : 255), w.node);
 	slots_set_names(a->ss, a->args->node && !*node ? a->args->node : node,
 			a->args->state_dir);
-	slots_set_timing(a->ss, w.heartbeat, w.ping_timeout);
+	slots_set_timing(a->ss, w.heartbeat, w.ping_timeout,
+			 proto_slot_silence(w.master_timeout, w.heartbeat));
 	a->master_timeout = w.master_timeout;
 	if (w.idle_nap > NAP_MAX)
 		a->idle_nap = w.idle_nap;

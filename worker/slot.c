@@ -319,6 +319,10 @@ slot_run(int fd, int id, const struct ft_plugins *pl)
 			read_frames(&s, now);
 		if (s.stop)
 			break;
+		/* A pong goes out now, not after a poll that says the
+		 * socket takes it. */
+		if (frame_pending(&s.out))
+			flush_out(&s);
 		if (now - s.last_heard > s.master_timeout)
 			die(&s, s.welcomed ? "the agent went silent"
 					   : "no welcome from the agent");

@@ -30,11 +30,15 @@
 #define START_AT_ONCE 8
 /* A stopped slot (SIGSTOP) is found every half heartbeat by one waitid(2)
  * for stopped children (the master may take up to a ping timeout more to
- * read the news: within two heartbeats in all); pings, which wake every
- * slot, go out only every PING_EVERY half heartbeats (8 heartbeats), for
- * a slot that hangs some other way.  Pings every heartbeat cost 512 idle
- * slots some 4 % of a CPU here. */
-#define PING_EVERY 16
+ * read the news: within two heartbeats in all); pings, which wake the
+ * slot, are for a slot that hangs some other way.  A slot sent work since
+ * its last ping is pinged every PING_BUSY half heartbeats (8 heartbeats),
+ * an idle one every PING_IDLE (24): a hang matters once work comes, and
+ * pings every heartbeat cost 512 idle slots some 4 % of a CPU here.
+ * Either is kept within a third of the slots' silence limit, past which
+ * a slot leaves (the master's master_silence, passed on in the welcome). */
+#define PING_BUSY 16
+#define PING_IDLE 48
 
 /* What an epoll event points at: a slot's socket or its pidfd. */
 struct watch {
@@ -55,6 +59,8 @@ struct proc {
 	double born;
 	double ping_sent;		/* the open ping's time, 0 for none */
 	uint64_t ping_seq;
+	unsigned pinged;		/* the round of its last ping */
+	int busy;			/* sent work since that ping */
 	int hello;			/* it said hello */
 	int bye;			/* it said bye */
 	int starting;			/* counted in the slots' starting */
@@ -83,6 +89,7 @@ struct slots {
 	struct { uint32_t slot, gen; } *wait;	/* spawns not started yet */
 	uint32_t nwait, capwait;
 	double heartbeat, ping_timeout;
+	unsigned ping_busy, ping_idle;	/* rounds between pings */
 	double next_round;		/* the next ping round */
 	double next_deadline;		/* no hello or pong is due before */
 	uint64_t seq;
@@ -129,6 +136,8 @@ slots_new(const char *exe, slots_emit_fn emit, void *arg, char *why, size_t n)
 	ss->arg = arg;
 	ss->heartbeat = 1.0;
 	ss->ping_timeout = 1.0;
+	ss->ping_busy = PING_BUSY;
+	ss->ping_idle = PING_IDLE;
 	ss->next_round = ss->next_deadline = INFINITY;
 	snprintf(v, sizeof(v), "%d", (int)getpid());
 	setenv(FT_AGENT_ENV, v, 1);
@@ -146,13 +155,26 @@ slots_set_names(struct slots *ss, const char *node, const char *state_dir)
 	ss->state_dir = state_dir ? ft_strdup(state_dir) : NULL;
 }
 
+/* Rounds of half a heartbeat between pings: EVERY, or fewer so that a
+ * third of SILENCE (0: none) is never passed. */
+static unsigned
+ping_rounds(const struct slots *ss, unsigned every, double silence)
+{
+	double most = silence > 0 ? silence / 3 / (ss->heartbeat / 2) : every;
+
+	return most < 1 ? 1 : most < every ? (unsigned)most : every;
+}
+
 void
-slots_set_timing(struct slots *ss, double heartbeat, double ping_timeout)
+slots_set_timing(struct slots *ss, double heartbeat, double ping_timeout,
+		 double silence)
 {
 	if (heartbeat > 0)
 		ss->heartbeat = heartbeat;
 	if (ping_timeout > 0)
 		ss->ping_timeout = ping_timeout;
+	ss->ping_busy = ping_rounds(ss, PING_BUSY, silence);
+	ss->ping_idle = ping_rounds(ss, PING_IDLE, silence);
 	ss->next_round = ft_now() + ss->heartbeat;
 }
 
@@ -453,8 +475,12 @@ slots_send(struct slots *ss, uint32_t slot, uint32_t gen, uint32_t tag,
 
 	if (p == NULL || p->eof)
 		return;
-	if (tag == FT_MSG_WELCOME)
+	if (tag == FT_MSG_WELCOME) {
 		p->welcomed = 1;
+		p->pinged = ss->rounds;	/* as good as a ping */
+	}
+	if (tag == FT_MSG_ASSIGN)
+		p->busy = 1;
 	queue(ss, p, tag, b, n);
 }
 
@@ -664,20 +690,28 @@ ping_round(struct slots *ss, double now)
 	struct ft_buf b = { 0 };
 	struct proc *p;
 
+	unsigned round = ++ss->rounds;
+	int any = 0;
+
 	find_stopped(ss);
 	ss->next_round = now + ss->heartbeat / 2;
-	if (ss->rounds++ % PING_EVERY != 0)
-		return;
 	proto_put_ping(&b, ++ss->seq);
 	for (p = ss->all; p; p = p->next) {
-		if (!p->welcomed || p->killed || p->eof || p->ping_sent > 0)
+		if (!p->welcomed || p->killed || p->eof || p->ping_sent > 0 ||
+		    round - p->pinged < (p->busy ? ss->ping_busy
+						 : ss->ping_idle))
 			continue;
 		p->ping_sent = now;
 		p->ping_seq = ss->seq;
+		p->pinged = round;
+		p->busy = 0;
 		queue(ss, p, FT_MSG_PING, b.data, b.len);
+		any = 1;
 	}
 	ft_buf_free(&b);
-	ss->next_deadline = fmin(ss->next_deadline, now + ss->ping_timeout);
+	if (any)
+		ss->next_deadline = fmin(ss->next_deadline,
+					 now + ss->ping_timeout);
 }
 
 /* Kill the slots that missed a deadline; the next deadline after. */

@@ -33,9 +33,12 @@ struct slots *slots_new(const char *exe, slots_emit_fn emit, void *arg,
 			char *why, size_t n);
 /* What slots are told on their command line (NULL: left out). */
 void slots_set_names(struct slots *ss, const char *node, const char *state_dir);
-/* Ping every slot each HEARTBEAT seconds; one that has not answered in
+/* Look for stopped slots every half HEARTBEAT and ping each slot every
+ * few heartbeats (more often once it has work), within a third of SILENCE,
+ * the slots' own limit (0: none); one that has not answered in
  * PING_TIMEOUT is killed and reported hung. */
-void slots_set_timing(struct slots *ss, double heartbeat, double ping_timeout);
+void slots_set_timing(struct slots *ss, double heartbeat, double ping_timeout,
+		      double silence);
 
 /* Start SLOT as generation GEN (an older one still there is killed
  * first).  A slot that cannot start is reported EXITED at once. */
