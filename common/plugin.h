@@ -52,6 +52,11 @@ struct ft_task {
 	 * slots, to be taken modulo the host's CPUs), or NULL when its node
 	 * does not pin.  A plugin that starts commands binds them. */
 	const char *cpuset;
+	/* A descriptor that becomes readable once *cancel is set, for a
+	 * plugin that sleeps in poll(2) to add to its set instead of waking
+	 * now and then to look; 0 when the caller has none (zeroed
+	 * callers). */
+	int cancel_fd;
 };
 
 /* What run() reports.  The caller zeroes it before the call and frees

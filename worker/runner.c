@@ -24,6 +24,8 @@ struct runner {
 	pthread_cond_t sent;		/* the results taken went out */
 	int taking;			/* results taken, not yet sent */
 	int efd;			/* eventfd: readable while results wait */
+	int cfd;			/* eventfd: readable once the running
+					 * task is cancelled */
 	struct runner_task *head, *tail;
 	uint32_t queued;
 	struct runner_task *running;
@@ -131,6 +133,28 @@ wait_sent(struct runner *r)
 }
 
 /* Run T through its plugin and describe the outcome in RES. */
+/* Cancel the running task (R's lock held): its flag, and the descriptor
+ * a plugin may sleep on. */
+static void
+cancel_running(struct runner *r)
+{
+	uint64_t one = 1;
+
+	r->running->cancel = 1;
+	while (write(r->cfd, &one, sizeof(one)) < 0 && errno == EINTR)
+		;
+}
+
+/* Take back a cancel of a task before this one (the flag is per task). */
+static void
+clear_cancel_fd(struct runner *r)
+{
+	uint64_t n;
+
+	while (read(r->cfd, &n, sizeof(n)) < 0 && errno == EINTR)
+		;
+}
+
 static void
 run_one(struct runner *r, struct runner_task *t, struct runner_result *res)
 {
@@ -163,6 +187,8 @@ run_one(struct runner *r, struct runner_task *t, struct runner_result *res)
 	task_env(r, t, envbuf, sizeof(envbuf), env);
 	task.env = env;
 	task.cpuset = *t->cpuset ? t->cpuset : NULL;
+	clear_cancel_fd(r);
+	task.cancel_fd = r->cfd;
 	if (p->run(&task, &res->res) == -1)
 		res->res.ok = 0;
 	atomic_store(&r->group, 0);
@@ -265,7 +291,12 @@ runner_start(const struct ft_plugins *pl)
 	r->pl = pl;
 	r->output_cap = 65536;
 	r->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-	if (r->efd < 0) {
+	r->cfd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	if (r->efd < 0 || r->cfd < 0) {
+		if (r->efd >= 0)
+			close(r->efd);
+		if (r->cfd >= 0)
+			close(r->cfd);
 		free(r);
 		return NULL;
 	}
@@ -277,6 +308,7 @@ runner_start(const struct ft_plugins *pl)
 	pthread_condattr_destroy(&ca);
 	if (pthread_create(&r->thread, NULL, runner_main, r) != 0) {
 		close(r->efd);
+		close(r->cfd);
 		free(r);
 		return NULL;
 	}
@@ -365,7 +397,7 @@ runner_cancel(struct runner *r, uint64_t tid, uint32_t attempt)
 	pthread_mutex_lock(&r->mu);
 	if (r->running && r->running->tid == tid &&
 	    r->running->attempt == attempt)
-		r->running->cancel = 1;
+		cancel_running(r);
 	for (p = &r->head; *p; p = &(*p)->next) {
 		if ((*p)->tid != tid || (*p)->attempt != attempt)
 			continue;
@@ -393,7 +425,7 @@ runner_stop(struct runner *r)
 	pthread_mutex_lock(&r->mu);
 	r->stop = 1;
 	if (r->running)
-		r->running->cancel = 1;
+		cancel_running(r);
 	pthread_cond_signal(&r->work);
 	pthread_cond_broadcast(&r->sent);
 	pthread_mutex_unlock(&r->mu);
@@ -407,6 +439,7 @@ runner_stop(struct runner *r)
 	pthread_cond_destroy(&r->work);
 	pthread_cond_destroy(&r->sent);
 	close(r->efd);
+	close(r->cfd);
 	free(r);
 }
 

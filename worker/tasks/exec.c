@@ -102,6 +102,7 @@ struct proc {
 	int pidfd;		/* readable once pid exits; -1 if unsupported */
 	int pidfd_ready;	/* the last poll saw pidfd readable */
 	int errpipe;		/* read end of the error pipe */
+	int cancel_fd;		/* the task's (readable once cancelled), 0 */
 	struct sink out;
 	struct sink err;
 	struct feed in;
@@ -795,18 +796,20 @@ feed_write(struct feed *f)
 		fd_close(&f->fd);
 }
 
-/* Wait up to MS ms for the pipes and the exit descriptor and serve what is
- * ready.  Returns poll's count (0 when nothing happened). */
+/* Wait up to MS ms for the pipes, the exit descriptor and a cancel, and
+ * serve what is ready.  Returns how many of the child's descriptors had
+ * news (0 when none). */
 static int
 proc_poll(struct proc *p, int ms)
 {
-	struct pollfd pfd[4] = {
+	struct pollfd pfd[5] = {
 		{ .fd = p->out.fd, .events = POLLIN },
 		{ .fd = p->err.fd, .events = POLLIN },
 		{ .fd = p->in.fd, .events = POLLOUT },
 		{ .fd = p->pidfd, .events = POLLIN },
+		{ .fd = p->cancel_fd > 0 ? p->cancel_fd : -1, .events = POLLIN },
 	};
-	int n = poll(pfd, 4, ms);
+	int n = poll(pfd, 5, ms);
 
 	p->pidfd_ready = 0;
 	if (n <= 0)
@@ -818,7 +821,8 @@ proc_poll(struct proc *p, int ms)
 	if (pfd[2].revents)
 		feed_write(&p->in);
 	p->pidfd_ready = pfd[3].revents != 0;
-	return n;
+	return n - (pfd[4].revents != 0);	/* a cancel is no news of
+						 * the child */
 }
 
 /* Has the child exited?  It is left a zombie, so that its pid (the group
@@ -836,11 +840,13 @@ proc_exited(struct proc *p)
 	return si.si_pid == p->pid;
 }
 
-/* How long the next poll may wait, with LEFT seconds to the deadline. */
+/* How long the next poll may wait, with LEFT seconds to the deadline:
+ * until then when a cancel and the exit both wake the poll, else a slice
+ * (a look at the cancel flag, or at the child by hand). */
 static int
 slice_ms(const struct proc *p, double left)
 {
-	int ms = SLICE_MS;
+	int ms = p->cancel_fd > 0 && p->pidfd >= 0 ? INT_MAX : SLICE_MS;
 
 	if (p->pidfd < 0 && p->out.fd < 0 && p->err.fd < 0)
 		ms = SLICE_NOPIDFD_MS;
@@ -936,6 +942,7 @@ proc_init(struct proc *p, const struct ft_task *task)
 	p->pid = -1;
 	p->pidfd = p->errpipe = p->out.fd = p->err.fd = p->in.fd = -1;
 	p->out.cap = p->err.cap = task->output_cap;
+	p->cancel_fd = task->cancel_fd;
 	if (in) {
 		p->in.data = json_string_value(in);
 		p->in.len = json_string_length(in);
