@@ -338,18 +338,6 @@ nap(struct agent *a, double now, double t)
 	doze(&a->doze, slots_fd(a->ss), t);
 }
 
-/* May the agent sleep after SPINS empty polls?  Once the sockets' hints
- * are trusted, and no send waits for MPI's progress, at once: a message
- * or a slot's news wakes it, and spinning polls (each a sched_yield in
- * Open MPI) took the CPUs from a node's slots and made a 512-slot exec
- * burst slower. */
-static int
-sleep_now(const struct agent *a, int spins)
-{
-	return spins > SPIN_ITERS ||
-	       (doze_trusted(&a->doze) && a->outs == NULL);
-}
-
 static void
 serve(struct agent *a)
 {
@@ -382,9 +370,7 @@ serve(struct agent *a)
 			spins = 0;
 			t = NAP_MIN;
 			a->last_activity = now;
-		} else if (got == 0 && sleep_now(a, ++spins)) {
-			if (doze_trusted(&a->doze) && a->outs == NULL)
-				t = nap_cap(a, now);
+		} else if (got == 0 && ++spins > SPIN_ITERS) {
 			nap(a, now, t);
 			dozed = 1;
 			t = fmin(t * 2, nap_cap(a, now));
