@@ -90,8 +90,10 @@ def test_mixed_resources_refusal_and_reservation(make_cluster):
             assert ids in GPUS, f"task {i} got GPUs {ids!r}"
         else:
             assert ids == "none", f"task {i} got GPUs {ids!r}"
-    one_slot = [(s, e, 1) for s, e, _, k, ids, _ in rs
-                if k == 1 and ids == "none"]
+    # Every slot ran a one-slot task at some moment: with or without a
+    # GPU (which shape goes first is the scheduler's; counting only those
+    # without made the check depend on it).
+    one_slot = [(s, e, 1) for s, e, _, k, _, _ in rs if k == 1]
     assert most_at_once(one_slot) == 8
     assert took <= 7.0, f"the batch took {took:.2f} s"
 
