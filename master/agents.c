@@ -253,6 +253,19 @@ agents_want(struct master *m, int node)
 	return 0;
 }
 
+void
+agents_hold_for_power(struct master *m, int node, double seconds)
+{
+	m->agents[node].power_wait = ft_now() + seconds;
+}
+
+void
+agents_power_known(struct master *m, int node)
+{
+	m->agents[node].power_wait = 0;
+	master_kick(m);
+}
+
 int
 agents_is_up(const struct master *m, int node)
 {
@@ -263,7 +276,8 @@ agents_is_up(const struct master *m, int node)
 static int
 spawn_ready(const struct agent *a, double now)
 {
-	if (!a->wanted || now < a->spawn_at || a->probing)
+	if (!a->wanted || now < a->spawn_at || a->probing ||
+	    now < a->power_wait)
 		return 0;
 	return a->old_pid <= 0 || !ft_pid_alive(a->old_pid) ||
 	       now > a->spawn_at + RESPAWN_WAIT_MAX;

@@ -53,6 +53,8 @@ struct agent {
 	int probing;			/* a probe of its host runs */
 	int probed;			/* its host answered: spawn now */
 	int killed;			/* its last death killed its process */
+	double power_wait;		/* not spawned before its node's power
+					 * is known, or this time (0: none) */
 	double last_heard;		/* monotonic */
 	struct ft_buf relay;		/* the RELAY being gathered */
 	uint32_t nrelay;		/* its entries */
@@ -93,6 +95,11 @@ int agents_relay(struct master *m, int node, uint32_t slot, uint32_t gen,
 		 int tag, struct ft_buf *payload);
 /* Send every RELAY gathered: before the loop sleeps or polls MPI again. */
 void agents_flush(struct master *m);
+/* Hold the spawn of NODE's agent until agents_power_known(NODE), or for
+ * SECONDS at most: a spawn onto a node that is off hangs, and Open MPI's
+ * spawns wait for one another. */
+void agents_hold_for_power(struct master *m, int node, double seconds);
+void agents_power_known(struct master *m, int node);
 /* NODE's agent failed for REASON: kill it, close its link, tell ops. */
 void agents_fail(struct master *m, int node, const char *reason);
 

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "agents.h"
 #include "blame.h"
 #include "bmc.h"
 #include "hosts.h"
@@ -16,6 +17,8 @@
 /* Seconds without a failure after which a suspect node whose workers are
  * all up is up again. */
 #define HEALTH_QUIET 30.0
+#define START_POWER_WAIT 15.0	/* the longest an agent waits for its
+				 * node's first power status */
 
 static struct blame *blame;
 static struct health_ops hops;
@@ -210,6 +213,7 @@ on_start_power(struct master *m, int node, enum bmc_cmd cmd,
 	struct node *n = &m->nodes[node];
 
 	(void)cmd;
+	agents_power_known(m, node);
 	if (!r->ok || r->power != 0 || m->stopping ||
 	    (n->state != N_UP && n->state != N_SUSPECT))
 		return;
@@ -223,9 +227,14 @@ health_check_power(struct master *m)
 	char err[160];
 	int i;
 
-	for (i = 0; i < m->cfg.nnodes; i++)
-		if (health_can_reboot(m, &m->nodes[i], err, sizeof(err)) == 0)
-			bmc_send(m, i, BMC_STATUS, on_start_power);
+	for (i = 0; i < m->cfg.nnodes; i++) {
+		if (health_can_reboot(m, &m->nodes[i], err, sizeof(err)) != 0)
+			continue;
+		/* Its agent waits for the answer (a spawn onto a node that
+		 * is off would hang every spawn after it). */
+		agents_hold_for_power(m, i, START_POWER_WAIT);
+		bmc_send(m, i, BMC_STATUS, on_start_power);
+	}
 }
 
 /* Power-cycle N now for WHY (an operator's reboot if BY_OPERATOR): its
