@@ -309,10 +309,10 @@ jsonl_raw(struct jsonl *j, const char *k, const char *v)
 }
 
 void
-jsonl_event(struct jsonl *j, const char *name)
+jsonl_event(struct jsonl *j, const char *name, double ts)
 {
 	jsonl_begin(j);
 	key(j, "ts");
-	put_fixed6(&j->pending, ft_wall());
+	put_fixed6(&j->pending, ts);
 	jsonl_str(j, "event", name);
 }

@@ -75,8 +75,8 @@ void jsonl_bool(struct jsonl *j, const char *key, int v);
 /* KEY with V written as is (V must be JSON). */
 void jsonl_raw(struct jsonl *j, const char *key, const char *v);
 
-/* An event line: {"ts": <epoch seconds>, "event": NAME, ...}; finish it
- * with jsonl_end. */
-void jsonl_event(struct jsonl *j, const char *name);
+/* An event line: {"ts": TS (epoch seconds), "event": NAME, ...}; finish
+ * it with jsonl_end. */
+void jsonl_event(struct jsonl *j, const char *name, double ts);
 
 #endif

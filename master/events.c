@@ -2,6 +2,7 @@
 #include "events.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -91,11 +92,22 @@ events_type(const char *name)
 
 /* The line begun at START of the pending text was ended: show it to the
  * tap. */
+/* Now, in whole microseconds: the "ts" the line shows (jsonl's six
+ * decimals) is then exactly the number the tap is given, so that a
+ * subscriber's "since" of a ts it was shown finds that event again. */
+static double
+event_ts(void)
+{
+	return (double)llround(ft_wall() * 1e6) / 1e6;
+}
+
 static void
-tapped(struct events *ev, enum ev_type type, int flags, size_t start)
+tapped(struct events *ev, enum ev_type type, int flags, double ts,
+       size_t start)
 {
 	if (ev->tap)
-		ev->tap(ev->tap_ctx, type, flags, ev->out.pending.data + start,
+		ev->tap(ev->tap_ctx, type, flags, ts,
+			ev->out.pending.data + start,
 			ev->out.pending.len - start);
 }
 
@@ -155,14 +167,16 @@ room(struct events *ev)
 	void ev_##name(struct events *ev EV_FIELDS_##name(EV_PARAM))	\
 	{								\
 		size_t start_ = ev->out.pending.len;			\
+		double ts_;						\
 									\
 		if ((((flags) & EVF_TASK) && !ev->task_events) ||	\
 		    !room(ev))						\
 			return;						\
-		jsonl_event(&ev->out, #name);				\
+		ts_ = event_ts();					\
+		jsonl_event(&ev->out, #name, ts_);			\
 		EV_FIELDS_##name(EV_PUT)				\
 		jsonl_end(&ev->out);					\
-		tapped(ev, EVT_##name, flags, start_);			\
+		tapped(ev, EVT_##name, flags, ts_, start_);		\
 		if (((flags) & EVF_NOW) && ev->store)			\
 			ev->urgent = 1;					\
 		else if ((flags) & EVF_NOW)				\

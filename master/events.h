@@ -161,10 +161,11 @@ enum ev_type {
 	EVT_COUNT
 };
 
-/* Told of every event line written: its TYPE, its FLAGS (EVF_*), and the
- * line (LEN bytes, the newline included), valid only during the call. */
+/* Told of every event line written: its TYPE, its FLAGS (EVF_*), its
+ * TS (the line's "ts"), and the line (LEN bytes, the newline included),
+ * valid only during the call. */
 typedef void (*events_tap_fn)(void *ctx, enum ev_type type, int flags,
-			      const char *line, size_t len);
+			      double ts, const char *line, size_t len);
 
 struct events {
 	struct jsonl out;

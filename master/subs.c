@@ -226,12 +226,11 @@ deliver(struct subs *s, struct sub *sub)
 }
 
 void
-subs_on_event(void *ctx, enum ev_type type, int flags, const char *line,
-	      size_t len)
+subs_on_event(void *ctx, enum ev_type type, int flags, double ts,
+	      const char *line, size_t len)
 {
 	struct subs *s = ctx;
 	struct sub *sub;
-	double ts = strtod(line + 6, NULL);	/* {"ts":<number>, ... */
 
 	s->seq++;
 	evring_add(&s->ring[flags & EVF_TASK ? R_TASK : R_OTHER], s->seq, ts,

@@ -57,7 +57,7 @@ int subs_count(const struct subs *s);
 uint64_t subs_dropped(const struct subs *s);
 
 /* The events tap (events.h). */
-void subs_on_event(void *ctx, enum ev_type type, int flags,
+void subs_on_event(void *ctx, enum ev_type type, int flags, double ts,
 		   const char *line, size_t len);
 
 #endif
