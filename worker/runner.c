@@ -145,7 +145,9 @@ cancel_running(struct runner *r)
 		;
 }
 
-/* Take back a cancel of a task before this one (the flag is per task). */
+/* Take back the cancel of the task that just ended (R's lock held): the
+ * descriptor is readable for that task only.  Read only then: a read per
+ * task was a fifth of the time of 200,000 no-op tasks. */
 static void
 clear_cancel_fd(struct runner *r)
 {
@@ -187,7 +189,6 @@ run_one(struct runner *r, struct runner_task *t, struct runner_result *res)
 	task_env(r, t, envbuf, sizeof(envbuf), env);
 	task.env = env;
 	task.cpuset = *t->cpuset ? t->cpuset : NULL;
-	clear_cancel_fd(r);
 	task.cancel_fd = r->cfd;
 	if (p->run(&task, &res->res) == -1)
 		res->res.ok = 0;
@@ -263,6 +264,7 @@ runner_main(void *arg)
 		pthread_mutex_lock(&r->mu);
 		r->running = NULL;
 		if (t->cancel) {
+			clear_cancel_fd(r);
 			runner_result_free(res);	/* the master moved on */
 		} else {
 			/* The first result waiting rings; the others find

@@ -22,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -109,6 +110,9 @@ parse(const char *text)
 	return v;
 }
 
+/* The cancel descriptor run_spec hands the plugin (0: none). */
+static int cancel_fd;
+
 /* Validate SPEC with PL and run it, keeping CAP bytes of each output and
  * watching CANCEL (NULL: never cancelled).  Takes SPEC's reference. */
 static void
@@ -118,7 +122,7 @@ run_spec(const struct ft_plugin *pl, json_t *spec, size_t cap,
 	static const volatile int no_cancel;
 	struct ft_task task = { .id = 7, .attempt = 1, .spec = spec,
 				.cancel = cancel ? cancel : &no_cancel,
-				.output_cap = cap };
+				.output_cap = cap, .cancel_fd = cancel_fd };
 	struct jerr err = { "", "" };
 	double t0;
 
@@ -568,7 +572,8 @@ test_exec_escaped_process(void **state)
 	run_free(&r);
 }
 
-/* Sets *flag after delay seconds, noting when. */
+/* Sets *flag after delay seconds, noting when, and rings cancel_fd when
+ * there is one. */
 struct canceller {
 	volatile int flag;
 	double delay;
@@ -581,9 +586,13 @@ cancel_later(void *arg)
 {
 	struct canceller *c = arg;
 
+	uint64_t one = 1;
+
 	ft_sleep(c->delay);
 	c->at = ft_now();
 	c->flag = 1;
+	if (cancel_fd > 0 && write(cancel_fd, &one, sizeof(one)) < 0)
+		return 1;
 	return 0;
 }
 
@@ -618,6 +627,26 @@ test_exec_cancel(void **state)
 	assert_failed(&r, -1, "cancelled");
 	assert_true(after < scaled(0.2));
 	assert_false(group_alive((pid_t)strtol(r.res.out, NULL, 10)));
+	run_free(&r);
+}
+
+/* With a cancel descriptor exec sleeps until the command ends or the
+ * descriptor rings: the cancel is seen at once, not at a look now and
+ * then (the command would otherwise run its 3 s). */
+static void
+test_exec_cancel_fd(void **state)
+{
+	struct run r;
+	double after;
+
+	(void)state;
+	cancel_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	assert_true(cancel_fd > 0);
+	after = run_cancelled(exec_pl, sh_task("sleep 3"), 0.1, &r);
+	close(cancel_fd);
+	cancel_fd = 0;
+	assert_failed(&r, -1, "cancelled");
+	assert_true(after < scaled(0.2));
 	run_free(&r);
 }
 
@@ -916,6 +945,7 @@ main(void)
 		cmocka_unit_test(test_exec_leftovers_killed),
 		cmocka_unit_test(test_exec_escaped_process),
 		cmocka_unit_test(test_exec_cancel),
+		cmocka_unit_test(test_exec_cancel_fd),
 		cmocka_unit_test(test_exec_no_fd_leak),
 		cmocka_unit_test(test_exec_fds_closed_in_child),
 		cmocka_unit_test(test_exec_signals_reset),
