@@ -75,6 +75,10 @@ int ft_pid_alive(pid_t pid);
  * peer that sees its sockets close finds it exiting or gone, never
  * staying. */
 int ft_pid_staying(pid_t pid);
+/* Is PID's main thread runnable (state R: running, or waiting for a CPU)?
+ * A process that has not answered because it waits for a CPU is slow,
+ * not hung. */
+int ft_pid_runnable(pid_t pid);
 
 /* Keep freed memory for reuse rather than let glibc give it back on its
  * own: the caller trims (malloc_trim) once it has gone idle.  Blocks of up

@@ -38,6 +38,7 @@
  * Either is kept within a third of the slots' silence limit, past which
  * a slot leaves (the master's master_silence, passed on in the welcome). */
 #define PING_BUSY 16
+#define STARVED_MAX 8
 #define PING_IDLE 48
 
 /* What an epoll event points at: a slot's socket or its pidfd. */
@@ -60,6 +61,8 @@ struct proc {
 	double ping_sent;		/* the open ping's time, 0 for none */
 	uint64_t ping_seq;
 	unsigned pinged;		/* the round of its last ping */
+	int starved;			/* deadlines passed while it waited for
+					 * a CPU, since its last pong */
 	int busy;			/* sent work since that ping */
 	int hello;			/* it said hello */
 	int bye;			/* it said bye */
@@ -540,7 +543,7 @@ on_frame(struct slots *ss, struct proc *p, const struct frame *f)
 		if (proto_get_pong(f->p, f->n, &pong) == -1)
 			proc_kill(p, 0, "sent a malformed pong");
 		else if (pong.seq == p->ping_seq)
-			p->ping_sent = 0;
+			p->ping_sent = p->starved = 0;
 		return;
 	case FT_MSG_HELLO:
 		p->hello = 1;
@@ -714,6 +717,20 @@ ping_round(struct slots *ss, double now)
 					 now + ss->ping_timeout);
 }
 
+/* Is P late with its pong only for want of a CPU?  512 slots on 2 CPUs
+ * running 512 commands wait a second and more for one, and whole nodes
+ * were found hung.  A slot whose main thread is runnable gets another
+ * ping timeout, STARVED_MAX times in a row at most (a main thread that
+ * spins for good is still caught). */
+static int
+starved(struct proc *p)
+{
+	if (p->starved >= STARVED_MAX || !ft_pid_runnable(p->pid))
+		return 0;
+	p->starved++;
+	return 1;
+}
+
 /* Kill the slots that missed a deadline; the next deadline after. */
 static int
 check_deadlines(struct slots *ss, double now)
@@ -730,6 +747,10 @@ check_deadlines(struct slots *ss, double now)
 
 		if (p->killed)
 			continue;
+		if (now >= due && p->hello && starved(p)) {
+			p->ping_sent = now;	/* another ping timeout */
+			due = now + ss->ping_timeout;
+		}
 		if (now < due) {
 			ss->next_deadline = fmin(ss->next_deadline, due);
 			continue;

@@ -1,7 +1,8 @@
 /* Unit tests of common/util.c's process checks on real processes: a
  * running, a stopped, a zombie and a reaped child, and a killed one seen
  * through its socket's end, which must never look "staying" (the master
- * would charge a task's doing to the node as a hang). */
+ * would charge a task's doing to the node as a hang); and a runnable one,
+ * which a node agent gives more time to answer. */
 #include <poll.h>
 #include <pthread.h>
 #include <setjmp.h>
@@ -101,6 +102,38 @@ test_running_stopped_zombie_reaped(void **state)
 /* The moment a killed child's socket ends it is a zombie or exiting;
  * the plain liveness check still calls it alive in a good share of the
  * rounds (which is why the master cannot use it to tell a hang). */
+/* Runnable (a slot waiting for a CPU, slow) against sleeping or stopped
+ * (a slot that will not answer): only a spinning child is runnable. */
+static void
+test_runnable_only_when_it_wants_a_cpu(void **state)
+{
+	int sock, status, i, seen = 0;
+	pid_t spin, idle = child(&sock, 0);
+
+	(void)state;
+	spin = fork();
+	assert_true(spin >= 0);
+	if (spin == 0)
+		for (;;)
+			;
+	usleep(20000);
+	for (i = 0; i < 20 && !seen; i++) {
+		seen = ft_pid_runnable(spin);
+		usleep(1000);
+	}
+	assert_true(seen);
+	assert_false(ft_pid_runnable(idle));	/* asleep in pause() */
+	kill(spin, SIGSTOP);
+	assert_int_equal(waitpid(spin, &status, WUNTRACED), spin);
+	assert_false(ft_pid_runnable(spin));
+	kill(spin, SIGKILL);
+	kill(idle, SIGKILL);
+	assert_int_equal(waitpid(spin, &status, 0), spin);
+	assert_int_equal(waitpid(idle, &status, 0), idle);
+	assert_false(ft_pid_runnable(spin));	/* gone */
+	close(sock);
+}
+
 static void
 test_killed_is_never_staying(void **state)
 {
@@ -138,6 +171,7 @@ main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_running_stopped_zombie_reaped),
 		cmocka_unit_test(test_killed_is_never_staying),
+		cmocka_unit_test(test_runnable_only_when_it_wants_a_cpu),
 		cmocka_unit_test(test_no_such_process),
 	};
 
