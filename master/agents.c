@@ -254,6 +254,15 @@ agents_want(struct master *m, int node)
 }
 
 void
+agents_unwant(struct master *m, int node)
+{
+	struct agent *a = &m->agents[node];
+
+	if (a->state == A_NONE || a->state == A_DEAD || a->state == A_STOPPED)
+		a->wanted = 0;
+}
+
+void
 agents_hold_for_power(struct master *m, int node, double seconds)
 {
 	m->agents[node].power_wait = ft_now() + seconds;

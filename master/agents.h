@@ -83,6 +83,10 @@ int agents_start(struct master *m, char *err, size_t n);
  * 0 if it will be (ops.up says when; its spawn is asked for now), -1 if
  * it never will (static launch, its rank is gone). */
 int agents_want(struct master *m, int node);
+/* No slot of NODE waits for its agent any more (they were retired): a
+ * spawn not begun yet is not made.  Nothing changes for an agent already
+ * spawning, starting or up. */
+void agents_unwant(struct master *m, int node);
 /* Is NODE's agent up? */
 int agents_is_up(const struct master *m, int node);
 /* Send NODE's agent the message TAG, PAYLOAD (taken over) for SLOT of

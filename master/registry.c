@@ -672,6 +672,22 @@ registry_doom(struct master *m, struct worker *w, const char *reason)
 		   (uint64_t)w->spawn_gen << 32 | (uint32_t)w->id, 0, reason);
 }
 
+/* Does a slot of NODE wait for its agent? */
+static int
+node_spawning(const struct master *m, int node)
+{
+	int i;
+
+	for (i = 0; i < m->nworkers; i++)
+		if (m->workers[i].node == node &&
+		    m->workers[i].state == W_SPAWNING)
+			return 1;
+	return 0;
+}
+
+/* A retired node's agent is not spawned for it: after a power-off found
+ * at a master's start, a spawn onto the node while it was cycled hung,
+ * and with it every spawn after it (Open MPI runs them one at a time). */
 void
 registry_retire(struct master *m, struct worker *w, const char *reason)
 {
@@ -684,6 +700,8 @@ registry_retire(struct master *m, struct worker *w, const char *reason)
 		w->spawn_gen++;		/* its spawn's end is dropped */
 	w->killed = 0;
 	down(m, w, W_INACTIVE, reason);
+	if (!node_spawning(m, w->node))
+		agents_unwant(m, w->node);
 }
 
 void
