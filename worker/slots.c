@@ -31,15 +31,17 @@
 /* A stopped slot (SIGSTOP) is found every half heartbeat by one waitid(2)
  * for stopped children (the master may take up to a ping timeout more to
  * read the news: within two heartbeats in all); pings, which wake the
- * slot, are for a slot that hangs some other way.  A slot sent work since
- * its last ping is pinged every PING_BUSY half heartbeats (8 heartbeats),
- * an idle one every PING_IDLE (24): a hang matters once work comes, and
- * pings every heartbeat cost 512 idle slots some 4 % of a CPU here.
- * Either is kept within a third of the slots' silence limit, past which
- * a slot leaves (the master's master_silence, passed on in the welcome). */
+ * slot, are for a slot that hangs some other way.  A slot sent work in
+ * the last PING_IDLE half heartbeats (24 heartbeats) is pinged every
+ * PING_BUSY (8 heartbeats), any other every PING_IDLE: a hang matters once
+ * work comes, and pings every heartbeat cost 512 idle slots some 4 % of a
+ * CPU here.  Either is kept within a third of the slots' silence limit,
+ * past which a slot leaves (proto_slot_silence, passed on in the
+ * welcome). */
 #define PING_BUSY 16
-#define STARVED_MAX 8
 #define PING_IDLE 48
+/* Ping timeouts in a row a slot waiting for a CPU is given (starved()). */
+#define STARVED_MAX 8
 
 /* What an epoll event points at: a slot's socket or its pidfd. */
 struct watch {
@@ -61,9 +63,10 @@ struct proc {
 	double ping_sent;		/* the open ping's time, 0 for none */
 	uint64_t ping_seq;
 	unsigned pinged;		/* the round of its last ping */
+	unsigned worked;		/* 1 + the round it was last sent work
+					 * in, 0 for never */
 	int starved;			/* deadlines passed while it waited for
 					 * a CPU, since its last pong */
-	int busy;			/* sent work since that ping */
 	int hello;			/* it said hello */
 	int bye;			/* it said bye */
 	int starting;			/* counted in the slots' starting */
@@ -483,7 +486,7 @@ slots_send(struct slots *ss, uint32_t slot, uint32_t gen, uint32_t tag,
 		p->pinged = ss->rounds;	/* as good as a ping */
 	}
 	if (tag == FT_MSG_ASSIGN)
-		p->busy = 1;
+		p->worked = ss->rounds + 1;
 	queue(ss, p, tag, b, n);
 }
 
@@ -687,12 +690,20 @@ find_stopped(struct slots *ss)
 	}
 }
 
+/* Rounds between P's pings now, at ROUND. */
+static unsigned
+ping_every(const struct slots *ss, const struct proc *p, unsigned round)
+{
+	int working = p->worked > 0 && round + 1 - p->worked < ss->ping_idle;
+
+	return working ? ss->ping_busy : ss->ping_idle;
+}
+
 static void
 ping_round(struct slots *ss, double now)
 {
 	struct ft_buf b = { 0 };
 	struct proc *p;
-
 	unsigned round = ++ss->rounds;
 	int any = 0;
 
@@ -701,13 +712,11 @@ ping_round(struct slots *ss, double now)
 	proto_put_ping(&b, ++ss->seq);
 	for (p = ss->all; p; p = p->next) {
 		if (!p->welcomed || p->killed || p->eof || p->ping_sent > 0 ||
-		    round - p->pinged < (p->busy ? ss->ping_busy
-						 : ss->ping_idle))
+		    round - p->pinged < ping_every(ss, p, round))
 			continue;
 		p->ping_sent = now;
 		p->ping_seq = ss->seq;
 		p->pinged = round;
-		p->busy = 0;
 		queue(ss, p, FT_MSG_PING, b.data, b.len);
 		any = 1;
 	}
