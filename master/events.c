@@ -90,8 +90,6 @@ events_type(const char *name)
 	return -1;
 }
 
-/* The line begun at START of the pending text was ended: show it to the
- * tap. */
 /* Now, in whole microseconds: the "ts" the line shows (jsonl's six
  * decimals) is then exactly the number the tap is given, so that a
  * subscriber's "since" of a ts it was shown finds that event again. */
@@ -101,6 +99,8 @@ event_ts(void)
 	return (double)llround(ft_wall() * 1e6) / 1e6;
 }
 
+/* The line begun at START of the pending text, stamped TS, was ended:
+ * show it to the tap. */
 static void
 tapped(struct events *ev, enum ev_type type, int flags, double ts,
        size_t start)

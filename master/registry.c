@@ -691,16 +691,21 @@ node_spawning(const struct master *m, int node)
 void
 registry_retire(struct master *m, struct worker *w, const char *reason)
 {
+	int waited;
+
 	w->respawn_due = 0;
 	if (worker_live(w)) {
 		take_down(m, w, W_INACTIVE, reason);
 		return;
 	}
-	if (w->state == W_SPAWNING)
+	waited = w->state == W_SPAWNING;
+	if (waited)
 		w->spawn_gen++;		/* its spawn's end is dropped */
 	w->killed = 0;
 	down(m, w, W_INACTIVE, reason);
-	if (!node_spawning(m, w->node))
+	/* Only a slot that waited for its agent wanted it; the node's scan
+	 * is done for those alone. */
+	if (waited && !node_spawning(m, w->node))
 		agents_unwant(m, w->node);
 }
 

@@ -132,17 +132,23 @@ wait_sent(struct runner *r)
 	pthread_mutex_unlock(&r->mu);
 }
 
-/* Run T through its plugin and describe the outcome in RES. */
+/* Make the eventfd FD readable. */
+static void
+signal_fd(int fd)
+{
+	uint64_t one = 1;
+
+	while (write(fd, &one, sizeof(one)) < 0 && errno == EINTR)
+		;
+}
+
 /* Cancel the running task (R's lock held): its flag, and the descriptor
  * a plugin may sleep on. */
 static void
 cancel_running(struct runner *r)
 {
-	uint64_t one = 1;
-
 	r->running->cancel = 1;
-	while (write(r->cfd, &one, sizeof(one)) < 0 && errno == EINTR)
-		;
+	signal_fd(r->cfd);
 }
 
 /* Take back the cancel of the task that just ended (R's lock held): the
@@ -157,6 +163,7 @@ clear_cancel_fd(struct runner *r)
 		;
 }
 
+/* Run T through its plugin and describe the outcome in RES. */
 static void
 run_one(struct runner *r, struct runner_task *t, struct runner_result *res)
 {
@@ -202,10 +209,7 @@ out:
 static void
 ring(struct runner *r)
 {
-	uint64_t one = 1;
-
-	while (write(r->efd, &one, sizeof(one)) < 0 && errno == EINTR)
-		;
+	signal_fd(r->efd);
 }
 
 /* Wait for a task (R's lock held).  The memory a task freed stays for
