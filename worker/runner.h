@@ -48,8 +48,12 @@ struct runner_result *runner_take(struct runner *r);
 /* The results last taken have been sent: an exec task waiting for them
  * may start. */
 void runner_sent(struct runner *r);
-/* A descriptor that is readable while results wait to be taken. */
+/* A descriptor that is readable once results are due: at once for a
+ * long task's and for the last queued; results of short tasks are held
+ * while more wait (a millisecond at most). */
 int runner_fd(const struct runner *r);
+/* When the results held now are due (ft_now() clock), 0 if none are. */
+double runner_held_until(struct runner *r);
 /* Drop a queued instance, or ask the running one to stop. */
 void runner_cancel(struct runner *r, uint64_t tid, uint32_t attempt);
 /* Cancel everything, stop the thread, free the runner and leftovers. */

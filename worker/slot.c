@@ -16,13 +16,6 @@
 
 #define HELLO_TIMEOUT 60.0	/* seconds to wait for the welcome */
 #define BYE_TIMEOUT 5.0
-/* After a send of results of tasks shorter than this, while tasks still
- * wait in the runner, the slot sleeps this long before it looks again,
- * so that the next frame carries the results of many tiny tasks rather
- * than one or two (each frame costs the slot, its agent and the master a
- * system call or more, more than a no-op task itself).  Results of
- * longer tasks go at once, as they come. */
-#define HOLD 0.0001
 
 struct slot {
 	int fd;
@@ -32,7 +25,6 @@ struct slot {
 	struct frame_writer out;
 	double last_heard;
 	double master_timeout;
-	double last_seconds;		/* the last result's task time */
 	int unsent;			/* results taken, not all written */
 	int welcomed;
 	int stop;
@@ -208,8 +200,8 @@ read_frames(struct slot *s, double now)
 
 /* Queue finished results in frames of at most FT_SLOT_MSG_MAX bytes,
  * once those taken before are all written (an exec task waits until
- * then).  Returns 1 if any were queued. */
-static int
+ * then). */
+static void
 queue_results(struct slot *s)
 {
 	struct runner_result *list, *r;
@@ -217,10 +209,10 @@ queue_results(struct slot *s)
 	uint32_t count = 0;
 
 	if (s->unsent)
-		return 0;
+		return;
 	list = runner_take(s->runner);
 	if (list == NULL)
-		return 0;
+		return;
 	proto_begin_list(&b);
 	for (r = list; r; r = r->next) {
 		struct proto_result pr = {
@@ -241,26 +233,16 @@ queue_results(struct slot *s)
 		}
 		proto_put_result(&b, &pr);
 		count++;
-		s->last_seconds = r->seconds;
 	}
 	proto_set_count(&b, count);
 	put(s, FT_MSG_RESULT, &b);
 	s->unsent = 1;
 	runner_result_free(list);
-	return 1;
 }
 
-static int
-has_queued(struct runner *r)
-{
-	uint32_t queued;
-
-	runner_running(r, &queued);
-	return queued > 0;
-}
-
-/* Sleep until the socket or the runner has news, or the silence limit.
- * Returns the socket's poll events (0 if it has none). */
+/* Sleep until the socket or the runner has news, the results the runner
+ * holds are due, or the silence limit.  Returns the socket's poll events
+ * (0 if it has none). */
 static int
 wait_news(struct slot *s, double now)
 {
@@ -269,6 +251,10 @@ wait_news(struct slot *s, double now)
 		{ .fd = runner_fd(s->runner), .events = POLLIN },
 	};
 	double left = s->last_heard + s->master_timeout - now;
+	double held = runner_held_until(s->runner);
+
+	if (held > 0 && held - now < left)
+		left = held - now;
 
 	if (frame_pending(&s->out))
 		fds[0].events |= POLLOUT;
@@ -309,8 +295,8 @@ slot_run(int fd, int id, const struct ft_plugins *pl)
 	say_hello(&s, pl);
 	while (!s.stop) {
 		double now = ft_now();
-		int sent = queue_results(&s);
 
+		queue_results(&s);
 		flush_out(&s);
 		/* Read only when poll said so: an idle slot's wake-up (a
 		 * ping) costs one read, not a second one that finds
@@ -326,12 +312,7 @@ slot_run(int fd, int id, const struct ft_plugins *pl)
 		if (now - s.last_heard > s.master_timeout)
 			die(&s, s.welcomed ? "the agent went silent"
 					   : "no welcome from the agent");
-		if (sent && s.last_seconds < HOLD && has_queued(s.runner)) {
-			ft_sleep(HOLD);
-			news = POLLIN;
-		} else {
-			news = wait_news(&s, now);
-		}
+		news = wait_news(&s, now);
 	}
 	runner_stop(s.runner);
 	say_bye(&s);
