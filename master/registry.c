@@ -286,17 +286,22 @@ registry_dispatch(struct master *m, struct worker *w)
 
 /* Every idle worker gets a task before any worker gets a second: a window
  * of two (short tasks) must not let the first worker in the list take
- * both tasks of a job's phase while the second stays idle. */
+ * both tasks of a job's phase while the second stays idle.  Where the
+ * scheduler's pass spreads the queue by itself, one message per worker
+ * does it; else a first pass hands out one task each. */
 void
 registry_dispatch_all(struct master *m)
 {
 	int i;
 
-	for (i = 0; i < m->nworkers; i++)
-		if (sched_inflight(m->sched, i) == 0)
-			dispatch(m, &m->workers[i], 1);
+	if (!sched_spreads(m->sched))
+		for (i = 0; i < m->nworkers; i++)
+			if (sched_inflight(m->sched, i) == 0)
+				dispatch(m, &m->workers[i], 1);
+	sched_pass(m->sched, m->nworkers);
 	for (i = 0; i < m->nworkers; i++)
 		dispatch(m, &m->workers[i], PICKS_MAX);
+	sched_pass(m->sched, 0);
 }
 
 void

@@ -13,6 +13,7 @@ struct inflight {
 	uint64_t tid;
 	uint64_t seq;
 	uint32_t attempt;
+	int lead;			/* sent to a worker that held nothing */
 	double start;
 	double deadline;
 };
@@ -29,6 +30,8 @@ struct sworker {
 	int window;
 	int fill;			/* instances it held after its last take */
 	double ewma;			/* seconds per task, 0 = not measured */
+	double heard;			/* its last result, or its first
+					 * instance after it held none */
 	double last;			/* seconds of its last finished task */
 	int slow;
 	uint64_t slow_seq;
@@ -94,11 +97,15 @@ struct sched {
 	uint64_t seq;			/* last dispatch sequence number */
 	uint64_t newest_done;		/* highest sequence number completed */
 	double mean_service;		/* over all workers */
+	double rtt;			/* seconds from a dispatch to its result,
+					 * less the task's own time */
 	double straggle_at;		/* no instance is a straggler before */
+	int pass_left;			/* takes left in a pass (sched_pass) */
 };
 
 static void queues_free(struct sched *s);
 
+#define RTT_MAX 1.0		/* longest round trip sample, seconds */
 #define REFILL_WIDE 16		/* fills this wide are topped up by halves */
 
 void
@@ -629,6 +636,9 @@ start_instance(struct sched *s, int worker, uint64_t tid, double now,
 	in.tid = tid;
 	in.attempt = ++t->attempts;
 	in.seq = ++s->seq;
+	in.lead = w->n == 0;
+	if (w->n == 0)
+		w->heard = now;
 	in.start = now;
 	in.deadline = now + t->timeout + s->p.grace + w->n * w->ewma;
 	ring_push(w, &in);
@@ -646,7 +656,12 @@ start_instance(struct sched *s, int worker, uint64_t tid, double now,
  * than a straggler may and has no copy yet; 0 if none.  A straggler has
  * run more than dup_min, three times the mean service time, and twice
  * what SKIP's own last task took: the last tasks of a phase of long tasks
- * are not stragglers just because the phase's first one has ended.  A
+ * are not stragglers just because the phase's first one has ended; and
+ * four round trips, as long as a loaded cluster takes to answer.  Its
+ * worker has sent no result for as long: an instance queued behind
+ * others on a worker that keeps reporting has not started, however long
+ * ago it was sent (a batch spread over hundreds of slots in one pass
+ * would otherwise be copied wholesale once the queue ran dry).  A
  * task that has lost an instance already is not copied: a task that kills
  * its worker would kill every idle worker given a copy, and while a copy
  * lived it could never run out of attempts. */
@@ -654,7 +669,7 @@ static uint64_t
 find_straggler(struct sched *s, int skip, double now)
 {
 	double base = fmax(s->p.dup_min, 3 * s->mean_service);
-	double limit = fmax(base, 2 * s->w[skip].last);
+	double limit = fmax(fmax(base, 2 * s->w[skip].last), 4 * s->rtt);
 	double oldest = INFINITY, first = INFINITY;
 	uint64_t best = 0;
 	int k, i;
@@ -667,8 +682,12 @@ find_straggler(struct sched *s, int skip, double now)
 	for (k = 0; k < s->nw; k++) {
 		struct sworker *w = &s->w[k];
 
-		if (k == skip || !w->up)
+		if (k == skip || !w->up || w->n == 0)
 			continue;
+		if (now - w->heard <= limit) {
+			first = fmin(first, w->heard);
+			continue;
+		}
 		for (i = 0; i < w->n; i++) {
 			struct inflight *in = ring_at(w, i);
 
@@ -917,6 +936,8 @@ sched_take(struct sched *s, int worker, double now, struct sched_pick *out,
 	int count = 0, k;
 	uint64_t tid;
 
+	int pass = s->pass_left > 0 ? s->pass_left-- : 0;
+
 	if (!w->up || w->paused || w->holder >= 0 || w->wide)
 		return 0;
 	/* A wide window is topped up once half of it has run: fewer, larger
@@ -928,8 +949,12 @@ sched_take(struct sched *s, int worker, double now, struct sched_pick *out,
 	if (simple_only(s)) {
 		/* No worker takes more than its share of what is queued: wide
 		 * windows of short tasks would otherwise hand a batch to the
-		 * first workers asked while the others got nothing. */
-		int share = (int)(s->nqueued / (size_t)(s->nup > 0 ? s->nup : 1)) + 1;
+		 * first workers asked while the others got nothing.  In a
+		 * pass, the share is what is left over the workers left, so
+		 * that the pass spreads the queue evenly in one go. */
+		int share = pass > 0 ?
+			(int)((s->nqueued + (size_t)pass - 1) / (size_t)pass) :
+			(int)(s->nqueued / (size_t)(s->nup > 0 ? s->nup : 1)) + 1;
 		int limit = share < w->window ? w->n + share : w->window;
 
 		if (limit > w->window)
@@ -952,7 +977,34 @@ sched_take(struct sched *s, int worker, double now, struct sched_pick *out,
 	return count;
 }
 
-/* Fold a measured service time into the worker's window. */
+void
+sched_pass(struct sched *s, int takes)
+{
+	s->pass_left = takes > 0 ? takes : 0;
+}
+
+int
+sched_spreads(const struct sched *s)
+{
+	return simple_only(s);
+}
+
+/* Fold the round trip of an instance sent at START to a worker that held
+ * nothing, and run for SECONDS, into the cluster's mean.  A sample is
+ * taken as a second at most: longer is a stalled worker, which straggler
+ * copies are for, not the cluster's latency. */
+static void
+learn_rtt(struct sched *s, double start, double seconds, double now)
+{
+	double rtt = fmin(fmax(now - start - seconds, 0), RTT_MAX);
+
+	s->rtt = s->rtt > 0 ? 0.9 * s->rtt + 0.1 * rtt : rtt;
+}
+
+/* Fold a measured service time into the worker's window: the tasks that
+ * keep it busy for window_target, or through two round trips when those
+ * are longer (hundreds of slots on a few CPUs), so that its next tasks
+ * come before it runs out. */
 static void
 learn(struct sched *s, struct sworker *w, double seconds)
 {
@@ -974,7 +1026,7 @@ learn(struct sched *s, struct sworker *w, double seconds)
 		w->ewma *= sqrt(seconds / w->ewma);
 	s->mean_service = s->mean_service > 0 ?
 		0.95 * s->mean_service + 0.05 * seconds : seconds;
-	target = s->p.window_target / w->ewma;
+	target = fmax(s->p.window_target, 2 * s->rtt) / w->ewma;
 	w->window = target < 1 ? 1 :
 		target > s->p.window_max ? s->p.window_max : (int)target;
 	/* Short tasks keep one waiting on the worker, so that it starts the
@@ -1015,7 +1067,6 @@ sched_done(struct sched *s, int worker, uint64_t tid, uint32_t attempt,
 	struct sched_task *t;
 	int i;
 
-	(void)now;
 	if (tid == 0 || tid > s->ntasks || attempt == 0)
 		return SCHED_UNKNOWN;
 	if (s->chunks[(tid - 1) >> CHUNK_SHIFT] == NULL)
@@ -1027,9 +1078,12 @@ sched_done(struct sched *s, int worker, uint64_t tid, uint32_t attempt,
 	if (i >= 0) {
 		if (ring_at(w, i)->seq > s->newest_done)
 			s->newest_done = ring_at(w, i)->seq;
+		if (ring_at(w, i)->lead)
+			learn_rtt(s, ring_at(w, i)->start, seconds, now);
 		drop_instance(s, worker, i);
 		t->ninst--;
 		learn(s, w, seconds);
+		w->heard = now;
 	}
 	if (t->state == TASK_DONE || t->state == TASK_FAILED)
 		return SCHED_DUPLICATE;

@@ -192,6 +192,14 @@ void sched_worker_pause(struct sched *s, int worker);
 /* WORKER may take tasks again after a pause. */
 void sched_worker_resume(struct sched *s, int worker);
 
+/* The next TAKES calls of sched_take are a pass over the workers (0 ends
+ * a pass early): each worker's share of the queue is then what is left
+ * over the takes left, so that one pass spreads a batch evenly. */
+void sched_pass(struct sched *s, int takes);
+/* 1 if a pass alone gives every worker asked a task while tasks are
+ * queued (only one-slot tasks of one priority wait); 0 if only a first
+ * pass of one task each does. */
+int sched_spreads(const struct sched *s);
 /* Fill OUT with up to MAX tasks to send to WORKER now.  Returns the count. */
 int sched_take(struct sched *s, int worker, double now,
 	       struct sched_pick *out, int max);

@@ -374,6 +374,103 @@ test_window_opens_fast_after_long_tasks(void **st)
 	sched_free(s);
 }
 
+/* A pass spreads the queue evenly: each take gets what is left over the
+ * takes left, not a share of the whole that leaves the last workers with
+ * nothing. */
+static void
+test_pass_spreads_evenly(void **st)
+{
+	struct sched *s = mk(4, NULL);
+	struct sched_pick p[64];
+	int want[4] = { 3, 3, 2, 2 };
+	int k;
+
+	(void)st;
+	add_n(s, 14, 10);
+	for (k = 0; k < 4; k++)
+		sched_worker_up(s, k);
+	assert_true(sched_spreads(s));
+	/* Wide windows: short tasks measured on every worker. */
+	for (k = 0; k < 4; k++) {
+		struct sched_pick one = take1(s, k, 0);
+
+		assert_int_equal(sched_done(s, k, one.tid, one.attempt, 1e-6, 0),
+				 SCHED_ACCEPTED);
+	}
+	assert_true(sched_window(s, 0) >= 6);
+	sched_pass(s, 4);
+	for (k = 0; k < 4; k++)
+		assert_int_equal(sched_take(s, k, 0, p, 64), want[k]);
+	assert_int_equal(sched_queued(s), 0);
+	sched_free(s);
+}
+
+/* Instances queued behind others on a worker that keeps reporting are
+ * not stragglers, however long ago they were sent; once the worker goes
+ * quiet, its oldest one is. */
+static void
+test_no_copy_behind_a_reporting_worker(void **st)
+{
+	struct sched_params prm;
+	struct sched *s;
+	struct sched_pick p[8];
+	int n, i;
+
+	(void)st;
+	sched_params_default(&prm);
+	prm.dup_min = 0.5;
+	s = mk(2, &prm);
+	add_n(s, 6, 100);
+	sched_worker_up(s, 0);
+	sched_worker_up(s, 1);
+	/* Worker 0 learns the tasks are short and takes the rest (a pass
+	 * of one take). */
+	p[0] = take1(s, 0, 0);
+	assert_int_equal(sched_done(s, 0, p[0].tid, p[0].attempt, 1e-4, 0),
+			 SCHED_ACCEPTED);
+	sched_pass(s, 1);
+	n = sched_take(s, 0, 0, p, 8);
+	assert_int_equal(n, 5);
+	/* It reports a result every 0.6 s: its queue is older than
+	 * dup_min, it is not. */
+	for (i = 0; i < 3; i++) {
+		assert_int_equal(sched_done(s, 0, p[i].tid, p[i].attempt, 1e-4,
+					    0.1 + 0.6 * i), SCHED_ACCEPTED);
+		take_none(s, 1, 0.5 + 0.6 * i);
+	}
+	/* Quiet for longer than dup_min: its oldest instance is copied. */
+	p[7] = take1(s, 1, 1.9);
+	assert_int_equal(p[7].tid, p[3].tid);
+	assert_int_equal(p[7].duplicate, 1);
+	sched_free(s);
+}
+
+/* A long round trip (a loaded cluster) widens the window of short tasks
+ * to cover two of them, and delays straggler copies. */
+static void
+test_round_trip_widens_window(void **st)
+{
+	struct sched *s = mk(2, NULL);
+	struct sched_pick one;
+	int quick;
+
+	(void)st;
+	add_n(s, 100, 10);
+	sched_worker_up(s, 0);
+	sched_worker_up(s, 1);
+	one = take1(s, 0, 0);
+	assert_int_equal(sched_done(s, 0, one.tid, one.attempt, 1e-3, 0.0011),
+			 SCHED_ACCEPTED);
+	quick = sched_window(s, 0);
+	assert_true(quick <= 3);
+	/* Sent at 1, answered 0.2 s later for a task of 1 ms. */
+	one = take1(s, 1, 1.0);
+	assert_int_equal(sched_done(s, 1, one.tid, one.attempt, 1e-3, 1.2),
+			 SCHED_ACCEPTED);
+	assert_true(sched_window(s, 1) >= 30);
+	sched_free(s);
+}
+
 static void
 test_window_stays_one_for_long_tasks(void **st)
 {
@@ -1771,6 +1868,9 @@ main(void)
 		cmocka_unit_test(test_wide_window_refilled_by_halves),
 		cmocka_unit_test(test_window_opens_fast_after_long_tasks),
 		cmocka_unit_test(test_window_stays_one_for_long_tasks),
+		cmocka_unit_test(test_pass_spreads_evenly),
+		cmocka_unit_test(test_no_copy_behind_a_reporting_worker),
+		cmocka_unit_test(test_round_trip_widens_window),
 		cmocka_unit_test(test_window_reset_on_worker_up),
 		cmocka_unit_test(test_done_once_then_duplicate),
 		cmocka_unit_test(test_duplicate_from_other_attempt),
