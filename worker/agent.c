@@ -13,7 +13,12 @@
 #include "util.h"
 
 #define HELLO_TIMEOUT 60.0	/* seconds to wait for the master's welcome */
-#define SPIN_ITERS 200		/* polls before the first nap */
+/* After activity the agent polls without sleeping for SPIN_TIME before its
+ * first nap: the master's next message often follows within it.  A time,
+ * not a count of polls: on a loaded node each poll of MPI gives the CPU
+ * away (Open MPI yields when it makes no progress and the node is
+ * oversubscribed), and 200 polls took 200 time slices from the tasks. */
+#define SPIN_TIME 0.0002
 #define NAP_MIN 0.00005
 /* MPI has no descriptor to sleep on: the agent naps between polls (see
  * doze.h), longer the longer nothing has happened.  Its slots wake it at
@@ -341,8 +346,8 @@ nap(struct agent *a, double now, double t)
 static void
 serve(struct agent *a)
 {
-	double t = NAP_MIN, now;
-	int spins = 0, dozed = 0;
+	double t = NAP_MIN, now, spin_from = ft_now();
+	int dozed = 0;
 
 	for (;;) {
 		int active, got;
@@ -367,10 +372,10 @@ serve(struct agent *a)
 			die(a, a->welcomed ? "the master went silent"
 					   : "no welcome from the master");
 		if (active) {
-			spins = 0;
+			spin_from = now;
 			t = NAP_MIN;
 			a->last_activity = now;
-		} else if (got == 0 && ++spins > SPIN_ITERS) {
+		} else if (got == 0 && now - spin_from > SPIN_TIME) {
 			nap(a, now, t);
 			dozed = 1;
 			t = fmin(t * 2, nap_cap(a, now));
