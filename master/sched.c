@@ -32,6 +32,8 @@ struct sworker {
 	double ewma;			/* seconds per task, 0 = not measured */
 	double heard;			/* its last result, or its first
 					 * instance after it held none */
+	uint32_t last_batch;		/* batch and kind of its last result */
+	uint8_t last_kind;
 	double last;			/* seconds of its last finished task */
 	int slow;
 	uint64_t slow_seq;
@@ -101,11 +103,18 @@ struct sched {
 					 * less the task's own time */
 	double straggle_at;		/* no instance is a straggler before */
 	int pass_left;			/* takes left in a pass (sched_pass) */
+	uint32_t probe_batch;		/* the batch and kind of the latest */
+	uint8_t probe_kind;		/* result, ... */
+	int probe_n;			/* ... results of theirs in a row ... */
+	double probe_secs;		/* ... and the longest of the first
+					 * PROBE_N (see probe_window) */
 };
 
 static void queues_free(struct sched *s);
 
 #define RTT_MAX 1.0		/* longest round trip sample, seconds */
+#define PROBE_N 4		/* results of a new batch that size the
+				 * windows of workers yet to run one */
 #define REFILL_WIDE 16		/* fills this wide are topped up by halves */
 
 void
@@ -928,6 +937,59 @@ simple_only(const struct sched *s)
 	return s->nlv == 1 && s->lv[0].n == 1;
 }
 
+/* The window for tasks of SECONDS each. */
+static int
+window_of(const struct sched *s, double seconds)
+{
+	double target = fmax(s->p.window_target, 2 * s->rtt) / seconds;
+	int window = target < 1 ? 1 :
+		target > s->p.window_max ? s->p.window_max : (int)target;
+
+	/* Short tasks keep one waiting on the worker, so that it starts the
+	 * next at once instead of after a round trip to the master. */
+	if (seconds < s->p.prefetch_below && window < 2)
+		window = 2;
+	return window;
+}
+
+/* A result of task T, which ran SECONDS: the first PROBE_N results of a
+ * batch (and kind) in a row size the windows of the workers that have
+ * not run one of its tasks yet, and call for a pass once they are in.
+ * Without them each of hundreds of workers would open its window on its
+ * own first result, one round trip after another. */
+static void
+probe(struct sched *s, const struct sched_task *t, double seconds)
+{
+	if (t->batch != s->probe_batch || t->kind != s->probe_kind) {
+		s->probe_batch = t->batch;
+		s->probe_kind = t->kind;
+		s->probe_n = 0;
+		s->probe_secs = 0;
+	}
+	if (s->probe_n >= PROBE_N)
+		return;
+	s->probe_secs = fmax(s->probe_secs, seconds);
+	if (++s->probe_n == PROBE_N)
+		s->wake = 1;
+}
+
+/* WORKER's window for the task at the head of the one-slot queue: its
+ * own, or the probe's when it has not run a task of that batch and kind
+ * and the probe has. */
+static int
+probe_window(const struct sched *s, const struct sworker *w, uint64_t head)
+{
+	const struct sched_task *t;
+
+	if (head == 0 || s->probe_n < PROBE_N)
+		return w->window;
+	t = task_of((struct sched *)s, head);
+	if (t->batch != s->probe_batch || t->kind != s->probe_kind ||
+	    (t->batch == w->last_batch && t->kind == w->last_kind))
+		return w->window;
+	return window_of(s, fmax(s->probe_secs, 1e-7));
+}
+
 int
 sched_take(struct sched *s, int worker, double now, struct sched_pick *out,
 	   int max)
@@ -955,10 +1017,11 @@ sched_take(struct sched *s, int worker, double now, struct sched_pick *out,
 		int share = pass > 0 ?
 			(int)((s->nqueued + (size_t)pass - 1) / (size_t)pass) :
 			(int)(s->nqueued / (size_t)(s->nup > 0 ? s->nup : 1)) + 1;
-		int limit = share < w->window ? w->n + share : w->window;
+		int window = probe_window(s, w, fifo_head(s, &s->lv[0].v[0]));
+		int limit = share < window ? w->n + share : window;
 
-		if (limit > w->window)
-			limit = w->window;
+		if (limit > window)
+			limit = window;
 		while (count < max && w->n < limit &&
 		       (tid = fifo_head(s, &s->lv[0].v[0])) != 0) {
 			fifo_drop_head(&s->lv[0].v[0]);
@@ -1008,8 +1071,6 @@ learn_rtt(struct sched *s, double start, double seconds, double now)
 static void
 learn(struct sched *s, struct sworker *w, double seconds)
 {
-	double target;
-
 	if (seconds < 1e-7)
 		seconds = 1e-7;
 	w->last = seconds;
@@ -1026,13 +1087,7 @@ learn(struct sched *s, struct sworker *w, double seconds)
 		w->ewma *= sqrt(seconds / w->ewma);
 	s->mean_service = s->mean_service > 0 ?
 		0.95 * s->mean_service + 0.05 * seconds : seconds;
-	target = fmax(s->p.window_target, 2 * s->rtt) / w->ewma;
-	w->window = target < 1 ? 1 :
-		target > s->p.window_max ? s->p.window_max : (int)target;
-	/* Short tasks keep one waiting on the worker, so that it starts the
-	 * next at once instead of after a round trip to the master. */
-	if (w->ewma < s->p.prefetch_below && w->window < 2)
-		w->window = 2;
+	w->window = window_of(s, w->ewma);
 }
 
 /* Cancel every live instance of TID. */
@@ -1082,7 +1137,15 @@ sched_done(struct sched *s, int worker, uint64_t tid, uint32_t attempt,
 			learn_rtt(s, ring_at(w, i)->start, seconds, now);
 		drop_instance(s, worker, i);
 		t->ninst--;
+		/* Another batch's (or task type's) time says little about
+		 * this one's: its first result is the worker's mean. */
+		if (t->batch != w->last_batch || t->kind != w->last_kind) {
+			w->ewma = 0;
+			w->last_batch = t->batch;
+			w->last_kind = t->kind;
+		}
 		learn(s, w, seconds);
+		probe(s, t, seconds);
 		w->heard = now;
 	}
 	if (t->state == TASK_DONE || t->state == TASK_FAILED)

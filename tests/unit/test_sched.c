@@ -471,6 +471,51 @@ test_round_trip_widens_window(void **st)
 	sched_free(s);
 }
 
+/* After a batch of long tasks, the first results of a batch of short ones
+ * open the windows of the workers that have run none of them yet, and
+ * call for a pass: hundreds of workers need not each wait for a result
+ * of their own. */
+static void
+test_new_batch_probe_opens_windows(void **st)
+{
+	struct sched *s = mk(6, NULL);
+	static const char spec[] = "{\"n\": 1}";
+	struct sched_pick p[64], one;
+	int k, i;
+
+	(void)st;
+	add_n(s, 6, 100);			/* batch 7: 1 s tasks */
+	for (k = 0; k < 6; k++)
+		sched_worker_up(s, k);
+	for (k = 0; k < 6; k++) {
+		one = take1(s, k, 0);
+		assert_int_equal(sched_done(s, k, one.tid, one.attempt, 1.0, 1),
+				 SCHED_ACCEPTED);
+		assert_int_equal(sched_window(s, k), 1);
+	}
+	sched_wake(s);
+	for (i = 0; i < 120; i++)		/* batch 8: no-ops */
+		sched_add(s, 8, (uint32_t)i, spec, (uint32_t)strlen(spec), 10);
+	for (k = 0; k < 6; k++)
+		assert_int_equal(sched_take(s, k, 1, &p[k], 1), 1);
+	/* A new batch's first result is the worker's mean at once. */
+	assert_int_equal(sched_done(s, 0, p[0].tid, p[0].attempt, 1e-6, 1),
+			 SCHED_ACCEPTED);
+	assert_true(sched_window(s, 0) > 100);
+	assert_int_equal(sched_wake(s), 0);
+	/* Worker 4 has run none of batch 8: its window is still 1. */
+	assert_int_equal(sched_window(s, 4), 1);
+	take_none(s, 4, 1);
+	/* Three more results (four in all) of the batch: a pass is called
+	 * for, and worker 4 takes more than its window of long tasks. */
+	for (k = 1; k < 4; k++)
+		assert_int_equal(sched_done(s, k, p[k].tid, p[k].attempt, 1e-6,
+					    1), SCHED_ACCEPTED);
+	assert_int_equal(sched_wake(s), 1);
+	assert_true(sched_take(s, 4, 1, p, 64) > 2);
+	sched_free(s);
+}
+
 static void
 test_window_stays_one_for_long_tasks(void **st)
 {
@@ -1871,6 +1916,7 @@ main(void)
 		cmocka_unit_test(test_pass_spreads_evenly),
 		cmocka_unit_test(test_no_copy_behind_a_reporting_worker),
 		cmocka_unit_test(test_round_trip_widens_window),
+		cmocka_unit_test(test_new_batch_probe_opens_windows),
 		cmocka_unit_test(test_window_reset_on_worker_up),
 		cmocka_unit_test(test_done_once_then_duplicate),
 		cmocka_unit_test(test_duplicate_from_other_attempt),
