@@ -101,6 +101,7 @@ poll_mpi(struct master *m)
 	last_poll = now;
 	agents_flush(m);
 	treq_test(&m->treqs, now);
+	registry_pass_more(m);		/* a long dispatch, after the answers */
 	agents_flush(m);		/* what the answers asked for */
 	/* Pongs are no sign of work: an idle farm stays idle. */
 	if (m->links.work_in != work)

@@ -121,6 +121,8 @@ struct master {
 	struct sched *sched;
 	struct worker *workers;		/* one per slot */
 	int nworkers;
+	int pass_next;			/* where an unfinished dispatch pass
+					 * goes on (registry_pass_more), 0 */
 	struct agent *agents;		/* one per node: its agent */
 	int nagents;
 	struct links links;		/* parallel to agents */

@@ -13,6 +13,11 @@
 #include "parked.h"
 
 #define PICKS_MAX 1024
+/* Tasks a dispatch pass hands out before it lets the loop read results,
+ * send what it gathered and write the events: a pass of 100,000 tasks
+ * would otherwise leave hundreds of workers idle with their results
+ * unread, and grow the events' buffer to tens of megabytes. */
+#define PASS_TASKS 8192
 /* A respawn waits a moment after the death, and for the old process to
  * be gone (its agent kills it, if it is still there, when told to start
  * the next). */
@@ -262,8 +267,9 @@ send_picks(struct master *m, struct worker *w, struct sched_pick *picks,
 	send_msg(m, w, FT_MSG_ASSIGN, &msg);
 }
 
-/* Send W up to MAX tasks (as many as its window takes). */
-static void
+/* Send W up to MAX tasks (as many as its window takes).  Returns how
+ * many. */
+static int
 dispatch(struct master *m, struct worker *w, int max)
 {
 	struct sched_pick picks[PICKS_MAX];
@@ -271,11 +277,12 @@ dispatch(struct master *m, struct worker *w, int max)
 
 	/* No new task while the state dir cannot take their results. */
 	if (!worker_up(w) || m->stopping || !store_ok(&m->store))
-		return;
+		return 0;
 	n = sched_take(m->sched, w->id, ft_now(), picks, max);
 	if (n > 0)
 		send_picks(m, w, picks, n);
 	update_state(m, w);
+	return n;
 }
 
 void
@@ -289,19 +296,47 @@ registry_dispatch(struct master *m, struct worker *w)
  * both tasks of a job's phase while the second stays idle.  Where the
  * scheduler's pass spreads the queue by itself, one message per worker
  * does it; else a first pass hands out one task each. */
+/* A pass over the workers from m->pass_next on, PASS_TASKS at most. */
+static void
+run_pass(struct master *m)
+{
+	int i, sent = 0;
+
+	sched_pass(m->sched, m->nworkers - m->pass_next);
+	for (i = m->pass_next; i < m->nworkers; i++) {
+		sent += dispatch(m, &m->workers[i], PICKS_MAX);
+		if (sent >= PASS_TASKS && i + 1 < m->nworkers) {
+			m->pass_next = i + 1;
+			sched_pass(m->sched, 0);
+			master_kick(m);
+			return;
+		}
+	}
+	m->pass_next = 0;
+	sched_pass(m->sched, 0);
+}
+
 void
 registry_dispatch_all(struct master *m)
 {
 	int i;
 
+	if (m->pass_next > 0) {
+		run_pass(m);		/* it reaches every worker anyway */
+		return;
+	}
 	if (!sched_spreads(m->sched))
 		for (i = 0; i < m->nworkers; i++)
 			if (sched_inflight(m->sched, i) == 0)
 				dispatch(m, &m->workers[i], 1);
-	sched_pass(m->sched, m->nworkers);
-	for (i = 0; i < m->nworkers; i++)
-		dispatch(m, &m->workers[i], PICKS_MAX);
-	sched_pass(m->sched, 0);
+	run_pass(m);
+}
+
+void
+registry_pass_more(struct master *m)
+{
+	if (m->pass_next > 0)
+		run_pass(m);
 }
 
 void

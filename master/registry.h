@@ -56,6 +56,9 @@ void registry_dispatch(struct master *m, struct worker *w);
  * GPUs go, or reserved a node, since the last look (sched_wake). */
 void registry_wake(struct master *m);
 void registry_dispatch_all(struct master *m);
+/* Go on with a dispatch pass that stopped after PASS_TASKS tasks, so that
+ * the loop could read and write in between. */
+void registry_pass_more(struct master *m);
 
 /* W failed for REASON: declare it dead now.  Not from inside a scheduler
  * call (use registry_doom there). */

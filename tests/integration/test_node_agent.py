@@ -208,3 +208,26 @@ def test_many_slots_on_one_node(make_cluster):
     assert len(used) >= slots // 2, sorted(used)
     assert c.stop().returncode == 0
     assert_no_leftovers(c)
+
+
+def test_wide_batch_goes_out_in_passes(make_cluster):
+    """A batch far larger than the workers' windows goes out in passes of
+    at most 8192 tasks, the loop reading results in between: every task
+    exactly once, every worker used."""
+    c = make_cluster(nodes=2, workers_per_node=12, heartbeat_ms=1000)
+    c.start()
+    # Short tasks first, so that the windows are wide.
+    rc, out, err = c.submit({"name": "warm", "tasks": [
+        {"type": "sleep", "seconds": 0}] * 2000}, timeout=60)
+    assert rc == 0, err
+    n = 60000
+    rc, out, err = c.submit({"name": "wide", "tasks": [
+        {"type": "sleep", "seconds": 0}] * n}, timeout=120)
+    assert rc == 0, err
+    res = c.results(batch_id_of(out))
+    problems = check_exactly_once(res, n, lambda i: "")
+    assert not problems, problems[:5]
+    used = {r["worker"] for r in res}
+    assert len(used) == 24, sorted(used)
+    assert c.stop().returncode == 0
+    assert_no_leftovers(c)
