@@ -28,6 +28,7 @@ struct runner {
 	int rung;			/* efd is readable */
 	double held_since;		/* when the oldest result not yet rung
 					 * for was added */
+	uint32_t nheld;			/* results waiting to be taken */
 	int cfd;			/* eventfd: readable once the running
 					 * task is cancelled */
 	struct runner_task *head, *tail;
@@ -44,10 +45,12 @@ struct runner {
 #define TRIM_IDLE 1.0		/* seconds without a task before the
 				 * memory tasks freed goes back */
 /* Results of tasks shorter than SHORT_TASK are held while more tasks
- * wait, for HOLD_MAX seconds at most, so that the slot wakes once for
- * many of them rather than once or more per result: a wake-up across
- * CPUs costs some 10 us on a paravirtualized VM, ten times a no-op task.
- * A longer task's result, or the last of the queue, rings at once. */
+ * wait, until they are as many as the tasks left or for HOLD_MAX seconds
+ * at most, so that the slot wakes once or twice for many of them rather
+ * than once or more per result: a wake-up across CPUs costs some 10 us on
+ * a paravirtualized VM, ten times a no-op task.  Half of a window done is
+ * when the master tops it up; later and the worker would run dry.  A
+ * longer task's result, or the last of the queue, rings at once. */
 #define SHORT_TASK 0.0001
 #define HOLD_MAX 0.001
 
@@ -237,7 +240,7 @@ ring_due(const struct runner *r, const struct runner_result *res,
 	 double now)
 {
 	return r->head == NULL || res->seconds >= SHORT_TASK ||
-	       now - r->held_since >= HOLD_MAX;
+	       r->nheld >= r->queued || now - r->held_since >= HOLD_MAX;
 }
 
 /* Wait for a task (R's lock held).  The memory a task freed stays for
@@ -308,6 +311,7 @@ runner_main(void *arg)
 				r->held_since = now;
 			}
 			r->rtail = res;
+			r->nheld++;
 			if (ring_due(r, res, now))
 				ring(r);
 		}
@@ -401,6 +405,7 @@ runner_take(struct runner *r)
 	pthread_mutex_lock(&r->mu);
 	res = r->rhead;
 	r->rhead = r->rtail = NULL;
+	r->nheld = 0;
 	r->taking = res != NULL;
 	/* Drained under the lock: a result added later rings again. */
 	if (r->rung) {
