@@ -69,11 +69,13 @@ MPICH_BINDIR := build/mpich/bin
 # the whole of `make test` well under ten minutes on two cores.
 TEST_FUZZ_SECONDS ?= 10
 
-# The builds run two jobs at a time: from a clean checkout they were a
-# quarter of the ten minutes make test may take.
+# The builds run two jobs at a time (the tests' and the fuzzers' too):
+# from a clean checkout they were a quarter of the ten minutes make test
+# may take.
 test: deps
 	$(MAKE) -j2 all
 	$(MAKE) -j2 MPI=mpich BINDIR=$(MPICH_BINDIR) all
+	$(MAKE) -j2 $(UNIT_BIN) $(FUZZ_BIN) $(OBJ)/tests/agent_master
 	$(MAKE) unit
 	$(MAKE) fuzz FUZZ_SECONDS=$(TEST_FUZZ_SECONDS)
 	$(MAKE) integration
