@@ -106,7 +106,8 @@ def gang_of(st, bid):
 
 def kill_at(c, bid, kills, timeout=60):
     """SIGKILL rank R of batch BID's gang when status shows it at step S
-    ("recover": recovering), for each (R, S) of KILLS, all in one attempt
+    ("recover": recovering), for each (R, S) of KILLS (ranks of the same S
+    together, once all are there), all in one attempt
     (the first that starts: a spawn that hangs for 20 s under load makes
     it attempt 2; until the first kill, whichever attempt runs now).
     Returns the pids killed and that attempt."""
@@ -127,12 +128,21 @@ def kill_at(c, bid, kills, timeout=60):
                 any(not r["pid"] for r in g["ranks"]):
             time.sleep(0.02)
             continue
+        # Ranks wanted at the same step die together, once all of them
+        # are there in one look: killed one by one, the first death could
+        # send a rank still on its way into recovery instead.
+        at = {}
         for r in g["ranks"]:
             want = todo.get(r["rank"])
             if want is None or not r["pid"]:
                 continue
             if (want == "recover" and r["state"] == "recover") or \
                     (r["state"] == "step" and r["step"] == want):
+                at.setdefault(want, []).append(r)
+        for want, ranks in at.items():
+            if len(ranks) < sum(1 for v in todo.values() if v == want):
+                continue
+            for r in ranks:
                 os.kill(r["pid"], signal.SIGKILL)
                 killed.append(r["pid"])
                 del todo[r["rank"]]
