@@ -291,11 +291,6 @@ registry_dispatch(struct master *m, struct worker *w)
 	dispatch(m, w, PICKS_MAX);
 }
 
-/* Every idle worker gets a task before any worker gets a second: a window
- * of two (short tasks) must not let the first worker in the list take
- * both tasks of a job's phase while the second stays idle.  Where the
- * scheduler's pass spreads the queue by itself, one message per worker
- * does it; else a first pass hands out one task each. */
 /* A pass over the workers from m->pass_next on, PASS_TASKS at most. */
 static void
 run_pass(struct master *m)
@@ -316,6 +311,11 @@ run_pass(struct master *m)
 	sched_pass(m->sched, 0);
 }
 
+/* Every idle worker gets a task before any worker gets a second: a window
+ * of two (short tasks) must not let the first worker in the list take
+ * both tasks of a job's phase while the second stays idle.  Where the
+ * scheduler's pass spreads the queue by itself, one message per worker
+ * does it; else a first pass hands out one task each. */
 void
 registry_dispatch_all(struct master *m)
 {

@@ -995,10 +995,9 @@ sched_take(struct sched *s, int worker, double now, struct sched_pick *out,
 	   int max)
 {
 	struct sworker *w = &s->w[worker];
+	int pass = s->pass_left > 0 ? s->pass_left-- : 0;
 	int count = 0, k;
 	uint64_t tid;
-
-	int pass = s->pass_left > 0 ? s->pass_left-- : 0;
 
 	if (!w->up || w->paused || w->holder >= 0 || w->wide)
 		return 0;
