@@ -983,7 +983,7 @@ probe_window(const struct sched *s, const struct sworker *w, uint64_t head)
 
 	if (head == 0 || s->probe_n < PROBE_N)
 		return w->window;
-	t = task_of((struct sched *)s, head);
+	t = task_of(s, head);
 	if (t->batch != s->probe_batch || t->kind != s->probe_kind ||
 	    (t->batch == w->last_batch && t->kind == w->last_kind))
 		return w->window;

@@ -405,46 +405,6 @@ test_pass_spreads_evenly(void **st)
 	sched_free(s);
 }
 
-/* Instances queued behind others on a worker that keeps reporting are
- * not stragglers, however long ago they were sent; once the worker goes
- * quiet, its oldest one is. */
-static void
-test_no_copy_behind_a_reporting_worker(void **st)
-{
-	struct sched_params prm;
-	struct sched *s;
-	struct sched_pick p[8];
-	int n, i;
-
-	(void)st;
-	sched_params_default(&prm);
-	prm.dup_min = 0.5;
-	s = mk(2, &prm);
-	add_n(s, 6, 100);
-	sched_worker_up(s, 0);
-	sched_worker_up(s, 1);
-	/* Worker 0 learns the tasks are short and takes the rest (a pass
-	 * of one take). */
-	p[0] = take1(s, 0, 0);
-	assert_int_equal(sched_done(s, 0, p[0].tid, p[0].attempt, 1e-4, 0),
-			 SCHED_ACCEPTED);
-	sched_pass(s, 1);
-	n = sched_take(s, 0, 0, p, 8);
-	assert_int_equal(n, 5);
-	/* It reports a result every 0.6 s: its queue is older than
-	 * dup_min, it is not. */
-	for (i = 0; i < 3; i++) {
-		assert_int_equal(sched_done(s, 0, p[i].tid, p[i].attempt, 1e-4,
-					    0.1 + 0.6 * i), SCHED_ACCEPTED);
-		take_none(s, 1, 0.5 + 0.6 * i);
-	}
-	/* Quiet for longer than dup_min: its oldest instance is copied. */
-	p[7] = take1(s, 1, 1.9);
-	assert_int_equal(p[7].tid, p[3].tid);
-	assert_int_equal(p[7].duplicate, 1);
-	sched_free(s);
-}
-
 /* A long round trip (a loaded cluster) widens the window of short tasks
  * to cover two of them, and delays straggler copies. */
 static void
@@ -899,6 +859,40 @@ straggler_sched(int nw)
 	for (k = 0; k < nw; k++)
 		sched_worker_up(s, k);
 	return s;
+}
+
+/* Instances queued behind others on a worker that keeps reporting are
+ * not stragglers, however long ago they were sent; once the worker goes
+ * quiet, its oldest one is. */
+static void
+test_no_copy_behind_a_reporting_worker(void **st)
+{
+	struct sched *s = straggler_sched(2);
+	struct sched_pick p[8];
+	int n, i;
+
+	(void)st;
+	add_n(s, 5, 100);			/* six tasks in all */
+	/* Worker 0 learns the tasks are short and takes the rest (a pass
+	 * of one take). */
+	p[0] = take1(s, 0, 0);
+	assert_int_equal(sched_done(s, 0, p[0].tid, p[0].attempt, 1e-4, 0),
+			 SCHED_ACCEPTED);
+	sched_pass(s, 1);
+	n = sched_take(s, 0, 0, p, 8);
+	assert_int_equal(n, 5);
+	/* It reports a result every 0.6 s: its queue is older than
+	 * dup_min, it is not. */
+	for (i = 0; i < 3; i++) {
+		assert_int_equal(sched_done(s, 0, p[i].tid, p[i].attempt, 1e-4,
+					    0.1 + 0.6 * i), SCHED_ACCEPTED);
+		take_none(s, 1, 0.5 + 0.6 * i);
+	}
+	/* Quiet for longer than dup_min: its oldest instance is copied. */
+	p[7] = take1(s, 1, 1.9);
+	assert_int_equal(p[7].tid, p[3].tid);
+	assert_int_equal(p[7].duplicate, 1);
+	sched_free(s);
 }
 
 static void
