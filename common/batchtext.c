@@ -311,11 +311,24 @@ struct part {
 	int syntax;
 };
 
-/* Check tasks FROM..TO of P, stopping at the first bad one. */
+/* Is task SP the same text as task LAST (NULL: none), found good? */
+static int
+same_as(const char *text, const struct bt_span *sp,
+	const struct bt_span *last)
+{
+	return last != NULL && last->len == sp->len &&
+	       memcmp(text + last->off, text + sp->off, sp->len) == 0;
+}
+
+/* Check tasks FROM..TO of P, stopping at the first bad one.  A task
+ * that is the same text as the last good one is good alike, and needs
+ * what that one needs: batches of many identical tasks (the same command
+ * over and over, no-ops) are parsed once, not once per task. */
 static void *
 check_part(void *arg)
 {
 	struct part *p = arg;
+	const struct bt_span *last = NULL;
 	char path[64];
 	uint32_t i;
 	int kind, cpus, gpus;
@@ -328,6 +341,13 @@ check_part(void *arg)
 		if (p->skip && i < p->nskip &&
 		    (p->skip[i / 8] & (1u << (i % 8)))) {
 			sp->kind = -1;
+			continue;
+		}
+		if (same_as(p->text, sp, last)) {
+			sp->timeout = last->timeout;
+			sp->kind = last->kind;
+			sp->cpus = last->cpus;
+			sp->gpus = last->gpus;
 			continue;
 		}
 		t = jparse(p->text + sp->off, sp->len,
@@ -356,6 +376,7 @@ check_part(void *arg)
 		sp->cpus = (uint16_t)cpus;
 		sp->gpus = (uint8_t)gpus;
 		json_decref(t);
+		last = sp;
 	}
 	return NULL;
 }

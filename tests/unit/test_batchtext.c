@@ -184,6 +184,51 @@ test_threads_report_the_first(void **state)
 	batch_text_free(&bt);
 }
 
+/* Tasks of the same text are checked once and need alike; a task of
+ * the same length but other bytes after them is checked on its own. */
+static void
+test_same_tasks_checked_alike(void **state)
+{
+	static const char good[] =
+		"{\"type\": \"sleep\", \"seconds\": 10, \"cpus\": 2, "
+		"\"timeout\": 30}";
+	static const char bad[] =
+		"{\"type\": \"sleep\", \"seconds\": -1, \"cpus\": 2, "
+		"\"timeout\": 30}";
+	struct ft_buf b = { 0 };
+	struct batch_text bt;
+	char err[512];
+	uint32_t i, n = 5000;
+
+	(void)state;
+	assert_int_equal(strlen(good), strlen(bad));
+	ft_buf_adds(&b, "{\"tasks\": [");
+	for (i = 0; i < n; i++)
+		ft_buf_printf(&b, "%s\n%s", i ? "," : "", good);
+	ft_buf_adds(&b, "]}");
+	assert_int_equal(batch_text_read(&bt, "same.json", b.data, b.len, &pl,
+					 2, err, sizeof(err)), 0);
+	assert_int_equal(bt.ntasks, n);
+	for (i = 0; i < n; i++) {
+		assert_int_equal(bt.spans[i].cpus, 2);
+		assert_true(bt.spans[i].timeout == 30);
+		assert_int_equal(bt.spans[i].kind, bt.spans[0].kind);
+	}
+	batch_text_free(&bt);
+
+	b = (struct ft_buf){ 0 };
+	ft_buf_adds(&b, "{\"tasks\": [");
+	for (i = 0; i < n; i++)
+		ft_buf_printf(&b, "%s\n%s", i ? "," : "",
+			      i == 4321 ? bad : good);
+	ft_buf_adds(&b, "]}");
+	assert_int_equal(batch_text_read(&bt, "same.json", b.data, b.len, &pl,
+					 2, err, sizeof(err)), -1);
+	if (strstr(err, "same.json:4323:") == NULL ||
+	    strstr(err, "tasks[4321].seconds") == NULL)
+		fail_msg("got \"%s\"", err);
+}
+
 int
 main(void)
 {
@@ -192,6 +237,7 @@ main(void)
 		cmocka_unit_test(test_job_batch),
 		cmocka_unit_test(test_errors),
 		cmocka_unit_test(test_threads_report_the_first),
+		cmocka_unit_test(test_same_tasks_checked_alike),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);
