@@ -37,7 +37,10 @@ status   `ftfarm status --json`: wall time, median of 5
 tasks    with `ftfarm submit --wait`, client-timed: 512 x exec `sleep 1`
          (argv ["sleep", "1"]), 512 x {"type": "sleep", "seconds": 1},
          --noop-tasks x {"type": "sleep", "seconds": 0} (tasks/s); each
-         batch's results.jsonl is checked (each task exactly once, all ok)
+         batch's results.jsonl is checked (each task exactly once, all ok);
+         after the exec batch, this script itself posix_spawns 512 x
+         `sleep 1` at once and reaps them (sleep1_bare_s): the floor the
+         machine sets for that burst with no task farm in between
 detect   SIGSTOP one idle worker (pid from `status --json`, on the last
          node), then SIGKILL another (on the first node): seconds from the
          signal to the `ts` of its worker_dead event (any event named
@@ -306,7 +309,10 @@ class Run:
         return dt
 
     def tasks(self, files):
-        self.batch("sleep1_exec_s", files["exec"], SLEEP_TASKS)
+        dt = self.batch("sleep1_exec_s", files["exec"], SLEEP_TASKS)
+        floor = spawn_floor(SLEEP_TASKS, ["sleep", "1"])
+        self.R["sleep1_bare_s"] = floor
+        self.R["sleep1_exec_vs_bare"] = dt / floor
         self.batch("sleep1_type_s", files["sleep"], SLEEP_TASKS)
         dt = self.batch("noop_s", files["noop"], self.a.noop_tasks)
         self.R["noop_tasks_per_s"] = self.a.noop_tasks / dt
@@ -402,6 +408,18 @@ def wait_event(path, offset, suffix, pid, timeout):
     return None
 
 
+def spawn_floor(n, argv):
+    """Seconds to posix_spawn N copies of ARGV at once and reap them all:
+    what the machine takes for the burst with nothing between the spawner
+    and the processes (glibc's posix_spawn is a vfork and an exec, as the
+    slots' exec tasks are)."""
+    t0 = time.perf_counter()
+    pids = [os.posix_spawnp(argv[0], argv, os.environ) for _ in range(n)]
+    for pid in pids:
+        os.waitpid(pid, 0)
+    return time.perf_counter() - t0
+
+
 def measure(a, bindir, work, files, workers, nnodes, rep):
     r = Run(a, bindir, work, workers, nnodes, rep)
     r.R["load1"] = os.getloadavg()[0]
@@ -442,6 +460,8 @@ COST = [("start s", "start_s", 2), ("PSS all MiB", "pss_mib", 0),
          ("master_read_bytes_per_round", "master_write_bytes_per_round"), None),
         ("fds master/mpirun", ("master_fds", "launcher_fds"), None)]
 OPS = [("512 x exec sleep 1 s", "sleep1_exec_s", 2),
+       ("bare posix_spawn 512 x sleep 1 s", "sleep1_bare_s", 2),
+       ("exec / bare", "sleep1_exec_vs_bare", 2),
        ("512 x sleep 1 s", "sleep1_type_s", 2),
        ("no-op tasks/s", "noop_tasks_per_s", None),
        ("status --json s", "status_s", 3),
@@ -573,6 +593,7 @@ DONE_WHEN = [("start s", "start_s", 2), ("PSS all MiB", "pss_mib", 0),
              ("idle % CPU", "idle_cpu_pct", 2),
              ("master ms/round", "master_ms_per_round", 2),
              ("512 x exec sleep 1 s", "sleep1_exec_s", 2),
+             ("bare spawn s", "sleep1_bare_s", 2),
              ("no-op tasks/s", "noop_tasks_per_s", None),
              ("status s", "status_s", 3),
              ("SIGSTOP s", "sigstop_detect_s", 3),
