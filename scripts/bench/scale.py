@@ -413,10 +413,14 @@ def spawn_floor(n, argv):
     what the machine takes for the burst with nothing between the spawner
     and the processes (glibc's posix_spawn is a vfork and an exec, as the
     slots' exec tasks are)."""
+    pids = []
     t0 = time.perf_counter()
-    pids = [os.posix_spawnp(argv[0], argv, os.environ) for _ in range(n)]
-    for pid in pids:
-        os.waitpid(pid, 0)
+    try:
+        for _ in range(n):
+            pids.append(os.posix_spawnp(argv[0], argv, os.environ))
+    finally:
+        for pid in pids:  # every one spawned, the loop failing or not
+            os.waitpid(pid, 0)
     return time.perf_counter() - t0
 
 
