@@ -124,6 +124,11 @@ def test_metrics_match_status(make_cluster, tmp_path):
     assert wait_until(lambda: any(
         e["event"] == "worker_respawned" and e["worker"] == victim["id"]
         for e in c.events()), 30)
+    # /metrics serves a snapshot up to 0.25 s old (SNAPSHOT_MAX_AGE), and
+    # the respawn can come sooner than that after the last fetch above.
+    respawns = ("ftfarm_worker_respawns_total",
+                frozenset({"node": victim["node"]}.items()))
+    assert wait_until(lambda: metrics(url)[0].get(respawns) == 1, 5)
     ms, _ = metrics(url)
     assert m(ms, "ftfarm_failure_detection_seconds_count") >= 1
     assert m(ms, "ftfarm_worker_respawns_total", node=victim["node"]) == 1
