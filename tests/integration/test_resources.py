@@ -95,7 +95,11 @@ def test_mixed_resources_refusal_and_reservation(make_cluster):
     # without made the check depend on it).
     one_slot = [(s, e, 1) for s, e, _, k, _, _ in rs if k == 1]
     assert most_at_once(one_slot) == 8
-    assert took <= 7.0, f"the batch took {took:.2f} s"
+    # Packed perfectly the batch takes 4.2 s of 0.6 s tasks on 8 slots;
+    # 5.4 s alone on this 2-CPU VM (each task is a few processes), 7.3 s
+    # once under `-n 3` on an evening the VM ran execs ten times slower.
+    # A stall of a round or a slot left idle for seconds still shows.
+    assert took <= 9.0, f"the batch took {took:.2f} s"
 
     # What no node has is refused at submit: exit 2, nothing queued.
     before = len(c.status()["batches"])
