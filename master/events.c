@@ -25,6 +25,11 @@ events_open(struct events *ev, const char *path, int task_events)
 		ev->path = NULL;
 		return -1;
 	}
+	/* Room for the lines of a burst (a pass of tasks and the results
+	 * of a poll, flushed by the chunk) from the start: grown by
+	 * doubling, the buffer was copied a dozen times into fresh pages
+	 * during the first big batch. */
+	ft_buf_reserve(&ev->out.pending, EVENTS_BURST_BYTES);
 	return 0;
 }
 

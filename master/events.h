@@ -150,6 +150,9 @@
 #define EVF_TASK 2		/* a per-task event: only with task_events */
 
 #define EVENTS_MAX_PENDING (16 << 20)	/* unwritten bytes kept at most */
+/* Unwritten bytes of a busy loop turn (a chunk or more is written before
+ * the loop reads more answers): 512 slots' no-op tasks reached 4 MiB. */
+#define EVENTS_BURST_BYTES ((4 << 20) + (64 << 10))
 
 struct store;
 

@@ -8,6 +8,10 @@ evring_init(struct evring *r, size_t cap)
 {
 	memset(r, 0, sizeof(*r));
 	r->cap = cap;
+	/* The buffer's whole room at once (memory is only used as it is
+	 * touched): grown by doubling, it was copied into fresh pages
+	 * again and again while the first busy batch filled it. */
+	ft_buf_reserve(&r->buf, cap + cap / 4 + 4096);
 }
 
 void

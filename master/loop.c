@@ -83,6 +83,18 @@ cron_soon(struct master *m)
 	cron_asleep = 0;
 }
 
+/* Write the results and events pending once a chunk of them is due
+ * (events.h): a burst of tasks keeps its lines to a few chunks in
+ * memory. */
+static void
+flush_if_urgent(struct master *m)
+{
+	if (m->events.urgent) {
+		m->events.urgent = 0;
+		farm_flush(m);
+	}
+}
+
 static void
 poll_mpi(struct master *m)
 {
@@ -101,6 +113,7 @@ poll_mpi(struct master *m)
 	last_poll = now;
 	agents_flush(m);
 	treq_test(&m->treqs, now);
+	flush_if_urgent(m);
 	registry_pass_more(m);		/* a long dispatch, after the answers */
 	agents_flush(m);		/* what the answers asked for */
 	/* Pongs are no sign of work: an idle farm stays idle. */
@@ -221,10 +234,7 @@ on_prepare(struct ev_loop *loop, ev_prepare *w, int revents)
 	(void)loop, (void)revents;
 	defer_run(&m->defer);
 	agents_flush(m);
-	if (m->events.urgent) {
-		m->events.urgent = 0;
-		farm_flush(m);
-	}
+	flush_if_urgent(m);
 	if (cron_asleep && (farm_busy(m) || subs_count(m->subs) > 0))
 		cron_soon(m);
 }
