@@ -297,7 +297,7 @@ run_pass(struct master *m)
 {
 	int i, sent = 0;
 
-	sched_pass(m->sched, m->nworkers - m->pass_next);
+	sched_pass(m->sched, sched_takers(m->sched, m->pass_next));
 	for (i = m->pass_next; i < m->nworkers; i++) {
 		sent += dispatch(m, &m->workers[i], PICKS_MAX);
 		if (sent >= PASS_TASKS && i + 1 < m->nworkers) {

@@ -990,17 +990,24 @@ probe_window(const struct sched *s, const struct sworker *w, uint64_t head)
 	return window_of(s, fmax(s->probe_secs, 1e-7));
 }
 
+/* May W take tasks now?  (sched_takers counts these.) */
+static int
+can_take(const struct sworker *w)
+{
+	return w->up && !w->paused && w->holder < 0 && !w->wide;
+}
+
 int
 sched_take(struct sched *s, int worker, double now, struct sched_pick *out,
 	   int max)
 {
 	struct sworker *w = &s->w[worker];
-	int pass = s->pass_left > 0 ? s->pass_left-- : 0;
-	int count = 0, k;
+	int pass, count = 0, k;
 	uint64_t tid;
 
-	if (!w->up || w->paused || w->holder >= 0 || w->wide)
+	if (!can_take(w))
 		return 0;
+	pass = s->pass_left > 0 ? s->pass_left-- : 0;
 	/* A wide window is topped up once half of it has run: fewer, larger
 	 * messages where tasks are short. */
 	if (w->fill >= REFILL_WIDE && w->n > w->fill / 2)
@@ -1043,6 +1050,16 @@ void
 sched_pass(struct sched *s, int takes)
 {
 	s->pass_left = takes > 0 ? takes : 0;
+}
+
+int
+sched_takers(const struct sched *s, int from)
+{
+	int k, n = 0;
+
+	for (k = from > 0 ? from : 0; k < s->nw; k++)
+		n += can_take(&s->w[k]);
+	return n;
 }
 
 int

@@ -196,6 +196,11 @@ void sched_worker_resume(struct sched *s, int worker);
  * a pass early): each worker's share of the queue is then what is left
  * over the takes left, so that one pass spreads a batch evenly. */
 void sched_pass(struct sched *s, int takes);
+/* How many of the workers from FROM on may take tasks now (up, not
+ * paused, not held by or running a wide task): the takes of a pass over
+ * them.  Workers that cannot take are not counted, so that those that
+ * can get the whole queue between them. */
+int sched_takers(const struct sched *s, int from);
 /* 1 if a pass alone gives every worker asked a task while tasks are
  * queued (only one-slot tasks of one priority wait); 0 if only a first
  * pass of one task each does. */

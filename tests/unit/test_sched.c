@@ -405,6 +405,40 @@ test_pass_spreads_evenly(void **st)
 	sched_free(s);
 }
 
+/* A pass counts only the workers that can take: with one worker down,
+ * the three up ones share the queue between them in one go, instead of
+ * leaving a quarter of it for the next pass. */
+static void
+test_pass_skips_down_workers(void **st)
+{
+	struct sched *s = mk(4, NULL);
+	struct sched_pick p[64];
+	int k;
+
+	(void)st;
+	add_n(s, 15, 10);
+	for (k = 0; k < 4; k++)
+		if (k != 1)
+			sched_worker_up(s, k);
+	for (k = 0; k < 4; k++) {
+		struct sched_pick one;
+
+		if (k == 1)
+			continue;
+		one = take1(s, k, 0);
+		assert_int_equal(sched_done(s, k, one.tid, one.attempt, 1e-6, 0),
+				 SCHED_ACCEPTED);
+	}
+	assert_int_equal(sched_takers(s, 0), 3);
+	assert_int_equal(sched_takers(s, 2), 2);
+	sched_pass(s, sched_takers(s, 0));
+	for (k = 0; k < 4; k++)
+		if (k != 1)
+			assert_int_equal(sched_take(s, k, 0, p, 64), 4);
+	assert_int_equal(sched_queued(s), 0);
+	sched_free(s);
+}
+
 /* A long round trip (a loaded cluster) widens the window of short tasks
  * to cover two of them, and delays straggler copies. */
 static void
@@ -1908,6 +1942,7 @@ main(void)
 		cmocka_unit_test(test_window_opens_fast_after_long_tasks),
 		cmocka_unit_test(test_window_stays_one_for_long_tasks),
 		cmocka_unit_test(test_pass_spreads_evenly),
+		cmocka_unit_test(test_pass_skips_down_workers),
 		cmocka_unit_test(test_no_copy_behind_a_reporting_worker),
 		cmocka_unit_test(test_round_trip_widens_window),
 		cmocka_unit_test(test_new_batch_probe_opens_windows),
