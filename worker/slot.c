@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "frame.h"
@@ -16,6 +17,7 @@
 
 #define HELLO_TIMEOUT 60.0	/* seconds to wait for the welcome */
 #define BYE_TIMEOUT 5.0
+#define WAKE_MARGIN 50e-6	/* a wake-up this late finds its time due */
 
 struct slot {
 	int fd;
@@ -244,21 +246,29 @@ queue_results(struct slot *s)
  * holds are due, or the silence limit.  Returns the socket's poll events
  * (0 if it has none). */
 static int
-wait_news(struct slot *s, double now)
+wait_news(struct slot *s)
 {
 	struct pollfd fds[2] = {
 		{ .fd = s->fd, .events = POLLIN },
 		{ .fd = runner_fd(s->runner), .events = POLLIN },
 	};
-	double left = s->last_heard + s->master_timeout - now;
 	double held = runner_held_until(s->runner);
+	double now = ft_now();	/* after the loop's work: the wait is from here */
+	double left = s->last_heard + s->master_timeout - now;
 
 	if (held > 0 && held - now < left)
 		left = held - now;
 
+	struct timespec ts;
+
 	if (frame_pending(&s->out))
 		fds[0].events |= POLLOUT;
-	if (poll(fds, 2, (int)ceil(fmax(left, 0) * 1000) + 1) < 0) {
+	/* A timespec, not poll's milliseconds: rounded up to whole ones
+	 * (and one more), a hold of 1 ms became 2 or 3. */
+	left = fmax(left, 0) + WAKE_MARGIN;
+	ts.tv_sec = (time_t)left;
+	ts.tv_nsec = (long)((left - (double)ts.tv_sec) * 1e9);
+	if (ppoll(fds, 2, &ts, NULL) < 0) {
 		if (errno != EINTR)
 			die(s, "poll failed");
 		return POLLIN;
@@ -312,7 +322,7 @@ slot_run(int fd, int id, const struct ft_plugins *pl)
 		if (now - s.last_heard > s.master_timeout)
 			die(&s, s.welcomed ? "the agent went silent"
 					   : "no welcome from the agent");
-		news = wait_news(&s, now);
+		news = wait_news(&s);
 	}
 	runner_stop(s.runner);
 	say_bye(&s);
