@@ -159,6 +159,8 @@ json_t *ctl_request_new(enum ctl_cmd cmd);
 	X(N_BMC, "bmc", NULL, 0, JT_STRING)				\
 	X(N_AGENT, "agent", "AGENT", -8, JT_STRING)			\
 	X(N_AGENT_PID, "agent_pid", NULL, 0, JT_INT)			\
+	X(N_AGENT_HOST, "agent_host", NULL, 0, JT_STRING)		\
+	X(N_AGENT_RESPAWNS, "agent_respawns", NULL, 0, JT_INT)		\
 	X(N_REASON, "reason", "REASON", 0, JT_STRING)
 
 /* Batches also carry, when they apply, "job", "error" and "result". */

@@ -81,6 +81,8 @@ node_row(const struct master *m, const struct node *nd)
 	ctl_row_str(o, &c[CTL_N_AGENT],
 		    agents_state_name(m->agents[nd->id].state));
 	ctl_row_int(o, &c[CTL_N_AGENT_PID], m->agents[nd->id].pid);
+	ctl_row_str(o, &c[CTL_N_AGENT_HOST], m->agents[nd->id].host);
+	ctl_row_int(o, &c[CTL_N_AGENT_RESPAWNS], m->agents[nd->id].respawns);
 	ctl_row_str(o, &c[CTL_N_REASON], nd->reason);
 	return o;
 }

@@ -50,6 +50,7 @@ def test_agent_killed_is_one_node_failure(make_cluster):
     for name in ("node1", "node2"):
         ag = node_of(st, name)
         assert ag["agent"] == "up" and pid_alive(ag["agent_pid"]), ag
+        assert ag["agent_host"] and ag["agent_respawns"] == 0, ag
         for w in slots_of(st, name):
             assert ppid_of(w["pid"]) == ag["agent_pid"], (w, ag)
     n = 30
@@ -107,6 +108,8 @@ def test_agent_killed_is_one_node_failure(make_cluster):
     assert got, f"node1 not back: {c.status()['nodes']}"
     ag, ws = got
     assert all(ppid_of(w["pid"]) == ag["agent_pid"] for w in ws), (ag, ws)
+    assert ag["agent_respawns"] == 1 and ag["agent_host"], ag
+    assert node_of(c.status(), "node2")["agent_respawns"] == 0
     assert all(w["respawns"] == 1 for w in ws), ws
     assert len(agents(c)) == 2, agents(c)
     assert c.stop().returncode == 0
