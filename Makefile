@@ -55,7 +55,7 @@ MASTER := master/main.c master/loop.c master/farm.c master/commands.c \
 WORKER := worker/main.c worker/agent.c worker/doze.c worker/slots.c \
 	worker/slotproc.c
 # ftfarm-slot, a node's worker slot: no MPI, compiled with cc.
-SLOT := worker/slot_main.c worker/slot.c worker/runner.c worker/hugeheap.c
+SLOT := worker/slot_main.c worker/slot.c worker/runner.c worker/hugeheap.c worker/zygote.c
 CLI := cli/main.c cli/err.c cli/commands.c cli/start.c cli/launch.c cli/supervise.c \
 	cli/nodes.c cli/watch.c cli/events.c cli/progress.c cli/tasks.c cli/remote.c
 PLUGINS := exec sleep wordcount relax

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -739,4 +740,60 @@ ft_task_timeout(const json_t *task, double def)
 	json_t *v = json_object_get(task, "timeout");
 
 	return json_is_number(v) ? json_number_value(v) : def;
+}
+
+/* One descriptor's room of control data. */
+union fd_cmsg {
+	struct cmsghdr h;
+	char buf[CMSG_SPACE(sizeof(int))];
+};
+
+int
+ft_send_fd(int sock, const void *buf, size_t len, int fd)
+{
+	union fd_cmsg c;
+	struct iovec iov = { .iov_base = (void *)buf, .iov_len = len };
+	struct msghdr m = {
+		.msg_iov = &iov, .msg_iovlen = 1,
+		.msg_control = c.buf, .msg_controllen = sizeof(c.buf),
+	};
+	struct cmsghdr *h = CMSG_FIRSTHDR(&m);
+	ssize_t n;
+
+	memset(&c, 0, sizeof(c));
+	h->cmsg_level = SOL_SOCKET;
+	h->cmsg_type = SCM_RIGHTS;
+	h->cmsg_len = CMSG_LEN(sizeof(int));
+	memcpy(CMSG_DATA(h), &fd, sizeof(int));
+	do
+		n = sendmsg(sock, &m, MSG_NOSIGNAL);
+	while (n < 0 && errno == EINTR);
+	if (n >= 0 && (size_t)n != len)
+		errno = EMSGSIZE;
+	return n >= 0 && (size_t)n == len ? 0 : -1;
+}
+
+ssize_t
+ft_recv_fd(int sock, void *buf, size_t len, int *fd)
+{
+	union fd_cmsg c;
+	struct iovec iov = { .iov_base = buf, .iov_len = len };
+	struct msghdr m = {
+		.msg_iov = &iov, .msg_iovlen = 1,
+		.msg_control = c.buf, .msg_controllen = sizeof(c.buf),
+	};
+	struct cmsghdr *h;
+	ssize_t n;
+
+	*fd = -1;
+	do
+		n = recvmsg(sock, &m, MSG_CMSG_CLOEXEC);
+	while (n < 0 && errno == EINTR);
+	if (n < 0)
+		return -1;
+	h = CMSG_FIRSTHDR(&m);
+	if (h && h->cmsg_level == SOL_SOCKET && h->cmsg_type == SCM_RIGHTS &&
+	    h->cmsg_len == CMSG_LEN(sizeof(int)))
+		memcpy(fd, CMSG_DATA(h), sizeof(int));
+	return n;
 }

@@ -95,6 +95,14 @@ int ft_proc_is(pid_t pid, unsigned long long start);
 /* A pidfd of PID (close-on-exec; readable once PID has exited), or -1
  * with errno (ESRCH: no such process; ENOSYS: no pidfds here). */
 int ft_pidfd_open(pid_t pid);
+
+/* Send the LEN bytes at BUF with descriptor FD (SCM_RIGHTS) as one
+ * message on socket SOCK: 0, or -1 with errno. */
+int ft_send_fd(int sock, const void *buf, size_t len, int fd);
+/* Receive one message of at most LEN bytes into BUF and the descriptor
+ * it carries (close-on-exec) into *FD, -1 if none: its length, 0 at end
+ * of file, or -1 with errno. */
+ssize_t ft_recv_fd(int sock, void *buf, size_t len, int *fd);
 /* SIGKILL every process of this machine whose environment, as it was
  * started, holds ENTRY ("NAME=value") and, when not NULL, ENTRY2 too.
  * Returns how many were signalled. */

@@ -4,6 +4,9 @@
  * --fd 3`, its end of a socket to the agent on descriptor 3.  No MPI:
  * the agent carries its messages to the master.  --node and --state-dir
  * only say whose slot this is, to whoever looks at the process list.
+ * With --zygote (and no --slot) it is the node's zygote, which forks the
+ * node's slots on the agent's request (zygote.h); they keep its command
+ * line.
  */
 #include <fcntl.h>
 #include <getopt.h>
@@ -16,6 +19,7 @@
 #include "proto.h"
 #include "slot.h"
 #include "util.h"
+#include "zygote.h"
 
 /* Name this process in the environment its tasks inherit: when it is
  * killed, whoever kills it finds and kills what its tasks left running. */
@@ -51,29 +55,36 @@ main(int argc, char **argv)
 		{ "node", required_argument, NULL, 'n' },
 		{ "state-dir", required_argument, NULL, 'd' },
 		{ "fd", required_argument, NULL, 'f' },
+		{ "zygote", no_argument, NULL, 'z' },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct ft_plugins pl;
 	char err[512], *dir;
-	int c, slot = -1, fd = -1, rc;
+	int c, slot = -1, fd = -1, zygote = 0, rc;
+	uint32_t id;
 
 	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
 		if (c == 's')
 			slot = atoi(optarg);
 		else if (c == 'f')
 			fd = atoi(optarg);
+		else if (c == 'z')
+			zygote = 1;
 		else if (c != 'n' && c != 'd')
 			return 2;
 	}
 	/* First: the exec keeps the socket only while it is inheritable. */
 	hugeheap_exec(argv);
-	if (slot < 0 || fd < 0 || take_socket(fd) == -1) {
-		fprintf(stderr, "ftfarm-slot: %s\n", slot < 0 || fd < 0
+	if ((slot < 0 && !zygote) || fd < 0 ||
+	    (!zygote && take_socket(fd) == -1)) {
+		fprintf(stderr, "ftfarm-slot: %s\n", fd < 0 || !zygote
 			? "usage: ftfarm-slot --slot N --fd FD [--node NAME] "
-			  "[--state-dir DIR]" : "no socket on --fd");
+			  "[--state-dir DIR] | --zygote --fd FD ..."
+			: "no socket on --fd");
 		return 2;
 	}
-	name_self();
+	if (!zygote)
+		name_self();
 	/* Memory a task frees stays for the next task until the runner has
 	 * been idle a while (runner.c trims then), on one heap for every
 	 * thread so that the trim gives all of it back. */
@@ -84,6 +95,18 @@ main(int argc, char **argv)
 	if (rc == -1) {
 		fprintf(stderr, "ftfarm-slot %d: %s\n", slot, err);
 		return 2;
+	}
+	if (zygote) {
+		rc = zygote_serve(fd, &id, &fd);
+		if (rc <= 0) {
+			ft_plugins_free(&pl);
+			return rc == 0 ? 0 : 1;
+		}
+		/* A new slot, the agent's child (zygote.h). */
+		slot = (int)id;
+		if (take_socket(fd) == -1)
+			return 2;
+		name_self();
 	}
 	rc = slot_run(fd, slot, &pl);
 	ft_plugins_free(&pl);

@@ -8,12 +8,15 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/time.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "proto.h"
 #include "util.h"
+#include "zygote.h"
 
 #define FIRST_FREE_FD 4
 
@@ -96,6 +99,83 @@ slotproc_start(char *const argv[], int fd, int *pidfd, char *why, size_t n)
 		return -1;
 	}
 	return pid;
+}
+
+pid_t
+slotproc_zygote(char *const argv[], int *ctl, char *why, size_t n)
+{
+	int sv[2], pidfd;
+	pid_t pid;
+
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) == -1) {
+		snprintf(why, n, "socketpair: %s", strerror(errno));
+		return -1;
+	}
+	pid = slotproc_start(argv, sv[1], &pidfd, why, n);
+	close(sv[1]);
+	if (pid < 0) {
+		close(sv[0]);
+		return -1;
+	}
+	close(pidfd);		/* its end shows on CTL, and in waitpid */
+	*ctl = sv[0];
+	return pid;
+}
+
+int
+slotproc_zygote_ready(int ctl)
+{
+	struct zygote_answer a;
+	ssize_t got;
+
+	do
+		got = recv(ctl, &a, sizeof(a), MSG_DONTWAIT);
+	while (got < 0 && errno == EINTR);
+	if (got < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+		return 0;
+	return got == (ssize_t)sizeof(a) && a.slot == ZYGOTE_READY ? 1 : -1;
+}
+
+pid_t
+slotproc_fork(int ctl, uint32_t slot, int fd, double timeout, int *pidfd,
+	      int *broken, char *why, size_t n)
+{
+	struct timeval tv = {
+		.tv_sec = (time_t)timeout,
+		.tv_usec = (suseconds_t)((timeout - (double)(time_t)timeout) * 1e6),
+	};
+	struct zygote_ask ask = { .slot = slot };
+	struct zygote_answer a;
+	ssize_t got;
+
+	*broken = 1;
+	if (setsockopt(ctl, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)) == -1 ||
+	    setsockopt(ctl, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv)) == -1 ||
+	    ft_send_fd(ctl, &ask, sizeof(ask), fd) == -1) {
+		snprintf(why, n, "zygote: %s", strerror(errno));
+		return -1;
+	}
+	do
+		got = recv(ctl, &a, sizeof(a), 0);
+	while (got < 0 && errno == EINTR);
+	if (got != (ssize_t)sizeof(a) || a.slot != slot) {
+		snprintf(why, n, "zygote: %s", got < 0 ? strerror(errno)
+			 : got == 0 ? "gone" : "a wrong answer");
+		return -1;
+	}
+	*broken = 0;
+	if (a.pid <= 0) {
+		snprintf(why, n, "zygote: fork: %s", strerror(-a.pid));
+		return -1;
+	}
+	*pidfd = ft_pidfd_open(a.pid);
+	if (*pidfd < 0) {
+		snprintf(why, n, "pidfd_open: %s", strerror(errno));
+		kill(a.pid, SIGKILL);
+		waitpid(a.pid, NULL, 0);
+		return -1;
+	}
+	return a.pid;
 }
 
 void

@@ -14,6 +14,7 @@
 
 #include "frame.h"
 #include "hugeheap.h"
+#include "log.h"
 #include "proto.h"
 #include "slotproc.h"
 #include "util.h"
@@ -102,6 +103,10 @@ struct slots {
 	unsigned rounds;		/* half heartbeats so far */
 	unsigned char *own;		/* own[fd]: a slot's socket */
 	size_t nown;
+	int zctl;			/* the zygote's socket, -1 for none */
+	pid_t zpid;			/* the zygote, 0 for none */
+	int zready;			/* it said it is ready */
+	int zfailed;			/* it failed once: slots start by exec */
 };
 
 static void
@@ -145,6 +150,7 @@ slots_new(const char *exe, slots_emit_fn emit, void *arg, char *why, size_t n)
 	ss->ping_busy = PING_BUSY;
 	ss->ping_idle = PING_IDLE;
 	ss->next_round = ss->next_deadline = INFINITY;
+	ss->zctl = -1;
 	snprintf(v, sizeof(v), "%d", (int)getpid());
 	setenv(FT_AGENT_ENV, v, 1);
 	snprintf(v, sizeof(v), "%llu", ft_proc_start(getpid()));
@@ -283,29 +289,144 @@ watch_proc(struct slots *ss, struct proc *p)
 	return 0;
 }
 
-/* Fork and exec slot ID's process on socket SV; fills P.  -1 with WHY. */
-static int
-proc_exec(struct slots *ss, struct proc *p, int sv, char *why, size_t n)
+/* ftfarm-slot's command line, with FIRST (and FIRST2, unless NULL) after
+ * the program, in ARGV (12 entries). */
+static void
+slot_argv(const struct slots *ss, char *argv[12], char *first, char *first2)
 {
-	char ids[16], fd[] = "3";
-	char *argv[12] = { ss->exe, "--slot", ids };
-	int k = 3;
+	static char fd[] = "3", opt_node[] = "--node", opt_dir[] = "--state-dir",
+		    opt_fd[] = "--fd";
+	int k = 0;
 
-	snprintf(ids, sizeof(ids), "%u", p->id);
+	argv[k++] = ss->exe;
+	argv[k++] = first;
+	if (first2)
+		argv[k++] = first2;
 	if (ss->node) {
-		argv[k++] = "--node";
+		argv[k++] = opt_node;
 		argv[k++] = ss->node;
 	}
 	if (ss->state_dir) {
-		argv[k++] = "--state-dir";
+		argv[k++] = opt_dir;
 		argv[k++] = ss->state_dir;
 	}
-	argv[k++] = "--fd";
+	argv[k++] = opt_fd;
 	argv[k++] = fd;
 	argv[k] = NULL;
-	p->pid = slotproc_start(argv, sv, &p->pidfd, why, n);
-	if (p->pid < 0)
+}
+
+/* Drop the zygote (killed if KILL) and reap it: slots start by exec from
+ * now on. */
+static void
+zygote_end(struct slots *ss, int kill_it)
+{
+	if (ss->zctl >= 0)
+		close(ss->zctl);
+	if (ss->zpid > 0) {
+		if (kill_it)
+			kill(ss->zpid, SIGKILL);
+		waitpid(ss->zpid, NULL, 0);
+	}
+	ss->zctl = -1;
+	ss->zpid = 0;
+	ss->zready = 0;
+	ss->zfailed = 1;
+}
+
+/* The zygote's socket once it is ready, -1 before (it is started at the
+ * first slot's start, and loads what the slots need meanwhile) and when
+ * there is none (it failed once). */
+static int
+zygote(struct slots *ss)
+{
+	char *argv[12], opt[] = "--zygote", why[256];
+	int rc;
+
+	if (ss->zfailed)
 		return -1;
+	if (ss->zctl < 0) {
+		slot_argv(ss, argv, opt, NULL);
+		ss->zpid = slotproc_zygote(argv, &ss->zctl, why, sizeof(why));
+		if (ss->zpid < 0) {
+			log_warnx("cannot start the zygote (%s): slots start "
+				  "by exec", why);
+			ss->zpid = 0;
+			ss->zfailed = 1;
+			return -1;
+		}
+	}
+	if (!ss->zready && (rc = slotproc_zygote_ready(ss->zctl)) != 0) {
+		if (rc < 0) {
+			log_warnx("the zygote failed to start: slots start by "
+				  "exec");
+			zygote_end(ss, 1);
+			return -1;
+		}
+		ss->zready = 1;
+	}
+	return ss->zready ? ss->zctl : -1;
+}
+
+/* How long the agent may wait for the zygote's answer: it answers no ping
+ * meanwhile, so a small part of the ping timeout, and 0.1 s at most. */
+static double
+zygote_wait(const struct slots *ss)
+{
+	return fmin(0.1, ss->ping_timeout / 4);
+}
+
+/* A socket pair for P: P's end in P->sock, the slot's in *THEIRS.  -1
+ * with WHY. */
+static int
+proc_socket(struct proc *p, int *theirs, char *why, size_t n)
+{
+	int sv[2];
+
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK,
+		       0, sv) == -1) {
+		snprintf(why, n, "socketpair: %s", strerror(errno));
+		return -1;
+	}
+	p->sock = sv[0];
+	*theirs = sv[1];
+	return 0;
+}
+
+/* Start P's process: forked by the zygote, or else by exec.  Fills P's
+ * pid, pidfd and socket; -1 with WHY. */
+static int
+proc_run(struct slots *ss, struct proc *p, char *why, size_t n)
+{
+	char ids[16], opt[] = "--slot", *argv[12];
+	int theirs, ctl = zygote(ss), broken;
+
+	if (ctl >= 0) {
+		if (proc_socket(p, &theirs, why, n) == -1)
+			return -1;
+		p->pid = slotproc_fork(ctl, p->id, theirs, zygote_wait(ss),
+				       &p->pidfd, &broken, why, n);
+		close(theirs);
+		if (p->pid > 0)
+			goto started;
+		close(p->sock);		/* a late copy may hold theirs */
+		p->sock = -1;
+		if (broken) {
+			log_warnx("%s: slots start by exec", why);
+			zygote_end(ss, 1);
+		}
+	}
+	snprintf(ids, sizeof(ids), "%u", p->id);
+	slot_argv(ss, argv, opt, ids);
+	if (proc_socket(p, &theirs, why, n) == -1)
+		return -1;
+	p->pid = slotproc_start(argv, theirs, &p->pidfd, why, n);
+	close(theirs);
+	if (p->pid < 0) {
+		close(p->sock);
+		p->sock = -1;
+		return -1;
+	}
+started:
 	p->start = ft_proc_start(p->pid);
 	return 0;
 }
@@ -315,26 +436,16 @@ static struct proc *
 proc_start(struct slots *ss, uint32_t id, uint32_t gen, char *why, size_t n)
 {
 	struct proc *p = ft_calloc(1, sizeof(*p));
-	int sv[2];
 
 	p->id = id;
 	p->gen = gen;
 	p->sock = p->pidfd = -1;
 	frame_reader_init(&p->in, FT_SLOT_MSG_MAX);
-	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK,
-		       0, sv) == -1) {
-		snprintf(why, n, "socketpair: %s", strerror(errno));
+	if (proc_run(ss, p, why, n) == -1) {
+		frame_reader_free(&p->in);
 		free(p);
 		return NULL;
 	}
-	p->sock = sv[0];
-	if (proc_exec(ss, p, sv[1], why, n) == -1) {
-		close(sv[0]);
-		close(sv[1]);
-		free(p);
-		return NULL;
-	}
-	close(sv[1]);
 	p->born = ft_now();
 	if (watch_proc(ss, p) == -1) {
 		snprintf(why, n, "epoll_ctl: %s", strerror(errno));
@@ -690,6 +801,34 @@ find_stopped(struct slots *ss)
 	}
 }
 
+/* Reap the agent's children that are no slot process of ours: the
+ * zygote once it has died, and a copy it made after the agent stopped
+ * waiting for its answer (that copy leaves, its socket closed).  A slot's
+ * end is read through its pidfd (proc_exited). */
+static void
+reap_strays(struct slots *ss)
+{
+	siginfo_t si;
+	struct proc *p;
+
+	for (;;) {
+		memset(&si, 0, sizeof(si));
+		if (waitid(P_ALL, 0, &si, WEXITED | WNOHANG | WNOWAIT) == -1 ||
+		    si.si_pid == 0)
+			return;
+		for (p = ss->all; p && p->pid != si.si_pid; p = p->next)
+			;
+		if (p)
+			return;		/* its pidfd tells */
+		if (si.si_pid == ss->zpid) {
+			log_warnx("the zygote ended: slots start by exec");
+			zygote_end(ss, 0);
+		} else {
+			waitpid(si.si_pid, NULL, WNOHANG);
+		}
+	}
+}
+
 /* Rounds between P's pings now, at ROUND. */
 static unsigned
 ping_every(const struct slots *ss, const struct proc *p, unsigned round)
@@ -708,6 +847,7 @@ ping_round(struct slots *ss, double now)
 	int any = 0;
 
 	find_stopped(ss);
+	reap_strays(ss);
 	ss->next_round = now + ss->heartbeat / 2;
 	proto_put_ping(&b, ++ss->seq);
 	for (p = ss->all; p; p = p->next) {
@@ -859,6 +999,8 @@ slots_free(struct slots *ss)
 		unlink_proc(ss, p);
 		proc_free(ss, p);
 	}
+	if (ss->zpid > 0)
+		zygote_end(ss, 1);
 	close(ss->epfd);
 	free(ss->wait);
 	free(ss->tab);

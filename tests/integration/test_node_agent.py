@@ -234,3 +234,78 @@ def test_wide_batch_goes_out_in_passes(make_cluster):
     assert len(used) == 24, sorted(used)
     assert c.stop().returncode == 0
     assert_no_leftovers(c)
+
+
+def comm_of(pid):
+    try:
+        with open(f"/proc/{pid}/comm") as f:
+            return f.read().strip()
+    except OSError:
+        return None
+
+
+def zygotes(c):
+    return [p for p in tagged_pids(c.tag) if comm_of(p) == "ftfarm-zygote"]
+
+
+@pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGSTOP])
+def test_slots_forked_by_the_zygote_and_by_exec_once_it_is_gone(
+        make_cluster, sig):
+    """A node's slots are forked by its zygote once it is ready, as the
+    agent's own children.  When the zygote is killed the agent reaps it;
+    when it is stopped, the agent's next request goes unanswered (it waits
+    a quarter of the ping timeout at most, so the node stays up) and the
+    agent kills it.  Slots then start by exec, and a batch through both
+    runs each task exactly once."""
+    c = make_cluster(nodes=1, workers_per_node=3, heartbeat_ms=200)
+    c.start()
+    agent = node_of(c.status(), "node1")["agent_pid"]
+    zs = wait_until(lambda: zygotes(c), 5)
+    assert len(zs) == 1 and ppid_of(zs[0]) == agent, zs
+    zygote = zs[0]
+    n = 30
+    rc, out, err = c.submit({"name": "zygote", "tasks": [
+        {"type": "exec",
+         "argv": ["sh", "-c", 'sleep 0.3; printf "z-%s\\n" "$0"', str(i)]}
+        for i in range(n)]}, wait=False)
+    assert rc == 0, err
+    bid = batch_id_of(out)
+
+    def respawn_of(old):
+        """Kill a busy slot other than OLD's; its new process."""
+        w = wait_until(lambda: next((x for x in c.status()["workers"]
+                                     if x["state"] == "busy" and
+                                     x["pid"] not in old), None), 10)
+        assert w, "no busy slot"
+        os.kill(w["pid"], signal.SIGKILL)
+        old.add(w["pid"])
+        new = wait_until(lambda: next(
+            (x for x in c.status()["workers"] if x["id"] == w["id"] and
+             x["pid"] not in old and x["state"] in LIVE_STATES), None), 10)
+        assert new, f"slot {w['id']} not respawned"
+        assert ppid_of(new["pid"]) == agent, new
+        return new
+
+    old = set()
+    forked = respawn_of(old)
+    assert "--zygote" in proc_cmdline(forked["pid"]), forked
+    assert comm_of(forked["pid"]) == "ftfarm-slot", forked
+    os.kill(zygote, sig)
+
+    def reaped():
+        return not pid_alive(zygote) and proc_state(zygote) is None
+
+    if sig == signal.SIGKILL:
+        # Reaped by the agent within a heartbeat: no zombie left behind.
+        assert wait_until(reaped, 3), proc_state(zygote)
+    execd = respawn_of(old)
+    assert wait_until(reaped, 3), proc_state(zygote)
+    assert "--zygote" not in proc_cmdline(execd["pid"]), execd
+    assert f"--slot {execd['id']}" in proc_cmdline(execd["pid"]), execd
+
+    assert c.cli("wait", "-c", c.config, bid, timeout=90).returncode == 0
+    problems = check_exactly_once(c.results(bid), n, lambda i: f"z-{i}\n")
+    assert not problems, problems
+    assert not [e for e in c.events() if e["event"] == "agent_dead"]
+    assert c.stop().returncode == 0
+    assert_no_leftovers(c)
