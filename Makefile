@@ -92,9 +92,12 @@ $(BINDIR)/ftfarm-worker: $(worker_o) $(OBJ)/worker/hugeheap.o $(common_o)
 	@mkdir -p $(dir $@)
 	$(MPICC) $(CFLAGS) -o $@ $^ $(LDLIBS) -ldl -lpthread
 
+# Bound at load (-z now): the node's zygote resolves every symbol once,
+# and the slots it forks inherit them instead of each resolving (and
+# copying the pages of) what it calls first.
 $(BINDIR)/ftfarm-slot: $(slot_o) $(common_o)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS) -ldl -lpthread
+	$(CC) $(CFLAGS) -Wl,-z,now -o $@ $^ $(LDLIBS) -ldl -lpthread
 
 $(BINDIR)/ftfarm: $(cli_o) $(common_o)
 	@mkdir -p $(dir $@)

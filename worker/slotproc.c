@@ -9,7 +9,6 @@
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
-#include <sys/time.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -118,12 +117,27 @@ slotproc_zygote(char *const argv[], int *ctl, char *why, size_t n)
 		return -1;
 	}
 	close(pidfd);		/* its end shows on CTL, and in waitpid */
+	if (fcntl(sv[0], F_SETFL, O_NONBLOCK) == -1) {
+		snprintf(why, n, "fcntl: %s", strerror(errno));
+		close(sv[0]);
+		kill(pid, SIGKILL);
+		waitpid(pid, NULL, 0);
+		return -1;
+	}
 	*ctl = sv[0];
 	return pid;
 }
 
 int
-slotproc_zygote_ready(int ctl)
+slotproc_zygote_ask(int ctl, uint32_t slot, int fd)
+{
+	struct zygote_ask ask = { .slot = slot };
+
+	return ft_send_fd(ctl, &ask, sizeof(ask), fd);
+}
+
+int
+slotproc_zygote_answer(int ctl, uint32_t *slot, int *pid)
 {
 	struct zygote_answer a;
 	ssize_t got;
@@ -133,49 +147,11 @@ slotproc_zygote_ready(int ctl)
 	while (got < 0 && errno == EINTR);
 	if (got < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
 		return 0;
-	return got == (ssize_t)sizeof(a) && a.slot == ZYGOTE_READY ? 1 : -1;
-}
-
-pid_t
-slotproc_fork(int ctl, uint32_t slot, int fd, double timeout, int *pidfd,
-	      int *broken, char *why, size_t n)
-{
-	struct timeval tv = {
-		.tv_sec = (time_t)timeout,
-		.tv_usec = (suseconds_t)((timeout - (double)(time_t)timeout) * 1e6),
-	};
-	struct zygote_ask ask = { .slot = slot };
-	struct zygote_answer a;
-	ssize_t got;
-
-	*broken = 1;
-	if (setsockopt(ctl, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)) == -1 ||
-	    setsockopt(ctl, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv)) == -1 ||
-	    ft_send_fd(ctl, &ask, sizeof(ask), fd) == -1) {
-		snprintf(why, n, "zygote: %s", strerror(errno));
+	if (got != (ssize_t)sizeof(a))
 		return -1;
-	}
-	do
-		got = recv(ctl, &a, sizeof(a), 0);
-	while (got < 0 && errno == EINTR);
-	if (got != (ssize_t)sizeof(a) || a.slot != slot) {
-		snprintf(why, n, "zygote: %s", got < 0 ? strerror(errno)
-			 : got == 0 ? "gone" : "a wrong answer");
-		return -1;
-	}
-	*broken = 0;
-	if (a.pid <= 0) {
-		snprintf(why, n, "zygote: fork: %s", strerror(-a.pid));
-		return -1;
-	}
-	*pidfd = ft_pidfd_open(a.pid);
-	if (*pidfd < 0) {
-		snprintf(why, n, "pidfd_open: %s", strerror(errno));
-		kill(a.pid, SIGKILL);
-		waitpid(a.pid, NULL, 0);
-		return -1;
-	}
-	return a.pid;
+	*slot = a.slot;
+	*pid = a.pid;
+	return 1;
 }
 
 void

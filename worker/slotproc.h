@@ -18,17 +18,16 @@ pid_t slotproc_start(char *const argv[], int fd, int *pidfd, char *why,
 		     size_t n);
 /* Start the node's zygote (zygote.h) with ARGV (ARGV[0] a path, and
  * --zygote) as this process's child: its pid, with *CTL the socket to ask
- * it on, or -1 with WHY. */
+ * it on (non-blocking), or -1 with WHY. */
 pid_t slotproc_zygote(char *const argv[], int *ctl, char *why, size_t n);
-/* Has the zygote on CTL said it is ready?  1 if so, 0 if not yet, -1 if
- * it is gone. */
-int slotproc_zygote_ready(int ctl);
-/* Have the zygote on CTL fork slot SLOT with FD as its socket (FD stays
- * the caller's), waiting TIMEOUT seconds at most: the new slot's pid (a
- * child of this process) with *PIDFD, or -1 with WHY, and *BROKEN set
- * when CTL is of no more use (the zygote gone, late or confused). */
-pid_t slotproc_fork(int ctl, uint32_t slot, int fd, double timeout,
-		    int *pidfd, int *broken, char *why, size_t n);
+/* Ask the zygote on CTL (without blocking) to fork slot SLOT with FD as
+ * its socket (FD stays the caller's).  0, or -1 with errno (EAGAIN: its
+ * queue is full). */
+int slotproc_zygote_ask(int ctl, uint32_t slot, int fd);
+/* Take the zygote's next answer, without blocking: 1 with *SLOT and *PID
+ * (the new slot's, a child of this process, or minus an errno), 0 when
+ * there is none yet, -1 when CTL failed (the zygote is gone). */
+int slotproc_zygote_answer(int ctl, uint32_t *slot, int *pid);
 /* Describe a wait status: "killed by signal 9", "exited with status 1". */
 void slotproc_reason(int status, char *buf, size_t n);
 /* SIGKILL PID (started at START) and every process its tasks left: they

@@ -18,6 +18,7 @@
 #include "proto.h"
 #include "slotproc.h"
 #include "util.h"
+#include "zygote.h"
 
 #define QUEUE_MAX (64u << 20)	/* bytes queued for a slot that does not read */
 #define HELLO_MIN 10.0		/* seconds a new slot has to say hello, at least */
@@ -44,10 +45,13 @@
 /* Ping timeouts in a row a slot waiting for a CPU is given (starved()). */
 #define STARVED_MAX 8
 
-/* What an epoll event points at: a slot's socket or its pidfd. */
+/* What an epoll event points at: a slot's socket or its pidfd, or the
+ * zygote's socket. */
+enum watch_kind { W_SOCK, W_PID, W_ZYGOTE };
+
 struct watch {
 	struct proc *p;
-	int is_pid;
+	enum watch_kind kind;
 };
 
 /* One slot process: the current generation of its slot, or an older one
@@ -71,6 +75,8 @@ struct proc {
 	int hello;			/* it said hello */
 	int bye;			/* it said bye */
 	int starting;			/* counted in the slots' starting */
+	int forking;			/* asked of the zygote, no pid yet */
+	struct proc *next_fork;		/* the next one asked */
 	int welcomed;			/* its welcome was passed on */
 	int eof;			/* its socket reached end of file */
 	int epout;			/* EPOLLOUT asked for */
@@ -107,6 +113,8 @@ struct slots {
 	pid_t zpid;			/* the zygote, 0 for none */
 	int zready;			/* it said it is ready */
 	int zfailed;			/* it failed once: slots start by exec */
+	struct watch zwatch;
+	struct proc *zq, *zq_tail;	/* asked of it, oldest first */
 };
 
 static void
@@ -207,7 +215,8 @@ proc_kill(struct proc *p, int hung, const char *why)
 	p->hung = hung;
 	if (why)
 		snprintf(p->why, sizeof(p->why), "%s", why);
-	slotproc_kill(p->pid, p->start);
+	if (!p->forking)	/* else once its pid is known (proc_forked) */
+		slotproc_kill(p->pid, p->start);
 }
 
 static void
@@ -280,10 +289,11 @@ watch_proc(struct slots *ss, struct proc *p)
 	struct epoll_event es = { .events = EPOLLIN, .data.ptr = &p->wsock };
 	struct epoll_event ep = { .events = EPOLLIN, .data.ptr = &p->wpid };
 
-	p->wsock = (struct watch){ p, 0 };
-	p->wpid = (struct watch){ p, 1 };
+	p->wsock = (struct watch){ p, W_SOCK };
+	p->wpid = (struct watch){ p, W_PID };
 	if (epoll_ctl(ss->epfd, EPOLL_CTL_ADD, p->sock, &es) == -1 ||
-	    epoll_ctl(ss->epfd, EPOLL_CTL_ADD, p->pidfd, &ep) == -1)
+	    (p->pidfd >= 0 &&
+	     epoll_ctl(ss->epfd, EPOLL_CTL_ADD, p->pidfd, &ep) == -1))
 		return -1;
 	set_own(ss, p->sock, 1);
 	return 0;
@@ -315,13 +325,13 @@ slot_argv(const struct slots *ss, char *argv[12], char *first, char *first2)
 	argv[k] = NULL;
 }
 
-/* Drop the zygote (killed if KILL) and reap it: slots start by exec from
- * now on. */
+/* Drop the zygote (killed if KILL_IT) and reap it: slots start by exec
+ * from now on.  What was asked of it is failed by the caller first. */
 static void
 zygote_end(struct slots *ss, int kill_it)
 {
 	if (ss->zctl >= 0)
-		close(ss->zctl);
+		close(ss->zctl);	/* leaves the epoll set */
 	if (ss->zpid > 0) {
 		if (kill_it)
 			kill(ss->zpid, SIGKILL);
@@ -334,45 +344,32 @@ zygote_end(struct slots *ss, int kill_it)
 }
 
 /* The zygote's socket once it is ready, -1 before (it is started at the
- * first slot's start, and loads what the slots need meanwhile) and when
+ * first slot's start, and says when it is ready: zygote_answers) and when
  * there is none (it failed once). */
 static int
 zygote(struct slots *ss)
 {
+	struct epoll_event ev = { .events = EPOLLIN, .data.ptr = &ss->zwatch };
 	char *argv[12], opt[] = "--zygote", why[256];
-	int rc;
 
-	if (ss->zfailed)
+	if (ss->zfailed || ss->zctl >= 0)
+		return ss->zready ? ss->zctl : -1;
+	slot_argv(ss, argv, opt, NULL);
+	ss->zpid = slotproc_zygote(argv, &ss->zctl, why, sizeof(why));
+	if (ss->zpid < 0) {
+		log_warnx("cannot start the zygote (%s): slots start by exec",
+			  why);
+		ss->zpid = 0;
+		ss->zfailed = 1;
 		return -1;
-	if (ss->zctl < 0) {
-		slot_argv(ss, argv, opt, NULL);
-		ss->zpid = slotproc_zygote(argv, &ss->zctl, why, sizeof(why));
-		if (ss->zpid < 0) {
-			log_warnx("cannot start the zygote (%s): slots start "
-				  "by exec", why);
-			ss->zpid = 0;
-			ss->zfailed = 1;
-			return -1;
-		}
 	}
-	if (!ss->zready && (rc = slotproc_zygote_ready(ss->zctl)) != 0) {
-		if (rc < 0) {
-			log_warnx("the zygote failed to start: slots start by "
-				  "exec");
-			zygote_end(ss, 1);
-			return -1;
-		}
-		ss->zready = 1;
+	ss->zwatch = (struct watch){ NULL, W_ZYGOTE };
+	if (epoll_ctl(ss->epfd, EPOLL_CTL_ADD, ss->zctl, &ev) == -1) {
+		log_warnx("epoll_ctl: %s: slots start by exec",
+			  strerror(errno));
+		zygote_end(ss, 1);
 	}
-	return ss->zready ? ss->zctl : -1;
-}
-
-/* How long the agent may wait for the zygote's answer: it answers no ping
- * meanwhile, so a small part of the ping timeout, and 0.1 s at most. */
-static double
-zygote_wait(const struct slots *ss)
-{
-	return fmin(0.1, ss->ping_timeout / 4);
+	return -1;
 }
 
 /* A socket pair for P: P's end in P->sock, the slot's in *THEIRS.  -1
@@ -392,29 +389,42 @@ proc_socket(struct proc *p, int *theirs, char *why, size_t n)
 	return 0;
 }
 
+/* Ask the zygote for P's process (its pid comes later: proc_forked).  0,
+ * or -1 when P must start by exec. */
+static int
+proc_ask(struct slots *ss, struct proc *p)
+{
+	char why[128];
+	int ctl = zygote(ss), theirs;
+
+	if (ctl < 0 || proc_socket(p, &theirs, why, sizeof(why)) == -1)
+		return -1;
+	if (slotproc_zygote_ask(ctl, p->id, theirs) == -1) {
+		close(theirs);
+		close(p->sock);
+		p->sock = -1;
+		return -1;	/* a full queue, or gone: its answers tell */
+	}
+	close(theirs);
+	p->forking = 1;
+	if (ss->zq_tail)
+		ss->zq_tail->next_fork = p;
+	else
+		ss->zq = p;
+	ss->zq_tail = p;
+	return 0;
+}
+
 /* Start P's process: forked by the zygote, or else by exec.  Fills P's
- * pid, pidfd and socket; -1 with WHY. */
+ * socket, and its pid and pidfd unless it is forking; -1 with WHY. */
 static int
 proc_run(struct slots *ss, struct proc *p, char *why, size_t n)
 {
 	char ids[16], opt[] = "--slot", *argv[12];
-	int theirs, ctl = zygote(ss), broken;
+	int theirs;
 
-	if (ctl >= 0) {
-		if (proc_socket(p, &theirs, why, n) == -1)
-			return -1;
-		p->pid = slotproc_fork(ctl, p->id, theirs, zygote_wait(ss),
-				       &p->pidfd, &broken, why, n);
-		close(theirs);
-		if (p->pid > 0)
-			goto started;
-		close(p->sock);		/* a late copy may hold theirs */
-		p->sock = -1;
-		if (broken) {
-			log_warnx("%s: slots start by exec", why);
-			zygote_end(ss, 1);
-		}
-	}
+	if (proc_ask(ss, p) == 0)
+		return 0;
 	snprintf(ids, sizeof(ids), "%u", p->id);
 	slot_argv(ss, argv, opt, ids);
 	if (proc_socket(p, &theirs, why, n) == -1)
@@ -426,7 +436,6 @@ proc_run(struct slots *ss, struct proc *p, char *why, size_t n)
 		p->sock = -1;
 		return -1;
 	}
-started:
 	p->start = ft_proc_start(p->pid);
 	return 0;
 }
@@ -759,6 +768,96 @@ proc_exited(struct slots *ss, struct proc *p)
 	proc_free(ss, p);
 }
 
+/* P never ran (the zygote could not fork it): report it so, and drop
+ * it. */
+static void
+proc_unstarted(struct slots *ss, struct proc *p, const char *why)
+{
+	unlink_proc(ss, p);
+	report_unstarted(ss, p->id, p->gen, why);
+	proc_free(ss, p);
+}
+
+/* Fail what was asked of the zygote and drop it (killed if KILL_IT),
+ * for WHY.  A copy it made meanwhile leaves once its socket is closed
+ * here, and is reaped as a stray (reap_strays). */
+static void
+zygote_broken(struct slots *ss, int kill_it, const char *why)
+{
+	char reason[160];
+
+	log_warnx("the zygote %s: slots start by exec", why);
+	snprintf(reason, sizeof(reason), "the zygote %s", why);
+	while (ss->zq) {
+		struct proc *p = ss->zq;
+
+		ss->zq = p->next_fork;
+		proc_unstarted(ss, p, reason);
+	}
+	ss->zq_tail = NULL;
+	zygote_end(ss, kill_it);
+}
+
+/* The zygote forked P as PID (a child of ours): watch it as if started
+ * here. */
+static void
+proc_forked(struct slots *ss, struct proc *p, pid_t pid)
+{
+	struct epoll_event ep = { .events = EPOLLIN, .data.ptr = &p->wpid };
+
+	p->forking = 0;
+	p->pid = pid;
+	p->pidfd = ft_pidfd_open(pid);
+	if (p->pidfd < 0 ||
+	    epoll_ctl(ss->epfd, EPOLL_CTL_ADD, p->pidfd, &ep) == -1) {
+		kill(pid, SIGKILL);
+		waitpid(pid, NULL, 0);
+		proc_unstarted(ss, p, "pidfd_open failed");
+		return;
+	}
+	p->start = ft_proc_start(pid);
+	if (p->killed)		/* asked for while it was forking */
+		slotproc_kill(p->pid, p->start);
+}
+
+/* Read what the zygote answered: it is ready, or a pid for the oldest
+ * slot asked. */
+static void
+zygote_answers(struct slots *ss)
+{
+	uint32_t slot;
+	int pid, rc;
+
+	while (ss->zctl >= 0 &&
+	       (rc = slotproc_zygote_answer(ss->zctl, &slot, &pid)) != 0) {
+		struct proc *p = ss->zq;
+		char why[128];
+
+		if (rc < 0) {
+			zygote_broken(ss, 1, "is gone");
+			return;
+		}
+		if (slot == ZYGOTE_READY && !ss->zready) {
+			ss->zready = 1;
+			continue;
+		}
+		if (p == NULL || p->id != slot) {
+			zygote_broken(ss, 1, "answered out of turn");
+			return;
+		}
+		ss->zq = p->next_fork;
+		if (ss->zq == NULL)
+			ss->zq_tail = NULL;
+		if (pid > 0) {
+			proc_forked(ss, p, pid);
+		} else {
+			snprintf(why, sizeof(why), "the zygote's fork: %s",
+				 strerror(-pid));
+			proc_unstarted(ss, p, why);
+		}
+	}
+}
+
 /* Write every queued message the sockets take. */
 static int
 flush_dirty(struct slots *ss)
@@ -801,6 +900,14 @@ find_stopped(struct slots *ss)
 	}
 }
 
+/* How long the zygote may take to fork a slot (milliseconds, as a
+ * rule): one that takes longer is stopped or lost. */
+static double
+zygote_late(const struct slots *ss)
+{
+	return fmax(2.0, 2 * ss->ping_timeout);
+}
+
 /* Reap the agent's children that are no slot process of ours: the
  * zygote once it has died, and a copy it made after the agent stopped
  * waiting for its answer (that copy leaves, its socket closed).  A slot's
@@ -821,8 +928,7 @@ reap_strays(struct slots *ss)
 		if (p)
 			return;		/* its pidfd tells */
 		if (si.si_pid == ss->zpid) {
-			log_warnx("the zygote ended: slots start by exec");
-			zygote_end(ss, 0);
+			zygote_broken(ss, 0, "ended");
 		} else {
 			waitpid(si.si_pid, NULL, WNOHANG);
 		}
@@ -848,6 +954,8 @@ ping_round(struct slots *ss, double now)
 
 	find_stopped(ss);
 	reap_strays(ss);
+	if (ss->zq && now - ss->zq->born > zygote_late(ss))
+		zygote_broken(ss, 1, "did not answer");
 	ss->next_round = now + ss->heartbeat / 2;
 	proto_put_ping(&b, ++ss->seq);
 	for (p = ss->all; p; p = p->next) {
@@ -938,10 +1046,16 @@ events(struct slots *ss)
 	struct proc *gone[EVENTS];
 	int n = epoll_wait(ss->epfd, ev, EVENTS, 0), i, ngone = 0;
 
+	int zy = 0;
+
 	for (i = 0; i < n; i++) {
 		struct watch *w = ev[i].data.ptr;
 
-		if (w->is_pid) {
+		if (w->kind == W_ZYGOTE) {
+			zy = 1;		/* after: an answer may free a proc */
+			continue;
+		}
+		if (w->kind == W_PID) {
 			gone[ngone++] = w->p;
 			continue;
 		}
@@ -950,6 +1064,8 @@ events(struct slots *ss)
 		if (ev[i].events & (EPOLLIN | EPOLLHUP | EPOLLERR))
 			proc_read(ss, w->p);
 	}
+	if (zy)
+		zygote_answers(ss);
 	for (i = 0; i < ngone; i++)
 		proc_exited(ss, gone[i]);
 	return n > 0;

@@ -19,10 +19,11 @@
  * that matters to a process like the slot: raise, abort; nothing in the
  * slot acts on its main thread by pthread id).
  *
- * Requests and answers go over a SOCK_SEQPACKET socket: a request is the
- * slot id with the slot's socket (SCM_RIGHTS), an answer the slot id and
- * the new pid, or minus an errno.  The zygote first says it is ready (an
- * answer for ZYGOTE_READY): until then the agent starts slots by exec.
+ * Requests and answers go over a SOCK_SEQPACKET socket, answered in
+ * order: a request is the slot id with the slot's socket (SCM_RIGHTS), an
+ * answer the slot id and the new pid, or minus an errno.  The zygote
+ * first says it is ready (an answer for ZYGOTE_READY): until then the
+ * agent starts slots by exec.
  */
 #ifndef FT_ZYGOTE_H
 #define FT_ZYGOTE_H

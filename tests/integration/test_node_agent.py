@@ -253,10 +253,10 @@ def test_slots_forked_by_the_zygote_and_by_exec_once_it_is_gone(
         make_cluster, sig):
     """A node's slots are forked by its zygote once it is ready, as the
     agent's own children.  When the zygote is killed the agent reaps it;
-    when it is stopped, the agent's next request goes unanswered (it waits
-    a quarter of the ping timeout at most, so the node stays up) and the
-    agent kills it.  Slots then start by exec, and a batch through both
-    runs each task exactly once."""
+    when it is stopped, the agent's next request goes unanswered (the
+    agent does not wait for it: the node stays up) and after 2 s the agent
+    kills it, the slot asked for reported never started.  Slots then start
+    by exec, and a batch through both runs each task exactly once."""
     c = make_cluster(nodes=1, workers_per_node=3, heartbeat_ms=200)
     c.start()
     agent = node_of(c.status(), "node1")["agent_pid"]
