@@ -810,6 +810,8 @@ proc_forked(struct slots *ss, struct proc *p, pid_t pid)
 	p->pidfd = ft_pidfd_open(pid);
 	if (p->pidfd < 0 ||
 	    epoll_ctl(ss->epfd, EPOLL_CTL_ADD, p->pidfd, &ep) == -1) {
+		/* Our child, not reaped (reap_strays waits for the answers):
+		 * its pid is still its own. */
 		kill(pid, SIGKILL);
 		waitpid(pid, NULL, 0);
 		proc_unstarted(ss, p, "pidfd_open failed");
@@ -909,9 +911,10 @@ zygote_late(const struct slots *ss)
 }
 
 /* Reap the agent's children that are no slot process of ours: the
- * zygote once it has died, and a copy it made after the agent stopped
- * waiting for its answer (that copy leaves, its socket closed).  A slot's
- * end is read through its pidfd (proc_exited). */
+ * zygote once it has died, and a copy it made for a request the agent
+ * gave up on (that copy leaves, its socket closed).  A slot's end is read
+ * through its pidfd (proc_exited); while answers are due, an unknown
+ * child may be a slot whose pid has not come yet, and waits. */
 static void
 reap_strays(struct slots *ss)
 {
@@ -927,6 +930,8 @@ reap_strays(struct slots *ss)
 			;
 		if (p)
 			return;		/* its pidfd tells */
+		if (si.si_pid != ss->zpid && ss->zq)
+			return;		/* maybe a slot whose pid is on its way */
 		if (si.si_pid == ss->zpid) {
 			zygote_broken(ss, 0, "ended");
 		} else {
