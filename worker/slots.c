@@ -778,24 +778,53 @@ proc_unstarted(struct slots *ss, struct proc *p, const char *why)
 	proc_free(ss, p);
 }
 
-/* Fail what was asked of the zygote and drop it (killed if KILL_IT),
- * for WHY.  A copy it made meanwhile leaves once its socket is closed
- * here, and is reaped as a stray (reap_strays). */
+/* P was asked of a zygote that has failed since: start it by exec
+ * instead, on a new socket.  A copy the zygote made meanwhile leaves
+ * once its socket is closed here, and is reaped as a stray
+ * (reap_strays).  0, or -1 with WHY when P cannot start. */
+static int
+proc_exec_instead(struct slots *ss, struct proc *p, char *why, size_t n)
+{
+	set_own(ss, p->sock, 0);
+	close(p->sock);		/* leaves the epoll set */
+	p->sock = -1;
+	p->forking = 0;
+	frame_reader_free(&p->in);
+	frame_reader_init(&p->in, FT_SLOT_MSG_MAX);
+	frame_writer_free(&p->out);
+	if (proc_run(ss, p, why, n) == -1)
+		return -1;
+	p->born = ft_now();
+	if (watch_proc(ss, p) == -1)
+		proc_kill(p, 0, "epoll_ctl failed");	/* reported when reaped */
+	else if (p->killed)		/* asked for while it was forking */
+		slotproc_kill(p->pid, p->start);
+	return 0;
+}
+
+/* Drop the zygote (killed if KILL_IT), for WHY, and start by exec what
+ * was asked of it.  A slot that has spoken already (its copy exists and
+ * said hello) cannot start again in the same generation: it is reported
+ * as ended. */
 static void
 zygote_broken(struct slots *ss, int kill_it, const char *why)
 {
-	char reason[160];
+	struct proc *q = ss->zq;
+	char reason[256];
 
 	log_warnx("the zygote %s: slots start by exec", why);
-	snprintf(reason, sizeof(reason), "the zygote %s", why);
-	while (ss->zq) {
-		struct proc *p = ss->zq;
+	ss->zq = ss->zq_tail = NULL;
+	zygote_end(ss, kill_it);
+	while (q) {
+		struct proc *p = q;
 
-		ss->zq = p->next_fork;
+		q = p->next_fork;
+		if (p->hello || p->eof)
+			snprintf(reason, sizeof(reason), "the zygote %s", why);
+		else if (proc_exec_instead(ss, p, reason, sizeof(reason)) == 0)
+			continue;
 		proc_unstarted(ss, p, reason);
 	}
-	ss->zq_tail = NULL;
-	zygote_end(ss, kill_it);
 }
 
 /* The zygote forked P as PID (a child of ours): watch it as if started
