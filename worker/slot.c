@@ -255,12 +255,10 @@ wait_news(struct slot *s)
 	double held = runner_held_until(s->runner);
 	double now = ft_now();	/* after the loop's work: the wait is from here */
 	double left = s->last_heard + s->master_timeout - now;
+	struct timespec ts;
 
 	if (held > 0 && held - now < left)
 		left = held - now;
-
-	struct timespec ts;
-
 	if (frame_pending(&s->out))
 		fds[0].events |= POLLOUT;
 	/* A timespec, not poll's milliseconds: rounded up to whole ones

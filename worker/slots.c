@@ -440,6 +440,26 @@ proc_run(struct slots *ss, struct proc *p, char *why, size_t n)
 	return 0;
 }
 
+/* Start P's process and watch it (a kill asked for before, while P was
+ * forking, is done once its pid is known).  0, or -1 with WHY when it
+ * cannot start. */
+static int
+proc_launch(struct slots *ss, struct proc *p, char *why, size_t n)
+{
+	char err[96];
+
+	if (proc_run(ss, p, why, n) == -1)
+		return -1;
+	p->born = ft_now();
+	if (watch_proc(ss, p) == -1) {
+		snprintf(err, sizeof(err), "epoll_ctl: %s", strerror(errno));
+		proc_kill(p, 0, err);	/* reported when reaped: its pidfd */
+	} else if (p->killed && !p->forking) {
+		slotproc_kill(p->pid, p->start);
+	}
+	return 0;
+}
+
 /* A new process for slot ID, generation GEN, or NULL with WHY. */
 static struct proc *
 proc_start(struct slots *ss, uint32_t id, uint32_t gen, char *why, size_t n)
@@ -450,15 +470,10 @@ proc_start(struct slots *ss, uint32_t id, uint32_t gen, char *why, size_t n)
 	p->gen = gen;
 	p->sock = p->pidfd = -1;
 	frame_reader_init(&p->in, FT_SLOT_MSG_MAX);
-	if (proc_run(ss, p, why, n) == -1) {
+	if (proc_launch(ss, p, why, n) == -1) {
 		frame_reader_free(&p->in);
 		free(p);
 		return NULL;
-	}
-	p->born = ft_now();
-	if (watch_proc(ss, p) == -1) {
-		snprintf(why, n, "epoll_ctl: %s", strerror(errno));
-		proc_kill(p, 0, why);	/* reported when reaped: its pidfd */
 	}
 	return p;
 }
@@ -792,14 +807,7 @@ proc_exec_instead(struct slots *ss, struct proc *p, char *why, size_t n)
 	frame_reader_free(&p->in);
 	frame_reader_init(&p->in, FT_SLOT_MSG_MAX);
 	frame_writer_free(&p->out);
-	if (proc_run(ss, p, why, n) == -1)
-		return -1;
-	p->born = ft_now();
-	if (watch_proc(ss, p) == -1)
-		proc_kill(p, 0, "epoll_ctl failed");	/* reported when reaped */
-	else if (p->killed)		/* asked for while it was forking */
-		slotproc_kill(p->pid, p->start);
-	return 0;
+	return proc_launch(ss, p, why, n);
 }
 
 /* Drop the zygote (killed if KILL_IT), for WHY, and start by exec what
