@@ -31,6 +31,8 @@ struct runner {
 	uint32_t nheld;			/* results waiting to be taken */
 	int cfd;			/* eventfd: readable once the running
 					 * task is cancelled */
+	runner_deliver_fn deliver;	/* see runner_set_deliver */
+	void *deliver_arg;
 	struct runner_task *head, *tail;
 	uint32_t queued;
 	struct runner_task *running;
@@ -137,14 +139,14 @@ on_group(const struct ft_task *task, pid_t pgid)
  * A task that starts processes may kill its slot (`kill -9 $PPID`); the
  * master must have heard of the task before it, or it blames that one,
  * finished but unreported.  A moment next to a fork and an exec. */
-static void ring(struct runner *r);
+static void hand_over(struct runner *r);
 
 static void
 wait_sent(struct runner *r)
 {
 	pthread_mutex_lock(&r->mu);
 	if (r->rhead != NULL)
-		ring(r);
+		hand_over(r);
 	while (!r->stop && (r->rhead != NULL || r->taking))
 		pthread_cond_wait(&r->sent, &r->mu);
 	pthread_mutex_unlock(&r->mu);
@@ -268,6 +270,26 @@ wait_work(struct runner *r)
 	}
 }
 
+/* Results are due (R's lock held): the runner delivers them itself if
+ * it may, else rings for them.  Delivering saves the slot's main thread a
+ * wake-up per batch of results, which is most of what a slot spends on a
+ * batch of short tasks when hundreds of slots share a few CPUs. */
+static void
+hand_over(struct runner *r)
+{
+	int taken;
+
+	if (r->deliver == NULL || r->rung) {
+		ring(r);
+		return;
+	}
+	pthread_mutex_unlock(&r->mu);
+	taken = r->deliver(r->deliver_arg);
+	pthread_mutex_lock(&r->mu);
+	if (!taken)
+		ring(r);	/* for them, or for the rest of their bytes */
+}
+
 static void *
 runner_main(void *arg)
 {
@@ -313,7 +335,7 @@ runner_main(void *arg)
 			r->rtail = res;
 			r->nheld++;
 			if (ring_due(r, res, now))
-				ring(r);
+				hand_over(r);
 		}
 		runner_task_free(t);
 	}
@@ -361,6 +383,15 @@ runner_set_node(struct runner *r, const char *node, size_t len)
 	pthread_mutex_lock(&r->mu);
 	snprintf(r->node_env, sizeof(r->node_env), "FTFARM_NODE=%.*s",
 		 (int)(len < 256 ? len : 256), node ? node : "");
+	pthread_mutex_unlock(&r->mu);
+}
+
+void
+runner_set_deliver(struct runner *r, runner_deliver_fn deliver, void *arg)
+{
+	pthread_mutex_lock(&r->mu);
+	r->deliver = deliver;
+	r->deliver_arg = arg;
 	pthread_mutex_unlock(&r->mu);
 }
 

@@ -48,6 +48,14 @@ struct runner_result *runner_take(struct runner *r);
 /* The results last taken have been sent: an exec task waiting for them
  * may start. */
 void runner_sent(struct runner *r);
+/* Have the runner thread itself hand results that are due to DELIVER
+ * (called without the runner's lock, at most once at a time), instead of
+ * waking the thread that takes them.  DELIVER takes them with
+ * runner_take and returns 1 once it has, or 0 to have them rung for as
+ * usual (runner_fd).  Set before the first task is pushed. */
+typedef int (*runner_deliver_fn)(void *arg);
+void runner_set_deliver(struct runner *r, runner_deliver_fn deliver,
+			void *arg);
 /* A descriptor that is readable once results are due: at once for a
  * long task's and for the last queued; results of short tasks are held
  * while more wait (a millisecond at most). */

@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <math.h>
 #include <poll.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,6 +25,8 @@ struct slot {
 	int id;
 	struct runner *runner;
 	struct frame_reader in;
+	pthread_mutex_t out_mu;		/* out and unsent: the runner thread
+					 * writes results itself (deliver) */
 	struct frame_writer out;
 	double last_heard;
 	double master_timeout;
@@ -45,6 +48,7 @@ die(struct slot *s, const char *why)
 	_exit(1);
 }
 
+/* Queue message TAG with B's bytes (S's out_mu held, or no runner yet). */
 static void
 put(struct slot *s, int tag, struct ft_buf *b)
 {
@@ -52,8 +56,8 @@ put(struct slot *s, int tag, struct ft_buf *b)
 	ft_buf_free(b);
 }
 
-/* Write what the socket takes; once every result taken is written, an
- * exec task waiting for them may start. */
+/* Write what the socket takes (S's out_mu held); once every result taken
+ * is written, an exec task waiting for them may start. */
 static void
 flush_out(struct slot *s)
 {
@@ -126,7 +130,9 @@ on_ping(struct slot *s, const void *p, size_t n)
 		die(s, "malformed ping");
 	pong.running = runner_running(s->runner, &pong.queued);
 	proto_put_pong(&b, &pong);
+	pthread_mutex_lock(&s->out_mu);
 	put(s, FT_MSG_PONG, &b);
+	pthread_mutex_unlock(&s->out_mu);
 }
 
 static void
@@ -202,7 +208,7 @@ read_frames(struct slot *s, double now)
 
 /* Queue finished results in frames of at most FT_SLOT_MSG_MAX bytes,
  * once those taken before are all written (an exec task waits until
- * then). */
+ * then).  S's out_mu held. */
 static void
 queue_results(struct slot *s)
 {
@@ -242,6 +248,30 @@ queue_results(struct slot *s)
 	runner_result_free(list);
 }
 
+/* The runner's delivery, on its thread: results due go out from there,
+ * unless some taken before are still being written.  Returns 1 if the
+ * main thread need not wake for them, 0 if it must (to take them, or to
+ * write the rest when the socket is full). */
+static int
+deliver(void *arg)
+{
+	struct slot *s = arg;
+	int rc = 1;
+
+	pthread_mutex_lock(&s->out_mu);
+	if (s->unsent) {
+		pthread_mutex_unlock(&s->out_mu);
+		return 0;
+	}
+	queue_results(s);
+	if (s->unsent) {
+		flush_out(s);
+		rc = !s->unsent;
+	}
+	pthread_mutex_unlock(&s->out_mu);
+	return rc;
+}
+
 /* Sleep until the socket or the runner has news, the results the runner
  * holds are due, or the silence limit.  Returns the socket's poll events
  * (0 if it has none). */
@@ -259,8 +289,14 @@ wait_news(struct slot *s)
 
 	if (held > 0 && held - now < left)
 		left = held - now;
+	pthread_mutex_lock(&s->out_mu);
 	if (frame_pending(&s->out))
 		fds[0].events |= POLLOUT;
+	/* New results wait until those taken are written: the socket's
+	 * POLLOUT is the news then, not the runner's descriptor. */
+	if (s->unsent)
+		fds[1].fd = -1;
+	pthread_mutex_unlock(&s->out_mu);
 	/* A timespec, not poll's milliseconds: rounded up to whole ones
 	 * (and one more), a hold of 1 ms became 2 or 3. */
 	left = fmax(left, 0) + WAKE_MARGIN;
@@ -295,17 +331,21 @@ slot_run(int fd, int id, const struct ft_plugins *pl)
 	int news = POLLIN;
 
 	frame_reader_init(&s.in, FT_MSG_MAX);
+	pthread_mutex_init(&s.out_mu, NULL);
 	s.runner = runner_start(pl);
 	if (s.runner == NULL)
 		die(&s, "cannot start the runner thread");
+	runner_set_deliver(s.runner, deliver, &s);
 	s.master_timeout = HELLO_TIMEOUT;
 	s.last_heard = ft_now();
 	say_hello(&s, pl);
 	while (!s.stop) {
 		double now = ft_now();
 
+		pthread_mutex_lock(&s.out_mu);
 		queue_results(&s);
 		flush_out(&s);
+		pthread_mutex_unlock(&s.out_mu);
 		/* Read only when poll said so: an idle slot's wake-up (a
 		 * ping) costs one read, not a second one that finds
 		 * nothing. */
@@ -315,8 +355,10 @@ slot_run(int fd, int id, const struct ft_plugins *pl)
 			break;
 		/* A pong goes out now, not after a poll that says the
 		 * socket takes it. */
+		pthread_mutex_lock(&s.out_mu);
 		if (frame_pending(&s.out))
 			flush_out(&s);
+		pthread_mutex_unlock(&s.out_mu);
 		if (now - s.last_heard > s.master_timeout)
 			die(&s, s.welcomed ? "the agent went silent"
 					   : "no welcome from the agent");
@@ -326,5 +368,6 @@ slot_run(int fd, int id, const struct ft_plugins *pl)
 	say_bye(&s);
 	frame_reader_free(&s.in);
 	frame_writer_free(&s.out);
+	pthread_mutex_destroy(&s.out_mu);
 	return 0;
 }
