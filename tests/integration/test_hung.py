@@ -27,11 +27,16 @@ def test_sigstop_busy_worker(cluster):
     assert rc == 0, err
     bid = batch_id_of(out)
 
-    # A busy worker, some way into its task.
+    # A busy worker, some way into its task, on a node with no failure
+    # yet: the stop must be its node's first failure, or the ladder may
+    # take the node out instead of respawning the worker (at this
+    # heartbeat a loaded machine can miss an agent's ping at the start).
     def busy():
         st = c.status()
+        sound = {n["name"] for n in st["nodes"] if n.get("failures") == 0}
         ws = [w for w in st["workers"]
-              if w["state"] == "busy" and w.get("inflight", 1) > 0]
+              if w["state"] == "busy" and w.get("inflight", 1) > 0 and
+              w["node"] in sound]
         return ws[0] if ws else None
 
     w = wait_until(busy, 10)
@@ -72,8 +77,8 @@ def test_sigstop_busy_worker(cluster):
     evs = check_lost_worker_batch(c, bid, N, lambda i: f"h-{i}\n", slot)
 
     respawned = [e for e in evs if e["event"] == "worker_respawned" and
-                 e["worker"] == slot]
-    assert respawned, "no worker_respawned event"
+                 e["worker"] == slot and e["ts"] >= dead["ts"]]
+    assert respawned, "no worker_respawned event after its death"
     new_pid = respawned[-1]["pid"]
     assert new_pid != pid and pid_alive(new_pid)
     st = c.status()
