@@ -108,6 +108,11 @@ struct sched {
 	int probe_n;			/* ... results of theirs in a row ... */
 	double probe_secs;		/* ... and the longest of the first
 					 * PROBE_N (see probe_window) */
+	uint32_t trial_batch;		/* the batch and kind on trial ... */
+	uint8_t trial_kind;
+	int trial_on;
+	int trial_out;			/* ... the workers that took its tasks */
+	double trial_start;		/* ... and when the first did */
 };
 
 static void queues_free(struct sched *s);
@@ -116,6 +121,16 @@ static void queues_free(struct sched *s);
 #define PROBE_N 4		/* results of a new batch that size the
 				 * windows of workers yet to run one */
 #define REFILL_WIDE 16		/* fills this wide are topped up by halves */
+/* A batch and kind that no worker's window is sized for yet goes first
+ * to TRIAL_N workers of narrow windows, when it has more tasks than those
+ * windows take; the others wait for the probe (PROBE_N results) for up
+ * to TRIAL_HOLD seconds, then take their windows as before.  Short tasks then reach a slot as one message of its whole
+ * share instead of one task and, a round trip later, the rest: with 512
+ * slots on two CPUs that second message and its wake-ups were a tenth of
+ * a first batch of no-op tasks.  Long tasks start TRIAL_HOLD later. */
+#define TRIAL_N 8
+#define TRIAL_HOLD 0.02
+#define TRIAL_WINDOW 2		/* windows this narrow wait */
 
 void
 sched_params_default(struct sched_params *p)
@@ -990,6 +1005,36 @@ probe_window(const struct sched *s, const struct sworker *w, uint64_t head)
 	return window_of(s, fmax(s->probe_secs, 1e-7));
 }
 
+/* Must W, whose window is narrow, wait for the probe of HEAD's batch
+ * and kind (see TRIAL_N)?  Counts it among the trial's workers if not. */
+static int
+trial_holds(struct sched *s, const struct sworker *w, uint64_t head,
+	    double now)
+{
+	const struct sched_task *t = task_of(s, head);
+
+	/* Wide windows, or few tasks (one message each either way). */
+	if (w->window > TRIAL_WINDOW ||
+	    s->nqueued <= (size_t)s->nup * (size_t)w->window ||
+	    (t->batch == w->last_batch && t->kind == w->last_kind) ||
+	    (t->batch == s->probe_batch && t->kind == s->probe_kind &&
+	     s->probe_n >= PROBE_N))
+		return 0;
+	if (!s->trial_on || t->batch != s->trial_batch ||
+	    t->kind != s->trial_kind) {
+		s->trial_on = 1;
+		s->trial_batch = t->batch;
+		s->trial_kind = t->kind;
+		s->trial_out = 0;
+		s->trial_start = now;
+	}
+	if (s->trial_out < TRIAL_N) {
+		s->trial_out++;
+		return 0;
+	}
+	return now - s->trial_start < TRIAL_HOLD;
+}
+
 /* May W take tasks now?  (sched_takers counts these.) */
 static int
 can_take(const struct sworker *w)
@@ -1023,8 +1068,13 @@ sched_take(struct sched *s, int worker, double now, struct sched_pick *out,
 		int share = pass > 0 ?
 			(int)((s->nqueued + (size_t)pass - 1) / (size_t)pass) :
 			(int)(s->nqueued / (size_t)(s->nup > 0 ? s->nup : 1)) + 1;
-		int window = probe_window(s, w, fifo_head(s, &s->lv[0].v[0]));
-		int limit = share < window ? w->n + share : window;
+		uint64_t head = fifo_head(s, &s->lv[0].v[0]);
+		int window, limit;
+
+		if (head != 0 && trial_holds(s, w, head, now))
+			return 0;
+		window = probe_window(s, w, head);
+		limit = share < window ? w->n + share : window;
 
 		if (limit > window)
 			limit = window;

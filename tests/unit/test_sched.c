@@ -510,6 +510,87 @@ test_new_batch_probe_opens_windows(void **st)
 	sched_free(s);
 }
 
+/* 12 workers whose windows are 1 (each ran a 1 s task of batch 7), and
+ * NTASKS no-op tasks of batch 8 queued. */
+static struct sched *
+mk_after_long_tasks(int ntasks)
+{
+	struct sched *s = mk(12, NULL);
+	static const char spec[] = "{\"n\": 1}";
+	struct sched_pick one;
+	int k, i;
+
+	add_n(s, 12, 100);
+	for (k = 0; k < 12; k++)
+		sched_worker_up(s, k);
+	for (k = 0; k < 12; k++) {
+		one = take1(s, k, 0);
+		assert_int_equal(sched_done(s, k, one.tid, one.attempt, 1.0, 1),
+				 SCHED_ACCEPTED);
+		assert_int_equal(sched_window(s, k), 1);
+	}
+	sched_wake(s);
+	for (i = 0; i < ntasks; i++)
+		sched_add(s, 8, (uint32_t)i, spec, (uint32_t)strlen(spec), 10);
+	return s;
+}
+
+static void
+test_new_batch_trial_before_windows_open(void **st)
+{
+	struct sched *s = mk_after_long_tasks(1200);
+	struct sched_pick p[8][4], big[256];
+	int k;
+
+	(void)st;
+	/* Eight workers try the new batch, one task each; the rest wait
+	 * for what those show. */
+	for (k = 0; k < 8; k++)
+		assert_int_equal(sched_take(s, k, 2, p[k], 4), 1);
+	for (k = 8; k < 12; k++)
+		take_none(s, k, 2.001);
+	/* Four quick results: a pass is called for, and a waiting worker
+	 * takes its share in one go (1,192 queued over 12: about 100). */
+	for (k = 0; k < 4; k++)
+		assert_int_equal(sched_done(s, k, p[k][0].tid, p[k][0].attempt,
+					    1e-6, 2.002), SCHED_ACCEPTED);
+	assert_int_equal(sched_wake(s), 1);
+	assert_true(sched_take(s, 8, 2.002, big, 256) >= 90);
+	sched_free(s);
+}
+
+static void
+test_new_batch_trial_waits_no_longer_than_the_hold(void **st)
+{
+	struct sched *s = mk_after_long_tasks(1200);
+	struct sched_pick p[4];
+	int k;
+
+	(void)st;
+	for (k = 0; k < 8; k++)
+		assert_int_equal(sched_take(s, k, 2, p, 4), 1);
+	take_none(s, 8, 2.01);
+	/* No result within the hold (long tasks, say): the others take one
+	 * each, as their windows say. */
+	for (k = 8; k < 12; k++)
+		assert_int_equal(sched_take(s, k, 2.03, p, 4), 1);
+	sched_free(s);
+}
+
+static void
+test_new_batch_no_trial_for_a_task_each(void **st)
+{
+	struct sched *s = mk_after_long_tasks(12);
+	struct sched_pick p[4];
+	int k;
+
+	(void)st;
+	/* As many tasks as windows take: no worker waits. */
+	for (k = 0; k < 12; k++)
+		assert_int_equal(sched_take(s, k, 2, p, 4), 1);
+	sched_free(s);
+}
+
 static void
 test_window_stays_one_for_long_tasks(void **st)
 {
@@ -1946,6 +2027,9 @@ main(void)
 		cmocka_unit_test(test_no_copy_behind_a_reporting_worker),
 		cmocka_unit_test(test_round_trip_widens_window),
 		cmocka_unit_test(test_new_batch_probe_opens_windows),
+		cmocka_unit_test(test_new_batch_trial_before_windows_open),
+		cmocka_unit_test(test_new_batch_trial_waits_no_longer_than_the_hold),
+		cmocka_unit_test(test_new_batch_no_trial_for_a_task_each),
 		cmocka_unit_test(test_window_reset_on_worker_up),
 		cmocka_unit_test(test_done_once_then_duplicate),
 		cmocka_unit_test(test_duplicate_from_other_attempt),
