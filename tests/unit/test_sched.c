@@ -469,27 +469,39 @@ test_round_trip_widens_window(void **st)
  * open the windows of the workers that have run none of them yet, and
  * call for a pass: hundreds of workers need not each wait for a result
  * of their own. */
-static void
-test_new_batch_probe_opens_windows(void **st)
+/* NWORKERS workers whose windows are 1 (each ran a 1 s task of batch 7),
+ * and NTASKS no-op tasks of batch 8 queued. */
+static struct sched *
+mk_after_long_tasks(int nworkers, int ntasks)
 {
-	struct sched *s = mk(6, NULL);
+	struct sched *s = mk(nworkers, NULL);
 	static const char spec[] = "{\"n\": 1}";
-	struct sched_pick p[64], one;
+	struct sched_pick one;
 	int k, i;
 
-	(void)st;
-	add_n(s, 6, 100);			/* batch 7: 1 s tasks */
-	for (k = 0; k < 6; k++)
+	add_n(s, nworkers, 100);
+	for (k = 0; k < nworkers; k++)
 		sched_worker_up(s, k);
-	for (k = 0; k < 6; k++) {
+	for (k = 0; k < nworkers; k++) {
 		one = take1(s, k, 0);
 		assert_int_equal(sched_done(s, k, one.tid, one.attempt, 1.0, 1),
 				 SCHED_ACCEPTED);
 		assert_int_equal(sched_window(s, k), 1);
 	}
 	sched_wake(s);
-	for (i = 0; i < 120; i++)		/* batch 8: no-ops */
+	for (i = 0; i < ntasks; i++)
 		sched_add(s, 8, (uint32_t)i, spec, (uint32_t)strlen(spec), 10);
+	return s;
+}
+
+static void
+test_new_batch_probe_opens_windows(void **st)
+{
+	struct sched *s = mk_after_long_tasks(6, 120);
+	struct sched_pick p[64];
+	int k;
+
+	(void)st;
 	for (k = 0; k < 6; k++)
 		assert_int_equal(sched_take(s, k, 1, &p[k], 1), 1);
 	/* A new batch's first result is the worker's mean at once. */
@@ -510,35 +522,10 @@ test_new_batch_probe_opens_windows(void **st)
 	sched_free(s);
 }
 
-/* 12 workers whose windows are 1 (each ran a 1 s task of batch 7), and
- * NTASKS no-op tasks of batch 8 queued. */
-static struct sched *
-mk_after_long_tasks(int ntasks)
-{
-	struct sched *s = mk(12, NULL);
-	static const char spec[] = "{\"n\": 1}";
-	struct sched_pick one;
-	int k, i;
-
-	add_n(s, 12, 100);
-	for (k = 0; k < 12; k++)
-		sched_worker_up(s, k);
-	for (k = 0; k < 12; k++) {
-		one = take1(s, k, 0);
-		assert_int_equal(sched_done(s, k, one.tid, one.attempt, 1.0, 1),
-				 SCHED_ACCEPTED);
-		assert_int_equal(sched_window(s, k), 1);
-	}
-	sched_wake(s);
-	for (i = 0; i < ntasks; i++)
-		sched_add(s, 8, (uint32_t)i, spec, (uint32_t)strlen(spec), 10);
-	return s;
-}
-
 static void
 test_new_batch_trial_before_windows_open(void **st)
 {
-	struct sched *s = mk_after_long_tasks(1200);
+	struct sched *s = mk_after_long_tasks(12, 1200);
 	struct sched_pick p[8][4], big[256];
 	int k;
 
@@ -562,7 +549,7 @@ test_new_batch_trial_before_windows_open(void **st)
 static void
 test_new_batch_trial_waits_no_longer_than_the_hold(void **st)
 {
-	struct sched *s = mk_after_long_tasks(1200);
+	struct sched *s = mk_after_long_tasks(12, 1200);
 	struct sched_pick p[4];
 	int k;
 
@@ -580,7 +567,7 @@ test_new_batch_trial_waits_no_longer_than_the_hold(void **st)
 static void
 test_new_batch_no_trial_for_a_task_each(void **st)
 {
-	struct sched *s = mk_after_long_tasks(12);
+	struct sched *s = mk_after_long_tasks(12, 12);
 	struct sched_pick p[4];
 	int k;
 
