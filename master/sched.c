@@ -110,7 +110,6 @@ struct sched {
 					 * PROBE_N (see probe_window) */
 	uint32_t trial_batch;		/* the batch and kind on trial ... */
 	uint8_t trial_kind;
-	int trial_on;
 	int trial_out;			/* ... the workers that took its tasks */
 	double trial_start;		/* ... and when the first did */
 };
@@ -124,10 +123,12 @@ static void queues_free(struct sched *s);
 /* A batch and kind that no worker's window is sized for yet goes first
  * to TRIAL_N workers of narrow windows, when it has more tasks than those
  * windows take; the others wait for the probe (PROBE_N results) for up
- * to TRIAL_HOLD seconds, then take their windows as before.  Short tasks then reach a slot as one message of its whole
- * share instead of one task and, a round trip later, the rest: with 512
- * slots on two CPUs that second message and its wake-ups were a tenth of
- * a first batch of no-op tasks.  Long tasks start TRIAL_HOLD later. */
+ * to TRIAL_HOLD seconds, then take their windows as before.  Short tasks
+ * then reach a slot as one message of its whole share instead of one
+ * task and, a round trip later, the rest: with 512 slots on two CPUs that
+ * second message and its wake-ups were a tenth of a first batch of no-op
+ * tasks.  Long tasks start TRIAL_HOLD later (batch IDs start at 1: the
+ * first trial starts afresh). */
 #define TRIAL_N 8
 #define TRIAL_HOLD 0.02
 #define TRIAL_WINDOW 2		/* windows this narrow wait */
@@ -1020,9 +1021,7 @@ trial_holds(struct sched *s, const struct sworker *w, uint64_t head,
 	    (t->batch == s->probe_batch && t->kind == s->probe_kind &&
 	     s->probe_n >= PROBE_N))
 		return 0;
-	if (!s->trial_on || t->batch != s->trial_batch ||
-	    t->kind != s->trial_kind) {
-		s->trial_on = 1;
+	if (t->batch != s->trial_batch || t->kind != s->trial_kind) {
 		s->trial_batch = t->batch;
 		s->trial_kind = t->kind;
 		s->trial_out = 0;
