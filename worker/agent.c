@@ -15,9 +15,9 @@
 #define HELLO_TIMEOUT 60.0	/* seconds to wait for the master's welcome */
 /* After activity the agent polls without sleeping for SPIN_TIME before its
  * first nap: the master's next message often follows within it.  A time,
- * not a count of polls: on a loaded node each poll of MPI gives the CPU
- * away (Open MPI yields when it makes no progress and the node is
- * oversubscribed), and 200 polls took 200 time slices from the tasks. */
+ * not a count of polls, and a short one: the polls spin on a CPU the
+ * node's tasks could use (the agent asks Open MPI not to yield in them,
+ * see main.c). */
 #define SPIN_TIME 0.0002
 #define NAP_MIN 0.00005
 /* MPI has no descriptor to sleep on: the agent naps between polls (see

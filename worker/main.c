@@ -47,6 +47,14 @@ main(int argc, char **argv)
 		else if (c != 'e')
 			return 2;
 	}
+	/* The agent naps between its polls of MPI by itself (agent.c): it
+	 * needs none of the sched_yield that Open MPI makes after each empty
+	 * poll when the launch asks for it (cli/launch.c, for the ranks that
+	 * wait inside MPI: the master's spawns, a gang's collectives).  On a
+	 * node with hundreds of runnable processes each yield sent the agent
+	 * behind all of them, and a ping waited up to a second for its
+	 * answer.  Read by MPI_Init; other MPIs ignore it. */
+	setenv("OMPI_MCA_mpi_yield_when_idle", "0", 1);
 	MPI_Init(&argc, &argv);
 	MPI_Comm_get_parent(&parent);
 	args.comm = parent;

@@ -40,7 +40,9 @@ tasks    with `ftfarm submit --wait`, client-timed: 512 x exec `sleep 1`
          batch's results.jsonl is checked (each task exactly once, all ok);
          after the exec batch, this script itself posix_spawns 512 x
          `sleep 1` at once and reaps them (sleep1_bare_s): the floor the
-         machine sets for that burst with no task farm in between
+         machine sets for that burst with no task farm in between;
+         agents_lost_in_tasks counts the agent_dead events of the three
+         batches (a node agent given up on under the load: a problem)
 detect   SIGSTOP one idle worker (pid from `status --json`, on the last
          node), then SIGKILL another (on the first node): seconds from the
          signal to the `ts` of its worker_dead event (any event named
@@ -309,6 +311,7 @@ class Run:
         return dt
 
     def tasks(self, files):
+        offset = self.c.events_size()
         dt = self.batch("sleep1_exec_s", files["exec"], SLEEP_TASKS)
         floor = spawn_floor(SLEEP_TASKS, ["sleep", "1"])
         self.R["sleep1_bare_s"] = floor
@@ -316,6 +319,19 @@ class Run:
         self.batch("sleep1_type_s", files["sleep"], SLEEP_TASKS)
         dt = self.batch("noop_s", files["noop"], self.a.noop_tasks)
         self.R["noop_tasks_per_s"] = self.a.noop_tasks / dt
+        lost = self.agents_lost(offset)
+        self.R["agents_lost_in_tasks"] = len(lost)
+        for e in lost:
+            self.note(f"tasks: agent of {e.get('node')} declared dead: "
+                      f"{e.get('reason')}")
+
+    def agents_lost(self, offset):
+        """The agent_dead events in events.jsonl from OFFSET on: a node
+        agent given up on while the cluster only ran tasks."""
+        with open(os.path.join(self.c.state, "events.jsonl")) as f:
+            f.seek(offset)
+            return [e for e in map(json.loads, f.read().splitlines())
+                    if e.get("event") == "agent_dead"]
 
     def hit(self, worker, sig, key):
         """Send SIG to WORKER's pid; seconds to its worker_dead event."""
@@ -468,6 +484,7 @@ OPS = [("512 x exec sleep 1 s", "sleep1_exec_s", 2),
        ("exec / bare", "sleep1_exec_vs_bare", 2),
        ("512 x sleep 1 s", "sleep1_type_s", 2),
        ("no-op tasks/s", "noop_tasks_per_s", None),
+       ("agents lost in them", "agents_lost_in_tasks", None),
        ("status --json s", "status_s", 3),
        ("SIGSTOP seen s", "sigstop_detect_s", 3),
        ("SIGKILL seen s", "sigkill_detect_s", 3),
