@@ -35,6 +35,8 @@ struct sworker {
 	uint32_t last_batch;		/* batch and kind of its last result */
 	uint8_t last_kind;
 	double last;			/* seconds of its last finished task */
+	uint32_t trial;			/* the trial it took part in (sched's
+					 * trial_gen), 0: none */
 	int slow;
 	uint64_t slow_seq;
 	double slow_since;
@@ -111,6 +113,7 @@ struct sched {
 	uint32_t trial_batch;		/* the batch and kind on trial ... */
 	uint8_t trial_kind;
 	int trial_out;			/* ... the workers that took its tasks */
+	uint32_t trial_gen;		/* ... its number: 1, 2, ... */
 	double trial_start;		/* ... and when the first did */
 };
 
@@ -1009,8 +1012,7 @@ probe_window(const struct sched *s, const struct sworker *w, uint64_t head)
 /* Must W, whose window is narrow, wait for the probe of HEAD's batch
  * and kind (see TRIAL_N)?  Counts it among the trial's workers if not. */
 static int
-trial_holds(struct sched *s, const struct sworker *w, uint64_t head,
-	    double now)
+trial_holds(struct sched *s, struct sworker *w, uint64_t head, double now)
 {
 	const struct sched_task *t = task_of(s, head);
 
@@ -1026,9 +1028,15 @@ trial_holds(struct sched *s, const struct sworker *w, uint64_t head,
 		s->trial_kind = t->kind;
 		s->trial_out = 0;
 		s->trial_start = now;
+		s->trial_gen++;
 	}
+	/* Asked again, by the next pass with its window still full, a
+	 * worker of the trial is not counted twice. */
+	if (w->trial == s->trial_gen)
+		return 0;
 	if (s->trial_out < TRIAL_N) {
 		s->trial_out++;
+		w->trial = s->trial_gen;
 		return 0;
 	}
 	return now - s->trial_start < TRIAL_HOLD;

@@ -494,6 +494,17 @@ mk_after_long_tasks(int nworkers, int ntasks)
 	return s;
 }
 
+/* Workers FROM..TO-1 take one task each at NOW. */
+static void
+take_one_each(struct sched *s, int from, int to, double now)
+{
+	struct sched_pick p[4];
+	int k;
+
+	for (k = from; k < to; k++)
+		assert_int_equal(sched_take(s, k, now, p, 4), 1);
+}
+
 static void
 test_new_batch_probe_opens_windows(void **st)
 {
@@ -550,17 +561,28 @@ static void
 test_new_batch_trial_waits_no_longer_than_the_hold(void **st)
 {
 	struct sched *s = mk_after_long_tasks(12, 1200);
-	struct sched_pick p[4];
-	int k;
 
 	(void)st;
-	for (k = 0; k < 8; k++)
-		assert_int_equal(sched_take(s, k, 2, p, 4), 1);
+	take_one_each(s, 0, 8, 2);
 	take_none(s, 8, 2.01);
 	/* No result within the hold (long tasks, say): the others take one
 	 * each, as their windows say. */
-	for (k = 8; k < 12; k++)
-		assert_int_equal(sched_take(s, k, 2.03, p, 4), 1);
+	take_one_each(s, 8, 12, 2.03);
+	sched_free(s);
+}
+
+static void
+test_new_batch_trial_counts_each_worker_once(void **st)
+{
+	struct sched *s = mk_after_long_tasks(12, 1200);
+
+	(void)st;
+	take_one_each(s, 0, 7, 2);
+	/* The next pass asks worker 0 again: its window is full. */
+	take_none(s, 0, 2.001);
+	/* Seven workers are on trial, not eight: one more may try. */
+	take_one_each(s, 7, 8, 2.002);
+	take_none(s, 8, 2.003);
 	sched_free(s);
 }
 
@@ -568,13 +590,10 @@ static void
 test_new_batch_no_trial_for_a_task_each(void **st)
 {
 	struct sched *s = mk_after_long_tasks(12, 12);
-	struct sched_pick p[4];
-	int k;
 
 	(void)st;
 	/* As many tasks as windows take: no worker waits. */
-	for (k = 0; k < 12; k++)
-		assert_int_equal(sched_take(s, k, 2, p, 4), 1);
+	take_one_each(s, 0, 12, 2);
 	sched_free(s);
 }
 
@@ -2016,6 +2035,7 @@ main(void)
 		cmocka_unit_test(test_new_batch_probe_opens_windows),
 		cmocka_unit_test(test_new_batch_trial_before_windows_open),
 		cmocka_unit_test(test_new_batch_trial_waits_no_longer_than_the_hold),
+		cmocka_unit_test(test_new_batch_trial_counts_each_worker_once),
 		cmocka_unit_test(test_new_batch_no_trial_for_a_task_each),
 		cmocka_unit_test(test_window_reset_on_worker_up),
 		cmocka_unit_test(test_done_once_then_duplicate),
