@@ -22,6 +22,8 @@
 #define RESPAWN_WAIT_MAX 5.0
 #define START_PARALLEL 8	/* spawns under way at once */
 #define IDLE_NAP_MAX 0.5	/* longest nap of an idle agent */
+#define STARVED_MAX 8		/* late pongs in a row spared an agent
+				 * waiting for a CPU (on_link_starved) */
 #define EXIT_DRAIN_ROUNDS 4	/* MPI progress rounds for a dead agent's
 				 * last messages */
 /* A gathered RELAY goes out at this size: Open MPI's TCP transport sends
@@ -34,6 +36,7 @@ static struct master *am;		/* for the probes' callbacks */
 static void on_link_message(void *ctx, int id, int tag, const void *p,
 			    size_t n);
 static void on_link_failed(void *ctx, int id, const char *reason);
+static int on_link_starved(void *ctx, int id);
 static void on_exited(void *ctx, int id);
 
 const char *
@@ -78,6 +81,7 @@ agents_init(struct master *m, const struct agents_ops *o)
 {
 	struct link_ops lo = {
 		.ctx = m, .message = on_link_message, .failed = on_link_failed,
+		.starved = on_link_starved,
 	};
 	int i;
 
@@ -115,6 +119,7 @@ attach(struct master *m, struct agent *a, MPI_Comm comm, int rank)
 	a->pid = 0;
 	a->start = 0;
 	a->killed = 0;
+	a->starved = 0;
 	a->last_heard = ft_now();
 	drop_relay(a);
 	set_state(a, A_STARTING);
@@ -523,6 +528,7 @@ on_link_message(void *ctx, int id, int tag, const void *p, size_t n)
 	if (!live(a))
 		return;
 	a->last_heard = ft_now();
+	a->starved = 0;
 	if (a->state == A_STARTING && tag != FT_MSG_HELLO) {
 		agents_fail(m, id, "spoke before saying hello");
 		return;
@@ -557,6 +563,30 @@ static void
 on_link_failed(void *ctx, int id, const char *reason)
 {
 	agents_fail(ctx, id, reason);
+}
+
+/* Is agent ID late with its pong only for want of a CPU?  On a host that
+ * runs its own slots and the master too (one machine, many nodes), 512
+ * tasks starting at once on 2 CPUs kept runnable agents from the CPU for
+ * most of a second.  An agent of this host whose main thread is runnable
+ * is spared, STARVED_MAX rounds in a row at most (one that spins for good
+ * is still caught); a stopped or sleeping one is not.  Of an agent on
+ * another host the master cannot tell. */
+static int
+on_link_starved(void *ctx, int id)
+{
+	struct master *m = ctx;
+	struct agent *a = &m->agents[id];
+
+	if (a->state != A_UP || a->pid <= 0 || !ft_host_is_local(a->host) ||
+	    a->starved >= STARVED_MAX || !ft_pid_runnable(a->pid))
+		return 0;
+	a->starved++;
+	m->counters.agents_starved++;
+	log_info("node %s: its agent is late with a pong but waits for a "
+		 "CPU; spared (%d in a row)", m->cfg.nodes[id].name,
+		 a->starved);
+	return 1;
 }
 
 /* Agent ID's process on this machine has exited: after a bye, or once

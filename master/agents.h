@@ -56,6 +56,7 @@ struct agent {
 	double power_wait;		/* not spawned before its node's power
 					 * is known, or this time (0: none) */
 	double last_heard;		/* monotonic */
+	int starved;			/* pings in a row spared (STARVED_MAX) */
 	struct ft_buf relay;		/* the RELAY being gathered */
 	uint32_t nrelay;		/* its entries */
 };

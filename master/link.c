@@ -158,6 +158,8 @@ on_ping_done(struct treq *t, enum treq_outcome outcome, void *arg)
 	 * round pings it again; a stopped or dead peer says nothing. */
 	if (l->last_heard > l->last_ping)
 		return;
+	if (l->ls->ops.starved && l->ls->ops.starved(l->ls->ops.ctx, l->id))
+		return;
 	snprintf(why, sizeof(why), "no answer to a ping in %.3g s",
 		 l->ls->ping_timeout);
 	l->ls->ops.failed(l->ls->ops.ctx, l->id, why);

@@ -41,6 +41,10 @@ struct link_ops {
 	/* Worker ID's link failed for REASON: a send or ping expired, or a
 	 * receive failed.  The link stays open until the owner closes it. */
 	void (*failed)(void *ctx, int id, const char *reason);
+	/* Worker ID has not answered a ping in time: is it only waiting for
+	 * a CPU?  1 spares it this once (the next round pings it again).
+	 * NULL: never. */
+	int (*starved)(void *ctx, int id);
 };
 
 struct links {

@@ -71,7 +71,9 @@
 	X(duplicates, "duplicate_results", "Results dropped as duplicates") \
 	X(bad_msgs, "bad_messages", "Unexpected or malformed messages") \
 	X(exits_seen, "worker_exits_seen",				\
-	  "Workers declared dead the moment their process exited")
+	  "Workers declared dead the moment their process exited")	\
+	X(agents_starved, "agent_pings_spared",				\
+	  "Late pongs of agents of this host that waited for a CPU")
 
 struct counters {
 #define FT_COUNTER_FIELD(name, metric, help) uint64_t name;

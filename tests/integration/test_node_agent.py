@@ -315,3 +315,40 @@ def test_slots_forked_by_the_zygote_and_by_exec_once_it_is_gone(
     assert not [e for e in c.events() if e["event"] == "agent_dead"]
     assert c.stop().returncode == 0
     assert_no_leftovers(c)
+
+
+def test_agent_waiting_for_a_cpu_keeps_its_node(make_cluster):
+    """An agent of the master's host that misses its pings only for want
+    of a CPU is not declared dead while its main thread is runnable: here
+    the drained node1's agent runs at SCHED_IDLE while two tasks on node2
+    keep 24 processes busy for 2.5 s (5 heartbeat rounds; 8 are
+    spared)."""
+    c = make_cluster(nodes=2, workers_per_node=2, heartbeat_ms=500)
+    c.start()
+    r = c.cli("drain", "-c", c.config, "node1")
+    assert r.returncode == 0, r.stderr
+    st = c.status()
+    agent = node_of(st, "node1")["agent_pid"]
+    node2 = {w["id"] for w in slots_of(st, "node2")}
+    for tid in os.listdir(f"/proc/{agent}/task"):
+        os.sched_setscheduler(int(tid), os.SCHED_IDLE, os.sched_param(0))
+    t0 = time.time()
+    # Twelve busy loops per task: a SCHED_IDLE sleeper here waited up
+    # to 0.5 s for a CPU beside 16 of them, 0.3 s beside 8.
+    busy = ('for k in 1 2 3 4 5 6 7 8 9 10 11 12; do '
+            'timeout 2.5 sh -c "while :; do :; done" & done; wait; '
+            'echo "busy-$0"')
+    rc, out, err = c.submit({"name": "busy", "tasks": [
+        {"type": "exec", "argv": ["sh", "-c", busy, str(i)]}
+        for i in range(2)]}, wait=True, timeout=60)
+    assert rc == 0, (out, err)
+    res = c.results(batch_id_of(out))
+    assert not check_exactly_once(res, 2), check_exactly_once(res, 2)
+    assert all(x["worker"] in node2 for x in res), (res, node2)
+    assert not events_of(c, "agent_dead", t0), events_of(c, "agent_dead", t0)
+    st = c.status()
+    assert node_of(st, "node1")["agent_pid"] == agent and pid_alive(agent)
+    # The rule did the sparing: without it, the agent is declared dead.
+    assert st["counters"]["agents_starved"] >= 1, st["counters"]
+    r = c.stop(timeout=60)
+    assert r.returncode == 0, (r.stdout, r.stderr)
