@@ -487,15 +487,22 @@ ft_proc_start(pid_t pid)
 	return start;
 }
 
-int
-ft_pid_runnable(pid_t pid)
+char
+ft_pid_state(pid_t pid)
 {
 	const char *p;
 	char *text = proc_stat(pid, &p), state = 0;
-	int ok = p && sscanf(p + 1, " %c", &state) == 1;
 
+	if (p == NULL || sscanf(p + 1, " %c", &state) != 1)
+		state = 0;
 	free(text);
-	return ok && state == 'R';
+	return state;
+}
+
+int
+ft_pid_runnable(pid_t pid)
+{
+	return ft_pid_state(pid) == 'R';
 }
 
 #define PF_EXITING_FLAG 0x4	/* the kernel's PF_EXITING, /proc/PID/stat */

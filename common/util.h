@@ -79,6 +79,8 @@ int ft_pid_staying(pid_t pid);
  * A process that has not answered because it waits for a CPU is slow,
  * not hung. */
 int ft_pid_runnable(pid_t pid);
+/* PID's state letter in /proc/PID/stat (R, S, D, T, Z, ...), 0 if none. */
+char ft_pid_state(pid_t pid);
 
 /* Keep freed memory for reuse rather than let glibc give it back on its
  * own: the caller trims (malloc_trim) once it has gone idle.  Blocks of up

@@ -577,10 +577,18 @@ on_link_starved(void *ctx, int id)
 {
 	struct master *m = ctx;
 	struct agent *a = &m->agents[id];
+	char state;
 
-	if (a->state != A_UP || a->pid <= 0 || !ft_host_is_local(a->host) ||
-	    a->starved >= STARVED_MAX || !ft_pid_runnable(a->pid))
+	if (a->state != A_UP || a->pid <= 0 || !ft_host_is_local(a->host))
 		return 0;
+	state = ft_pid_state(a->pid);
+	if (a->starved >= STARVED_MAX || state != 'R') {
+		/* What it was doing, for whoever reads why the node failed. */
+		log_info("node %s: its agent missed a ping; its process is in "
+			 "state %c%s", m->cfg.nodes[id].name, state ? state : '?',
+			 state == 'R' ? ", late too many rounds in a row" : "");
+		return 0;
+	}
 	a->starved++;
 	m->counters.agents_starved++;
 	log_info("node %s: its agent is late with a pong but waits for a "

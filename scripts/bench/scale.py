@@ -323,7 +323,18 @@ class Run:
         self.R["agents_lost_in_tasks"] = len(lost)
         for e in lost:
             self.note(f"tasks: agent of {e.get('node')} declared dead: "
-                      f"{e.get('reason')}")
+                      f"{e.get('reason')}{self.agent_said(e.get('node'))}")
+
+    def agent_said(self, node):
+        """What master.log says of NODE's agent's missed ping (its
+        process's state then), or ""."""
+        try:
+            with open(os.path.join(self.c.state, "master.log")) as f:
+                said = [ln.strip() for ln in f
+                        if f"node {node}: its agent missed a ping" in ln]
+        except OSError:
+            return ""
+        return f" ({said[-1]})" if said else ""
 
     def agents_lost(self, offset):
         """The agent_dead events in events.jsonl from OFFSET on: a node
