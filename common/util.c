@@ -500,9 +500,11 @@ ft_pid_state(pid_t pid)
 }
 
 int
-ft_pid_runnable(pid_t pid)
+ft_pid_busy(pid_t pid)
 {
-	return ft_pid_state(pid) == 'R';
+	char state = ft_pid_state(pid);
+
+	return state == 'R' || state == 'D';
 }
 
 #define PF_EXITING_FLAG 0x4	/* the kernel's PF_EXITING, /proc/PID/stat */

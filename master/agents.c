@@ -568,10 +568,12 @@ on_link_failed(void *ctx, int id, const char *reason)
 /* Is agent ID late with its pong only for want of a CPU?  On a host that
  * runs its own slots and the master too (one machine, many nodes), 512
  * tasks starting at once on 2 CPUs kept runnable agents from the CPU for
- * most of a second.  An agent of this host whose main thread is runnable
- * is spared, STARVED_MAX rounds in a row at most (one that spins for good
- * is still caught); a stopped or sleeping one is not.  Of an agent on
- * another host the master cannot tell. */
+ * most of a second, and one for 0.75 s in state D (in the kernel: a page,
+ * or a lock held by one of its threads that waited for a CPU).  An agent
+ * of this host whose main thread is busy so (ft_pid_busy) is spared,
+ * STARVED_MAX rounds in a row at most (one that spins for good is still
+ * caught); a stopped or sleeping one is not.  Of an agent on another
+ * host the master cannot tell. */
 static int
 on_link_starved(void *ctx, int id)
 {
@@ -582,11 +584,12 @@ on_link_starved(void *ctx, int id)
 	if (a->state != A_UP || a->pid <= 0 || !ft_host_is_local(a->host))
 		return 0;
 	state = ft_pid_state(a->pid);
-	if (a->starved >= STARVED_MAX || state != 'R') {
+	if (a->starved >= STARVED_MAX || !ft_pid_busy(a->pid)) {
 		/* What it was doing, for whoever reads why the node failed. */
 		log_info("node %s: its agent missed a ping; its process is in "
 			 "state %c%s", m->cfg.nodes[id].name, state ? state : '?',
-			 state == 'R' ? ", late too many rounds in a row" : "");
+			 a->starved >= STARVED_MAX ?
+			 ", late too many rounds in a row" : "");
 		return 0;
 	}
 	a->starved++;

@@ -1018,13 +1018,14 @@ ping_round(struct slots *ss, double now)
 
 /* Is P late with its pong only for want of a CPU?  512 slots on 2 CPUs
  * running 512 commands wait a second and more for one, and whole nodes
- * were found hung.  A slot whose main thread is runnable gets another
- * ping timeout, STARVED_MAX times in a row at most (a main thread that
- * spins for good is still caught). */
+ * were found hung.  A slot whose main thread is busy (ft_pid_busy:
+ * runnable, or in the kernel) gets another ping timeout, STARVED_MAX
+ * times in a row at most (a main thread that spins for good is still
+ * caught). */
 static int
 starved(struct proc *p)
 {
-	if (p->starved >= STARVED_MAX || !ft_pid_runnable(p->pid))
+	if (p->starved >= STARVED_MAX || !ft_pid_busy(p->pid))
 		return 0;
 	p->starved++;
 	return 1;

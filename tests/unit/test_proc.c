@@ -11,6 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -102,13 +103,13 @@ test_running_stopped_zombie_reaped(void **state)
 /* The moment a killed child's socket ends it is a zombie or exiting;
  * the plain liveness check still calls it alive in a good share of the
  * rounds (which is why the master cannot use it to tell a hang). */
-/* Runnable (a slot waiting for a CPU, slow) against sleeping or stopped
- * (a slot that will not answer): only a spinning child is runnable. */
+/* Busy (a slot waiting for a CPU, or in the kernel: slow) against
+ * sleeping or stopped (a slot that will not answer). */
 static void
-test_runnable_only_when_it_wants_a_cpu(void **state)
+test_busy_only_when_it_wants_a_cpu_or_is_in_the_kernel(void **state)
 {
 	int sock, status, i, seen = 0;
-	pid_t spin, idle = child(&sock, 0);
+	pid_t spin, idle = child(&sock, 0), vforker;
 
 	(void)state;
 	spin = fork();
@@ -118,19 +119,41 @@ test_runnable_only_when_it_wants_a_cpu(void **state)
 			;
 	usleep(20000);
 	for (i = 0; i < 20 && !seen; i++) {
-		seen = ft_pid_runnable(spin);
+		seen = ft_pid_busy(spin);
 		usleep(1000);
 	}
 	assert_true(seen);
-	assert_false(ft_pid_runnable(idle));	/* asleep in pause() */
+	assert_false(ft_pid_busy(idle));	/* asleep in pause() */
 	kill(spin, SIGSTOP);
 	assert_int_equal(waitpid(spin, &status, WUNTRACED), spin);
-	assert_false(ft_pid_runnable(spin));
+	assert_false(ft_pid_busy(spin));
+	/* A vfork parent waits in the kernel (D) until its child execs; the
+	 * child stops itself first. */
+	vforker = fork();
+	assert_true(vforker >= 0);
+	if (vforker == 0) {
+		if (vfork() == 0) {
+			/* Killed with its parent, stopped or not. */
+			prctl(PR_SET_PDEATHSIG, SIGKILL);
+			kill(getpid(), SIGSTOP);
+			_exit(0);
+		}
+		_exit(0);
+	}
+	for (i = 0, seen = 0; i < 200 && !seen; i++) {
+		seen = ft_pid_state(vforker) == 'D';
+		usleep(1000);
+	}
+	assert_true(seen);
+	assert_true(ft_pid_busy(vforker));
 	kill(spin, SIGKILL);
 	kill(idle, SIGKILL);
+	kill(vforker, SIGKILL);
 	assert_int_equal(waitpid(spin, &status, 0), spin);
 	assert_int_equal(waitpid(idle, &status, 0), idle);
-	assert_false(ft_pid_runnable(spin));	/* gone */
+	assert_int_equal(waitpid(vforker, &status, 0), vforker);
+	assert_false(ft_pid_busy(spin));	/* gone */
+	assert_int_equal(ft_pid_state(spin), 0);
 	close(sock);
 }
 
@@ -171,7 +194,7 @@ main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_running_stopped_zombie_reaped),
 		cmocka_unit_test(test_killed_is_never_staying),
-		cmocka_unit_test(test_runnable_only_when_it_wants_a_cpu),
+		cmocka_unit_test(test_busy_only_when_it_wants_a_cpu_or_is_in_the_kernel),
 		cmocka_unit_test(test_no_such_process),
 	};
 
