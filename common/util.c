@@ -499,12 +499,47 @@ ft_pid_state(pid_t pid)
 	return state;
 }
 
+/* The state letter of thread TID of PID, 0 if none. */
+static char
+thread_state(pid_t pid, const char *tid)
+{
+	char path[320], *text, *p, state = 0;
+
+	snprintf(path, sizeof(path), "/proc/%d/task/%s/stat", (int)pid, tid);
+	if ((text = ft_read_file(path, NULL)) == NULL)
+		return 0;
+	if ((p = strrchr(text, ')')) == NULL || sscanf(p + 1, " %c", &state) != 1)
+		state = 0;
+	free(text);
+	return state;
+}
+
 int
 ft_pid_busy(pid_t pid)
 {
-	char state = ft_pid_state(pid);
+	char path[64], state;
+	struct dirent *d;
+	DIR *dir;
+	int busy = 0;
 
-	return state == 'R' || state == 'D';
+	state = ft_pid_state(pid);
+	if (state == 'R' || state == 'D')
+		return 1;
+	if (state == 0 || state == 'T' || state == 't' || state == 'Z')
+		return 0;
+	/* Asleep: maybe on a lock another of its threads holds while that
+	 * one waits for a CPU. */
+	snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
+	if ((dir = opendir(path)) == NULL)
+		return 0;
+	while (!busy && (d = readdir(dir)) != NULL) {
+		if (d->d_name[0] == '.')
+			continue;
+		state = thread_state(pid, d->d_name);
+		busy = state == 'R' || state == 'D';
+	}
+	closedir(dir);
+	return busy;
 }
 
 #define PF_EXITING_FLAG 0x4	/* the kernel's PF_EXITING, /proc/PID/stat */

@@ -75,10 +75,11 @@ int ft_pid_alive(pid_t pid);
  * peer that sees its sockets close finds it exiting or gone, never
  * staying. */
 int ft_pid_staying(pid_t pid);
-/* Is PID's main thread busy: runnable (state R: running, or waiting for
- * a CPU) or in the kernel (D: waiting for a page, a lock another thread
- * holds, a child's exec)?  A process that has not answered for either is
- * slow, not hung; one asleep (S) or stopped (T) is not busy. */
+/* Is PID busy: a thread of it runnable (state R: running, or waiting for
+ * a CPU) or in the kernel (D: waiting for a page, a lock, a child's
+ * exec)?  A process that has not answered for that is slow, not hung:
+ * its main thread may sleep on a lock that a busy thread holds.  One
+ * whose threads all sleep (S) or that is stopped (T) is not busy. */
 int ft_pid_busy(pid_t pid);
 /* PID's state letter in /proc/PID/stat (R, S, D, T, Z, ...), 0 if none. */
 char ft_pid_state(pid_t pid);

@@ -570,10 +570,10 @@ on_link_failed(void *ctx, int id, const char *reason)
  * tasks starting at once on 2 CPUs kept runnable agents from the CPU for
  * most of a second, and one for 0.75 s in state D (in the kernel: a page,
  * or a lock held by one of its threads that waited for a CPU).  An agent
- * of this host whose main thread is busy so (ft_pid_busy) is spared,
- * STARVED_MAX rounds in a row at most (one that spins for good is still
- * caught); a stopped or sleeping one is not.  Of an agent on another
- * host the master cannot tell. */
+ * of this host that is busy so (ft_pid_busy) is spared, STARVED_MAX
+ * rounds in a row at most (one that spins for good is still caught); a
+ * stopped or sleeping one is not.  Of an agent on another host the
+ * master cannot tell. */
 static int
 on_link_starved(void *ctx, int id)
 {

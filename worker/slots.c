@@ -1018,10 +1018,11 @@ ping_round(struct slots *ss, double now)
 
 /* Is P late with its pong only for want of a CPU?  512 slots on 2 CPUs
  * running 512 commands wait a second and more for one, and whole nodes
- * were found hung.  A slot whose main thread is busy (ft_pid_busy:
- * runnable, or in the kernel) gets another ping timeout, STARVED_MAX
- * times in a row at most (a main thread that spins for good is still
- * caught). */
+ * were found hung.  A slot that is busy (ft_pid_busy: a thread runnable
+ * or in the kernel; its main thread may wait for the lock on its output,
+ * which the runner holds while it waits for a CPU) gets another ping
+ * timeout, STARVED_MAX times in a row at most (a thread that spins for
+ * good is still caught). */
 static int
 starved(struct proc *p)
 {

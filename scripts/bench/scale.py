@@ -41,10 +41,13 @@ tasks    with `ftfarm submit --wait`, client-timed: 512 x exec `sleep 1`
          after the exec batch, this script itself posix_spawns 512 x
          `sleep 1` at once and reaps them (sleep1_bare_s): the floor the
          machine sets for that burst with no task farm in between;
-         agents_lost_in_tasks counts the agent_dead events of the three
-         batches (a node agent given up on under the load: a problem)
+         agents_lost_in_tasks and workers_lost_in_tasks count the
+         agent_dead and worker_dead events of the three batches (but the
+         slots that went with their agent, reason "its node agent ..."):
+         what was given up on under the load, a problem
 detect   SIGSTOP one idle worker (pid from `status --json`, on the last
-         node), then SIGKILL another (on the first node): seconds from the
+         node), then SIGKILL another (on the first node, its pid read
+         once the first is back): seconds from the
          signal to the `ts` of its worker_dead event (any event named
          *_dead with its pid) in events.jsonl; after each, SIGCONT if
          still alive and wait until W workers are idle again
@@ -319,11 +322,17 @@ class Run:
         self.batch("sleep1_type_s", files["sleep"], SLEEP_TASKS)
         dt = self.batch("noop_s", files["noop"], self.a.noop_tasks)
         self.R["noop_tasks_per_s"] = self.a.noop_tasks / dt
-        lost = self.agents_lost(offset)
+        lost = self.lost(offset, "agent_dead")
         self.R["agents_lost_in_tasks"] = len(lost)
         for e in lost:
             self.note(f"tasks: agent of {e.get('node')} declared dead: "
                       f"{e.get('reason')}{self.agent_said(e.get('node'))}")
+        lost = [e for e in self.lost(offset, "worker_dead")
+                if not str(e.get("reason")).startswith("its node agent")]
+        self.R["workers_lost_in_tasks"] = len(lost)
+        for e in lost[:5]:
+            self.note(f"tasks: worker {e.get('worker')} declared dead: "
+                      f"{e.get('reason')}")
 
     def agent_said(self, node):
         """What master.log says of NODE's agent's missed ping (its
@@ -336,13 +345,14 @@ class Run:
             return ""
         return f" ({said[-1]})" if said else ""
 
-    def agents_lost(self, offset):
-        """The agent_dead events in events.jsonl from OFFSET on: a node
-        agent given up on while the cluster only ran tasks."""
+    def lost(self, offset, kind):
+        """The KIND events (agent_dead, worker_dead) in events.jsonl from
+        OFFSET on: what was given up on while the cluster only ran
+        tasks."""
         with open(os.path.join(self.c.state, "events.jsonl")) as f:
             f.seek(offset)
             return [e for e in map(json.loads, f.read().splitlines())
-                    if e.get("event") == "agent_dead"]
+                    if e.get("event") == kind]
 
     def hit(self, worker, sig, key):
         """Send SIG to WORKER's pid; seconds to its worker_dead event."""
@@ -365,11 +375,13 @@ class Run:
         self.wait_idle(pid, 120)
 
     def detect(self):
-        ws = self.c.status()["workers"]
-        last = [w for w in ws if w["node"] == f"node{self.nnodes}"]
-        first = [w for w in ws if w["node"] == "node1" and w not in last[:1]]
-        self.hit(last[0], signal.SIGSTOP, "sigstop_detect_s")
-        self.hit(first[-1], signal.SIGKILL, "sigkill_detect_s")
+        def on(node):
+            return [w for w in self.c.status()["workers"]
+                    if w["node"] == node]
+        self.hit(on(f"node{self.nnodes}")[0], signal.SIGSTOP,
+                 "sigstop_detect_s")
+        # Chosen now, not before: the first hit's respawn takes a while.
+        self.hit(on("node1")[-1], signal.SIGKILL, "sigkill_detect_s")
 
     def stop(self):
         self.snapshot()
@@ -495,7 +507,8 @@ OPS = [("512 x exec sleep 1 s", "sleep1_exec_s", 2),
        ("exec / bare", "sleep1_exec_vs_bare", 2),
        ("512 x sleep 1 s", "sleep1_type_s", 2),
        ("no-op tasks/s", "noop_tasks_per_s", None),
-       ("agents lost in them", "agents_lost_in_tasks", None),
+       ("agents / workers lost in them",
+        ("agents_lost_in_tasks", "workers_lost_in_tasks"), None),
        ("status --json s", "status_s", 3),
        ("SIGSTOP seen s", "sigstop_detect_s", 3),
        ("SIGKILL seen s", "sigkill_detect_s", 3),

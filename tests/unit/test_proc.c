@@ -29,6 +29,15 @@ idle_thread(void *arg)
 	return NULL;
 }
 
+static void *
+spin_thread(void *arg)
+{
+	(void)arg;
+	for (;;)
+		;
+	return NULL;
+}
+
 /* A child that holds the other end of *SOCK and waits, with two threads
  * (as a worker has) when THREADS. */
 static pid_t
@@ -103,13 +112,14 @@ test_running_stopped_zombie_reaped(void **state)
 /* The moment a killed child's socket ends it is a zombie or exiting;
  * the plain liveness check still calls it alive in a good share of the
  * rounds (which is why the master cannot use it to tell a hang). */
-/* Busy (a slot waiting for a CPU, or in the kernel: slow) against
- * sleeping or stopped (a slot that will not answer). */
+/* Busy (a slot waiting for a CPU, in the kernel, or asleep while another
+ * of its threads is either: slow) against sleeping or stopped (a slot
+ * that will not answer). */
 static void
 test_busy_only_when_it_wants_a_cpu_or_is_in_the_kernel(void **state)
 {
 	int sock, status, i, seen = 0;
-	pid_t spin, idle = child(&sock, 0), vforker;
+	pid_t spin, idle = child(&sock, 0), vforker, threaded;
 
 	(void)state;
 	spin = fork();
@@ -146,6 +156,27 @@ test_busy_only_when_it_wants_a_cpu_or_is_in_the_kernel(void **state)
 	}
 	assert_true(seen);
 	assert_true(ft_pid_busy(vforker));
+	/* Asleep in its main thread, while another thread of it runs (a
+	 * main thread waiting for a lock a busy thread holds). */
+	threaded = fork();
+	assert_true(threaded >= 0);
+	if (threaded == 0) {
+		pthread_t t;
+
+		pthread_create(&t, NULL, spin_thread, NULL);
+		for (;;)
+			pause();
+	}
+	for (i = 0, seen = 0; i < 200 && !seen; i++) {
+		seen = ft_pid_state(threaded) == 'S' && ft_pid_busy(threaded);
+		usleep(1000);
+	}
+	assert_true(seen);
+	kill(threaded, SIGSTOP);
+	assert_int_equal(waitpid(threaded, &status, WUNTRACED), threaded);
+	assert_false(ft_pid_busy(threaded));
+	kill(threaded, SIGKILL);
+	assert_int_equal(waitpid(threaded, &status, 0), threaded);
 	kill(spin, SIGKILL);
 	kill(idle, SIGKILL);
 	kill(vforker, SIGKILL);
