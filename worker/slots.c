@@ -66,6 +66,7 @@ struct proc {
 	struct frame_writer out;
 	double born;
 	double ping_sent;		/* the open ping's time, 0 for none */
+	double heard;			/* when it last sent bytes */
 	uint64_t ping_seq;
 	unsigned pinged;		/* the round of its last ping */
 	unsigned worked;		/* 1 + the round it was last sent work
@@ -708,6 +709,9 @@ proc_read(struct slots *ss, struct proc *p)
 	struct frame f;
 	int got;
 
+	if (rc == FRAME_READ)
+		p->heard = ft_now();
+
 	while ((got = frame_next(&p->in, &f)) == 1)
 		on_frame(ss, p, &f);
 	if (got == -1) {
@@ -1023,10 +1027,22 @@ ping_round(struct slots *ss, double now)
  * which the runner holds while it waits for a CPU) gets another ping
  * timeout, STARVED_MAX times in a row at most (a thread that spins for
  * good is still caught). */
+/* PID's state letter, '?' if none. */
+static char
+state_of(pid_t pid)
+{
+	char state = ft_pid_state(pid);
+
+	return state ? state : '?';
+}
+
 static int
 starved(struct proc *p)
 {
-	if (p->starved >= STARVED_MAX || !ft_pid_busy(p->pid))
+	/* Or it sent something since the ping went out: its pong may be
+	 * behind that, not read yet by an agent that itself waited. */
+	if (p->starved >= STARVED_MAX ||
+	    (p->heard <= p->ping_sent && !ft_pid_busy(p->pid)))
 		return 0;
 	p->starved++;
 	return 1;
@@ -1059,9 +1075,9 @@ check_deadlines(struct slots *ss, double now)
 		if (!p->hello)
 			snprintf(why, sizeof(why), "no hello in %g s",
 				 hello_limit(ss));
-		else
-			snprintf(why, sizeof(why), "no answer to a ping in %g s",
-				 ss->ping_timeout);
+		else	/* with its state, for whoever asks why */
+			snprintf(why, sizeof(why), "no answer to a ping in %g s "
+				 "(state %c)", ss->ping_timeout, state_of(p->pid));
 		proc_kill(p, 1, why);
 		any = 1;
 	}
