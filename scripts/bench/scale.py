@@ -376,8 +376,10 @@ class Run:
 
     def detect(self):
         def on(node):
+            # Idle ones: a worker lost in the tasks may still be coming
+            # back, its last pid gone.
             return [w for w in self.c.status()["workers"]
-                    if w["node"] == node]
+                    if w["node"] == node and w["state"] == "idle"]
         self.hit(on(f"node{self.nnodes}")[0], signal.SIGSTOP,
                  "sigstop_detect_s")
         # Chosen now, not before: the first hit's respawn takes a while.
