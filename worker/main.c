@@ -10,12 +10,34 @@
  * process list (an operator, a node's power control); --epoch is
  * accepted and ignored.
  */
+#include <dlfcn.h>
 #include <getopt.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 
 #include "agent.h"
 #include "proto.h"
+
+/* The agent naps between its polls of MPI by itself (agent.c): it
+ * needs none of the sched_yield that Open MPI makes after each empty poll
+ * when the launch asks for it (cli/launch.c, for the ranks that wait
+ * inside MPI: the master's spawns, a gang's collectives).  On a node with
+ * hundreds of runnable processes each yield sent the agent behind all of
+ * them, and a ping waited up to a second for its answer.  Inside MPI_Init
+ * it only waits, and yields there still: eight agents spinning in it on 2
+ * CPUs slowed the start.  Open MPI exports the switch; other MPIs lack
+ * the symbol, and keep their ways. */
+static void
+no_yield(void)
+{
+	void (*set)(bool);
+
+	*(void **)&set = dlsym(RTLD_DEFAULT,
+			       "opal_progress_set_yield_when_idle");
+	if (set)
+		set(false);
+}
 
 int
 main(int argc, char **argv)
@@ -47,15 +69,8 @@ main(int argc, char **argv)
 		else if (c != 'e')
 			return 2;
 	}
-	/* The agent naps between its polls of MPI by itself (agent.c): it
-	 * needs none of the sched_yield that Open MPI makes after each empty
-	 * poll when the launch asks for it (cli/launch.c, for the ranks that
-	 * wait inside MPI: the master's spawns, a gang's collectives).  On a
-	 * node with hundreds of runnable processes each yield sent the agent
-	 * behind all of them, and a ping waited up to a second for its
-	 * answer.  Read by MPI_Init; other MPIs ignore it. */
-	setenv("OMPI_MCA_mpi_yield_when_idle", "0", 1);
 	MPI_Init(&argc, &argv);
+	no_yield();
 	MPI_Comm_get_parent(&parent);
 	args.comm = parent;
 	if (parent == MPI_COMM_NULL) {
