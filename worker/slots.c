@@ -66,6 +66,8 @@ struct proc {
 	struct frame_writer out;
 	double born;
 	double ping_sent;		/* the open ping's time, 0 for none */
+	double ping_written;		/* when it reached the socket, 0: not
+					 * yet */
 	double heard;			/* when it last sent bytes */
 	uint64_t ping_seq;
 	unsigned pinged;		/* the round of its last ping */
@@ -238,6 +240,9 @@ static void
 proc_flush(struct slots *ss, struct proc *p)
 {
 	int rc = frame_flush(&p->out, p->sock);
+
+	if (rc == 0 && p->ping_sent > 0 && p->ping_written == 0)
+		p->ping_written = ft_now();
 
 	if (rc == -1)			/* it is going: its exit tells */
 		frame_writer_free(&p->out);
@@ -1009,6 +1014,7 @@ ping_round(struct slots *ss, double now)
 		    round - p->pinged < ping_every(ss, p, round))
 			continue;
 		p->ping_sent = now;
+		p->ping_written = 0;
 		p->ping_seq = ss->seq;
 		p->pinged = round;
 		queue(ss, p, FT_MSG_PING, b.data, b.len);
@@ -1027,6 +1033,19 @@ ping_round(struct slots *ss, double now)
  * which the runner holds while it waits for a CPU) gets another ping
  * timeout, STARVED_MAX times in a row at most (a thread that spins for
  * good is still caught). */
+/* When P's open ping started to count: when it reached P's socket.  An
+ * agent that waited for a CPU between queueing it and writing it (0.5-0.9
+ * s in bursts of 512 execs on 2 CPUs) gave the slot only what was left,
+ * and whole runs of a node's slots were killed as hung, asleep, the ping
+ * written an instant before.  Not written yet after the write this pass
+ * tried first (slots_work flushes before its timers): the socket is full,
+ * the slot does not read, and the time counts from the queueing. */
+static double
+ping_start(const struct proc *p)
+{
+	return p->ping_written > 0 ? p->ping_written : p->ping_sent;
+}
+
 /* PID's state letter, '?' if none. */
 static char
 state_of(pid_t pid)
@@ -1059,13 +1078,14 @@ check_deadlines(struct slots *ss, double now)
 	ss->next_deadline = INFINITY;
 	for (p = ss->all; p; p = p->next) {
 		double due = !p->hello ? p->born + hello_limit(ss)
-			   : p->ping_sent > 0 ? p->ping_sent + ss->ping_timeout
+			   : p->ping_sent > 0 ? ping_start(p) + ss->ping_timeout
 			   : INFINITY;
 
 		if (p->killed)
 			continue;
 		if (now >= due && p->hello && starved(p)) {
-			p->ping_sent = now;	/* another ping timeout */
+			/* another ping timeout */
+			p->ping_sent = p->ping_written = now;
 			due = now + ss->ping_timeout;
 		}
 		if (now < due) {
