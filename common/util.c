@@ -453,21 +453,45 @@ env_has(const char *env, size_t len, const char *entry)
 	return 0;
 }
 
-/* /proc/PID/stat of PID (a new string, NULL if there is no such process),
- * with *FIELDS at what follows the command's closing parenthesis: " S"
- * (field 3, the state) and on, or NULL when that cannot be found. */
+/* The stat file at PATH (a process's or a thread's: a new string, NULL
+ * if there is none), with *FIELDS at what follows the command's closing
+ * parenthesis: " S" (field 3, the state) and on, or NULL when that cannot
+ * be found. */
+static char *
+stat_file(const char *path, const char **fields)
+{
+	char *text;
+
+	*fields = NULL;
+	if ((text = ft_read_file(path, NULL)) != NULL)
+		*fields = strrchr(text, ')');
+	return text;
+}
+
+/* /proc/PID/stat of PID, as stat_file. */
 static char *
 proc_stat(pid_t pid, const char **fields)
 {
-	char path[64], *text;
+	char path[64];
 
 	*fields = NULL;
 	if (pid <= 0)
 		return NULL;
 	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-	if ((text = ft_read_file(path, NULL)) != NULL)
-		*fields = strrchr(text, ')');
-	return text;
+	return stat_file(path, fields);
+}
+
+/* The state letter in the stat file at PATH, 0 if none. */
+static char
+stat_state(const char *path)
+{
+	const char *p;
+	char *text = stat_file(path, &p), state = 0;
+
+	if (p == NULL || sscanf(p + 1, " %c", &state) != 1)
+		state = 0;
+	free(text);
+	return state;
 }
 
 unsigned long long
@@ -490,28 +514,22 @@ ft_proc_start(pid_t pid)
 char
 ft_pid_state(pid_t pid)
 {
-	const char *p;
-	char *text = proc_stat(pid, &p), state = 0;
+	char path[64];
 
-	if (p == NULL || sscanf(p + 1, " %c", &state) != 1)
-		state = 0;
-	free(text);
-	return state;
+	if (pid <= 0)
+		return 0;
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	return stat_state(path);
 }
 
 /* The state letter of thread TID of PID, 0 if none. */
 static char
 thread_state(pid_t pid, const char *tid)
 {
-	char path[320], *text, *p, state = 0;
+	char path[320];
 
 	snprintf(path, sizeof(path), "/proc/%d/task/%s/stat", (int)pid, tid);
-	if ((text = ft_read_file(path, NULL)) == NULL)
-		return 0;
-	if ((p = strrchr(text, ')')) == NULL || sscanf(p + 1, " %c", &state) != 1)
-		state = 0;
-	free(text);
-	return state;
+	return stat_state(path);
 }
 
 int

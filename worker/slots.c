@@ -1026,13 +1026,6 @@ ping_round(struct slots *ss, double now)
 					 now + ss->ping_timeout);
 }
 
-/* Is P late with its pong only for want of a CPU?  512 slots on 2 CPUs
- * running 512 commands wait a second and more for one, and whole nodes
- * were found hung.  A slot that is busy (ft_pid_busy: a thread runnable
- * or in the kernel; its main thread may wait for the lock on its output,
- * which the runner holds while it waits for a CPU) gets another ping
- * timeout, STARVED_MAX times in a row at most (a thread that spins for
- * good is still caught). */
 /* When P's open ping started to count: when it reached P's socket.  An
  * agent that waited for a CPU between queueing it and writing it (0.5-0.9
  * s in bursts of 512 execs on 2 CPUs) gave the slot only what was left,
@@ -1055,6 +1048,13 @@ state_of(pid_t pid)
 	return state ? state : '?';
 }
 
+/* Is P late with its pong only for want of a CPU?  512 slots on 2 CPUs
+ * running 512 commands wait a second and more for one, and whole nodes
+ * were found hung.  A slot that is busy (ft_pid_busy: a thread runnable
+ * or in the kernel; its main thread may wait for the lock on its output,
+ * which the runner holds while it waits for a CPU) gets another ping
+ * timeout, STARVED_MAX times in a row at most (a thread that spins for
+ * good is still caught). */
 static int
 starved(struct proc *p)
 {
