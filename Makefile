@@ -40,7 +40,7 @@ COMMON := common/jpos.c common/jcheck.c common/config.c common/log.c \
 	common/util.c common/ctl.c common/proto.c common/jsonl.c \
 	common/batchtext.c common/statedir.c common/crc32c.c common/lease.c \
 	common/progress.c common/hosts.c common/slurm.c common/jparse.c \
-	common/rauth.c common/frame.c
+	common/rauth.c common/frame.c common/hugeheap.c
 # Code that calls MPI.
 COMMON_MPI := common/treq.c
 MASTER := master/main.c master/loop.c master/farm.c master/commands.c \
@@ -55,7 +55,7 @@ MASTER := master/main.c master/loop.c master/farm.c master/commands.c \
 WORKER := worker/main.c worker/agent.c worker/doze.c worker/slots.c \
 	worker/slotproc.c
 # ftfarm-slot, a node's worker slot: no MPI, compiled with cc.
-SLOT := worker/slot_main.c worker/slot.c worker/runner.c worker/hugeheap.c worker/zygote.c
+SLOT := worker/slot_main.c worker/slot.c worker/runner.c worker/zygote.c
 CLI := cli/main.c cli/err.c cli/commands.c cli/start.c cli/launch.c cli/supervise.c \
 	cli/nodes.c cli/watch.c cli/events.c cli/progress.c cli/tasks.c cli/remote.c
 PLUGINS := exec sleep wordcount relax
@@ -88,7 +88,7 @@ $(BINDIR)/ftfarm-master: $(master_o) $(common_mpi_o) $(common_o)
 # The status page is assembled into the master (.incbin in page.c).
 $(OBJ)/master/page.o: master/page.html
 
-$(BINDIR)/ftfarm-worker: $(worker_o) $(OBJ)/worker/hugeheap.o $(common_o)
+$(BINDIR)/ftfarm-worker: $(worker_o) $(common_o)
 	@mkdir -p $(dir $@)
 	$(MPICC) $(CFLAGS) -o $@ $^ $(LDLIBS) -ldl -lpthread
 

@@ -30,6 +30,7 @@
 #include "fence.h"
 #include "health.h"
 #include "http.h"
+#include "hugeheap.h"
 #include "log.h"
 #include "loop.h"
 #include "master.h"
@@ -229,6 +230,8 @@ main(int argc, char **argv)
 	}
 	if (config == NULL && !only_probe)
 		usage();
+	if (!only_probe)
+		hugeheap_exec(argv);	/* a batch's tasks in huge pages */
 	m.started = ft_now();
 	m.lease.fd = -1;
 	/* Freed memory stays for the next batch to reuse until the master

@@ -17,6 +17,7 @@
 #include <stdlib.h>
 
 #include "agent.h"
+#include "hugeheap.h"
 #include "proto.h"
 
 /* The agent naps between its polls of MPI by itself (agent.c): it
@@ -69,6 +70,7 @@ main(int argc, char **argv)
 		else if (c != 'e')
 			return 2;
 	}
+	hugeheap_exec(argv);	/* relay buffers in huge pages */
 	MPI_Init(&argc, &argv);
 	no_yield();
 	MPI_Comm_get_parent(&parent);

@@ -237,25 +237,30 @@ def thp_offered():
 
 
 @pytest.mark.parametrize("user_tunables", [None, "glibc.malloc.check=0"])
-def test_worker_huge_heap_is_not_inherited(make_cluster, user_tunables):
-    """A worker runs with glibc's heap in transparent huge pages (it execs
-    itself once with glibc.malloc.hugetlb=1), keeps its name and pid, and
-    the processes of its tasks get the user's GLIBC_TUNABLES back, or
-    none."""
+def test_huge_heaps_are_not_inherited(make_cluster, user_tunables):
+    """The master, a node's agent and a worker slot run with glibc's heap
+    in transparent huge pages (each execs itself once with
+    glibc.malloc.hugetlb=1, or the slot gets it from its agent), keep
+    their names and pids, and the processes of tasks get the user's
+    GLIBC_TUNABLES back, or none."""
     c = make_cluster(nodes=1, workers_per_node=1, task_events=False)
     c.env.pop("GLIBC_TUNABLES", None)
     if user_tunables:
         c.env["GLIBC_TUNABLES"] = user_tunables
     c.start()
-    pid = c.worker_pids()[0]
-    with open(f"/proc/{pid}/comm") as f:
-        assert f.read().strip() == "ftfarm-slot"
-    if user_tunables is None:
-        # (glibc cuts the variable it shows at the first tunable it reads,
-        # so only a lone one can be seen.)
-        env = proc_environ(pid)
-        assert (b"GLIBC_TUNABLES=glibc.malloc.hugetlb=1" in env) == \
-            thp_offered(), env
+    st = c.status()
+    pid = c.worker_pids(st)[0]
+    procs = {"ftfarm-slot": pid, "ftfarm-master": c.master_pid,
+             "ftfarm-worker": st["nodes"][0]["agent_pid"]}
+    for name, p in procs.items():
+        with open(f"/proc/{p}/comm") as f:
+            assert f.read().strip() == name, (name, p)
+        if user_tunables is None:
+            # (glibc cuts the variable it shows at the first tunable it
+            # reads, so only a lone one can be seen.)
+            env = proc_environ(p)
+            assert (b"GLIBC_TUNABLES=glibc.malloc.hugetlb=1" in env) == \
+                thp_offered(), (name, env)
     rc, out, err = c.submit({"name": "env", "tasks": [exec_task(
         "echo \"pid=$FTFARM_WORKER_PID\"; env | grep -E TUNABLES || true")]})
     assert rc == 0, err
