@@ -5,13 +5,15 @@
  * the agent carries its messages to the master.  --node and --state-dir
  * only say whose slot this is, to whoever looks at the process list.
  * With --zygote (and no --slot) it is the node's zygote, which forks the
- * node's slots on the agent's request (zygote.h); they keep its command
- * line.
+ * node's slots on the agent's request (zygote.h); each rewrites the
+ * command line it inherits into a slot's, without the --fd it does not
+ * have.
  */
 #include <fcntl.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "hugeheap.h"
@@ -47,6 +49,56 @@ take_socket(int fd)
 	return 0;
 }
 
+/* Append WORD and its NUL to the ROOM bytes at BUF (*LEN used): 0 when
+ * it does not fit. */
+static int
+add_word(char *buf, size_t room, size_t *len, const char *word)
+{
+	size_t n = strlen(word) + 1;
+
+	if (*len + n > room)
+		return 0;
+	memcpy(buf + *len, word, n);
+	*len += n;
+	return 1;
+}
+
+/* A slot the zygote forked shows the zygote's command line (ps, pgrep,
+ * and `ftfarm start`'s search for a cluster's leftover slots by their
+ * --state-dir): write over it, in place, the words an exec'd slot has,
+ * less --fd (the socket is not on 3 here).  They take fewer bytes than
+ * the zygote's ("--slot N" for "--zygote", no "--fd 3"); if not, the
+ * line stays as it was. */
+static void
+retitle(int argc, char **argv, int slot, const char *node, const char *dir)
+{
+	char *lo = argv[0], *hi = argv[0], *buf, num[16];
+	size_t room, len = 0;
+	int i, ok;
+
+	for (i = 0; i < argc; i++) {	/* getopt may have moved them */
+		if (argv[i] < lo)
+			lo = argv[i];
+		if (argv[i] + strlen(argv[i]) + 1 > hi)
+			hi = argv[i] + strlen(argv[i]) + 1;
+	}
+	room = (size_t)(hi - lo);
+	buf = ft_malloc(room);
+	snprintf(num, sizeof(num), "%d", slot);
+	ok = add_word(buf, room, &len, argv[0]) &&
+	     add_word(buf, room, &len, "--slot") &&
+	     add_word(buf, room, &len, num) &&
+	     (!node || (add_word(buf, room, &len, "--node") &&
+			add_word(buf, room, &len, node))) &&
+	     (!dir || (add_word(buf, room, &len, "--state-dir") &&
+		       add_word(buf, room, &len, dir)));
+	if (ok) {
+		memcpy(lo, buf, len);
+		memset(lo + len, 0, room - len);
+	}
+	free(buf);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -59,7 +111,7 @@ main(int argc, char **argv)
 		{ NULL, 0, NULL, 0 },
 	};
 	struct ft_plugins pl;
-	char err[512], *dir;
+	char err[512], *dir, *node = NULL, *state_dir = NULL;
 	int c, slot = -1, fd = -1, zygote = 0, rc;
 	uint32_t id;
 
@@ -70,7 +122,11 @@ main(int argc, char **argv)
 			fd = atoi(optarg);
 		else if (c == 'z')
 			zygote = 1;
-		else if (c != 'n' && c != 'd')
+		else if (c == 'n')
+			node = optarg;
+		else if (c == 'd')
+			state_dir = optarg;
+		else
 			return 2;
 	}
 	/* First: the exec keeps the socket only while it is inheritable. */
@@ -106,6 +162,7 @@ main(int argc, char **argv)
 		slot = (int)id;
 		if (take_socket(fd) == -1)
 			return 2;
+		retitle(argc, argv, slot, node, state_dir);
 		name_self();
 	}
 	rc = slot_run(fd, slot, &pl);

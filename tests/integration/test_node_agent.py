@@ -288,7 +288,13 @@ def test_slots_forked_by_the_zygote_and_by_exec_once_it_is_gone(
 
     old = set()
     forked = respawn_of(old)
-    assert "--zygote" in proc_cmdline(forked["pid"]), forked
+    # A forked slot writes a slot's words over the zygote's command line,
+    # less --fd: its socket is not on descriptor 3, an exec'd slot's is.
+    # `ftfarm start` finds a cluster's leftover slots by --state-dir.
+    cmd = proc_cmdline(forked["pid"])
+    assert f"--slot {forked['id']} --node node1 " \
+        f"--state-dir {c.state_dir} " in cmd, cmd
+    assert "--zygote" not in cmd and "--fd" not in cmd, cmd
     assert comm_of(forked["pid"]) == "ftfarm-slot", forked
     os.kill(zygote, sig)
 
@@ -301,8 +307,9 @@ def test_slots_forked_by_the_zygote_and_by_exec_once_it_is_gone(
     t_zygote = time.time()
     execd = respawn_of(old)
     assert wait_until(reaped, 3), proc_state(zygote)
-    assert "--zygote" not in proc_cmdline(execd["pid"]), execd
-    assert f"--slot {execd['id']}" in proc_cmdline(execd["pid"]), execd
+    cmd = proc_cmdline(execd["pid"])
+    assert "--zygote" not in cmd and "--fd 3" in cmd, cmd
+    assert f"--slot {execd['id']}" in cmd, execd
     # The respawn asked of a stopped zygote went to exec: one death (the
     # kill above), not a second one for a slot that never started.
     deaths = [e for e in c.events() if e["ts"] >= t_zygote and
