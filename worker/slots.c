@@ -926,7 +926,9 @@ flush_dirty(struct slots *ss)
 
 /* Kill the slots that have been stopped (SIGSTOP, SIGTSTP...): a stopped
  * slot answers nothing, and its tasks wait.  Only the agent's own
- * children are reported, and a debugger's stops are its own. */
+ * children are reported, and a debugger's stops are its own.  A stopped
+ * zygote forks nothing: it is dropped now, and what was asked of it
+ * starts by exec, rather than once it is late (zygote_late). */
 static void
 find_stopped(struct slots *ss)
 {
@@ -939,6 +941,12 @@ find_stopped(struct slots *ss)
 		if (waitid(P_ALL, 0, &si, WSTOPPED | WNOHANG) == -1 ||
 		    si.si_pid == 0)
 			return;
+		if (ss->zpid > 0 && si.si_pid == ss->zpid) {
+			snprintf(why, sizeof(why), "was stopped by signal %d",
+				 si.si_status);
+			zygote_broken(ss, 1, why);
+			continue;
+		}
 		for (p = ss->all; p && p->pid != si.si_pid; p = p->next)
 			;
 		if (p == NULL || p->killed)

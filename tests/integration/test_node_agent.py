@@ -253,10 +253,11 @@ def test_slots_forked_by_the_zygote_and_by_exec_once_it_is_gone(
         make_cluster, sig):
     """A node's slots are forked by its zygote once it is ready, as the
     agent's own children.  When the zygote is killed the agent reaps it;
-    when it is stopped, the agent's next request goes unanswered (the
-    agent does not wait for it: the node stays up) and after 2 s the agent
-    kills it and starts the slot asked for by exec.  Slots then start by
-    exec, and a batch through both runs each task exactly once."""
+    when it is stopped, the agent finds it so (as it finds stopped slots,
+    every half heartbeat, rather than 2 s after a request went
+    unanswered), kills it and starts by exec what was asked of it.  Slots
+    then start by exec, and a batch through both runs each task exactly
+    once."""
     c = make_cluster(nodes=1, workers_per_node=3, heartbeat_ms=200)
     c.start()
     agent = node_of(c.status(), "node1")["agent_pid"]
@@ -315,6 +316,8 @@ def test_slots_forked_by_the_zygote_and_by_exec_once_it_is_gone(
     deaths = [e for e in c.events() if e["ts"] >= t_zygote and
               e["event"] in ("worker_dead", "worker_spawn_failed")]
     assert len(deaths) == 1 and deaths[0]["pid"] > 0, deaths
+    if sig == signal.SIGSTOP:
+        assert "the zygote was stopped by signal 19" in c.mpirun_log()
 
     assert c.cli("wait", "-c", c.config, bid, timeout=90).returncode == 0
     problems = check_exactly_once(c.results(bid), n, lambda i: f"z-{i}\n")
