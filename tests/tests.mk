@@ -49,24 +49,29 @@ $(OBJ)/fuzz/fuzz_%: tests/fuzz/fuzz_%.c $(FUZZ_SRC) $(wildcard common/*.h) \
 		-DFT_TEST_BINDIR='"$(abspath $(BINDIR))"' -o $@ $< $(FUZZ_SRC) \
 		-ljansson -lm -ldl -lpthread
 
-fuzz: $(FUZZ_BIN)
-	@set -e; for f in request batch json rauth; do \
-		mkdir -p $(OBJ)/fuzz/corpus-$$f; \
-		cp -n tests/fuzz/corpus/$$f/* $(OBJ)/fuzz/corpus-$$f/ || true; \
-		echo "== fuzz_$$f ($(FUZZ_SECONDS) s)"; \
-		if timeout $$(( $(FUZZ_SECONDS) + 60 )) $(OBJ)/fuzz/fuzz_$$f \
-			-max_total_time=$(FUZZ_SECONDS) -max_len=65536 \
-			-print_final_stats=1 -artifact_prefix=$(OBJ)/fuzz/ \
-			$(OBJ)/fuzz/corpus-$$f > $(OBJ)/fuzz/$$f.log 2>&1; \
-		then grep -E "^#[0-9]+ +DONE|exec_per_sec" $(OBJ)/fuzz/$$f.log; \
-		else tail -40 $(OBJ)/fuzz/$$f.log; exit 1; fi; \
-	done
+FUZZ_NAMES := request batch json rauth
+
+# One target per harness, so that `make -j2 fuzz` runs two at a time.
+fuzz: $(FUZZ_NAMES:%=fuzz-%)
+
+fuzz-%: $(OBJ)/fuzz/fuzz_%
+	@mkdir -p $(OBJ)/fuzz/corpus-$*
+	@cp -n tests/fuzz/corpus/$*/* $(OBJ)/fuzz/corpus-$*/ || true
+	@echo "== fuzz_$* ($(FUZZ_SECONDS) s)"
+	@if timeout $$(( $(FUZZ_SECONDS) + 60 )) $(OBJ)/fuzz/fuzz_$* \
+		-max_total_time=$(FUZZ_SECONDS) -max_len=65536 \
+		-print_final_stats=1 -artifact_prefix=$(OBJ)/fuzz/ \
+		$(OBJ)/fuzz/corpus-$* > $(OBJ)/fuzz/$*.log 2>&1; \
+	then grep -E "^#[0-9]+ +DONE|exec_per_sec" $(OBJ)/fuzz/$*.log \
+		| sed "s/^/fuzz_$*: /"; \
+	else tail -40 $(OBJ)/fuzz/$*.log; exit 1; fi
 
 # The MPICH build (static launch only) is tested beside the Open MPI one.
 MPICH_BINDIR := build/mpich/bin
 
-# The fuzzers' short run inside `make test` (four harnesses): it keeps
-# the whole of `make test` well under ten minutes on two cores.
+# The fuzzers' short run inside `make test` (four harnesses, two at a
+# time): it keeps the whole of `make test` well under ten minutes on two
+# cores.
 TEST_FUZZ_SECONDS ?= 10
 
 # The builds run two jobs at a time (the tests' and the fuzzers' too):
@@ -77,7 +82,7 @@ test: deps
 	$(MAKE) -j2 MPI=mpich BINDIR=$(MPICH_BINDIR) all
 	$(MAKE) -j2 $(UNIT_BIN) $(FUZZ_BIN) $(OBJ)/tests/agent_master
 	$(MAKE) unit
-	$(MAKE) fuzz FUZZ_SECONDS=$(TEST_FUZZ_SECONDS)
+	$(MAKE) -j2 fuzz FUZZ_SECONDS=$(TEST_FUZZ_SECONDS)
 	$(MAKE) integration
 
 # The long runs, before a release: 32 idle workers for a minute, the soak
@@ -89,7 +94,7 @@ test-long: deps
 		tests/integration
 	FTFARM_SOAK_SCALE=10 timeout 3600 /usr/bin/python3 -m pytest -q -s \
 		tests/integration/test_daemon.py -k soak
-	$(MAKE) fuzz FUZZ_SECONDS=600
+	$(MAKE) -j2 fuzz FUZZ_SECONDS=600
 
 deps:
 	scripts/install-deps
