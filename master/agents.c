@@ -583,9 +583,9 @@ on_link_starved(void *ctx, int id)
 
 	if (a->state != A_UP || a->pid <= 0 || !ft_host_is_local(a->host))
 		return 0;
-	state = ft_pid_state(a->pid);
 	if (a->starved >= STARVED_MAX || !ft_pid_busy(a->pid)) {
 		/* What it was doing, for whoever reads why the node failed. */
+		state = ft_pid_state(a->pid);
 		log_info("node %s: its agent missed a ping; its process is in "
 			 "state %c%s", m->cfg.nodes[id].name, state ? state : '?',
 			 a->starved >= STARVED_MAX ?
@@ -594,9 +594,9 @@ on_link_starved(void *ctx, int id)
 	}
 	a->starved++;
 	m->counters.agents_starved++;
-	log_info("node %s: its agent is late with a pong but waits for a "
-		 "CPU; spared (%d in a row)", m->cfg.nodes[id].name,
-		 a->starved);
+	log_info("node %s: its agent is late with a pong but busy (a thread "
+		 "waits for a CPU or is in the kernel); spared (%d in a row)",
+		 m->cfg.nodes[id].name, a->starved);
 	return 1;
 }
 
