@@ -560,6 +560,24 @@ ft_pid_busy(pid_t pid)
 	return busy;
 }
 
+int
+ft_pid_sched_ns(pid_t pid, unsigned long long *ns)
+{
+	char path[64], *text;
+	unsigned long long run, wait;
+	int n;
+
+	snprintf(path, sizeof(path), "/proc/%d/schedstat", (int)pid);
+	if (pid <= 0 || (text = ft_read_file(path, NULL)) == NULL)
+		return -1;
+	n = sscanf(text, "%llu %llu", &run, &wait);
+	free(text);
+	if (n != 2)
+		return -1;
+	*ns = run + wait;
+	return 0;
+}
+
 #define PF_EXITING_FLAG 0x4	/* the kernel's PF_EXITING, /proc/PID/stat */
 
 int

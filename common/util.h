@@ -81,6 +81,10 @@ int ft_pid_staying(pid_t pid);
  * its main thread may sleep on a lock that a busy thread holds.  One
  * whose threads all sleep (S) or that is stopped (T) is not busy. */
 int ft_pid_busy(pid_t pid);
+/* PID's main thread's time on a CPU and waiting for one, in ns, into
+ * *NS (/proc/PID/schedstat): -1 if there is no such process.  It grows
+ * whenever the thread wakes up. */
+int ft_pid_sched_ns(pid_t pid, unsigned long long *ns);
 /* PID's state letter in /proc/PID/stat (R, S, D, T, Z, ...), 0 if none. */
 char ft_pid_state(pid_t pid);
 

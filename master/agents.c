@@ -565,15 +565,34 @@ on_link_failed(void *ctx, int id, const char *reason)
 	agents_fail(ctx, id, reason);
 }
 
+/* Agent A was asleep (state S) when its ping expired: has it stirred,
+ * run or waited for a CPU, since its last missed ping?  Its answer may
+ * be on its way: a sleeping agent at SCHED_IDLE beside 24 busy processes
+ * had answered, and the master, itself waiting for a CPU, had not read
+ * the pong yet.  The first such miss only takes the count of its main
+ * thread's time; a hung agent (asleep for good) is caught at the next. */
+static int
+stirred(struct agent *a)
+{
+	unsigned long long ns;
+
+	if (ft_pid_state(a->pid) != 'S' || ft_pid_sched_ns(a->pid, &ns) == -1)
+		return 0;
+	if (a->starved > 0 && ns == a->sched_ns)
+		return 0;
+	a->sched_ns = ns;
+	return 1;
+}
+
 /* Is agent ID late with its pong only for want of a CPU?  On a host that
  * runs its own slots and the master too (one machine, many nodes), 512
  * tasks starting at once on 2 CPUs kept runnable agents from the CPU for
  * most of a second, and one for 0.75 s in state D (in the kernel: a page,
  * or a lock held by one of its threads that waited for a CPU).  An agent
- * of this host that is busy so (ft_pid_busy) is spared, STARVED_MAX
- * rounds in a row at most (one that spins for good is still caught); a
- * stopped or sleeping one is not.  Of an agent on another host the
- * master cannot tell. */
+ * of this host that is busy so (ft_pid_busy), or asleep but stirred since
+ * (stirred), is spared, STARVED_MAX rounds in a row at most (one that
+ * spins for good is still caught); a stopped one is not.  Of an agent on
+ * another host the master cannot tell. */
 static int
 on_link_starved(void *ctx, int id)
 {
@@ -583,7 +602,8 @@ on_link_starved(void *ctx, int id)
 
 	if (a->state != A_UP || a->pid <= 0 || !ft_host_is_local(a->host))
 		return 0;
-	if (a->starved >= STARVED_MAX || !ft_pid_busy(a->pid)) {
+	if (a->starved >= STARVED_MAX ||
+	    !(ft_pid_busy(a->pid) || stirred(a))) {
 		/* What it was doing, for whoever reads why the node failed. */
 		state = ft_pid_state(a->pid);
 		log_info("node %s: its agent missed a ping; its process is in "
@@ -594,9 +614,9 @@ on_link_starved(void *ctx, int id)
 	}
 	a->starved++;
 	m->counters.agents_starved++;
-	log_info("node %s: its agent is late with a pong but busy (a thread "
-		 "waits for a CPU or is in the kernel); spared (%d in a row)",
-		 m->cfg.nodes[id].name, a->starved);
+	log_info("node %s: its agent is late with a pong but busy or stirring "
+		 "(it waits for a CPU, is in the kernel, or ran since); spared "
+		 "(%d in a row)", m->cfg.nodes[id].name, a->starved);
 	return 1;
 }
 

@@ -57,6 +57,8 @@ struct agent {
 					 * is known, or this time (0: none) */
 	double last_heard;		/* monotonic */
 	int starved;			/* pings in a row spared (STARVED_MAX) */
+	unsigned long long sched_ns;	/* its main thread's run and wait
+					 * time at its last spared miss */
 	struct ft_buf relay;		/* the RELAY being gathered */
 	uint32_t nrelay;		/* its entries */
 };

@@ -188,6 +188,38 @@ test_busy_only_when_it_wants_a_cpu_or_is_in_the_kernel(void **state)
 	close(sock);
 }
 
+/* A thread's run and wait time grows while it wakes (here a child that
+ * naps 1 ms at a time) and stays put while it is stopped. */
+static void
+test_sched_time_grows_only_while_it_wakes(void **state)
+{
+	unsigned long long a, b;
+	int status;
+	pid_t napper;
+
+	(void)state;
+	napper = fork();
+	assert_true(napper >= 0);
+	if (napper == 0)
+		for (;;)
+			usleep(1000);
+	usleep(20000);
+	assert_int_equal(ft_pid_sched_ns(napper, &a), 0);
+	usleep(20000);
+	assert_int_equal(ft_pid_sched_ns(napper, &b), 0);
+	assert_true(b > a);
+	kill(napper, SIGSTOP);
+	assert_int_equal(waitpid(napper, &status, WUNTRACED), napper);
+	assert_int_equal(ft_pid_sched_ns(napper, &a), 0);
+	usleep(20000);
+	assert_int_equal(ft_pid_sched_ns(napper, &b), 0);
+	assert_true(b == a);
+	kill(napper, SIGKILL);
+	assert_int_equal(waitpid(napper, &status, 0), napper);
+	assert_int_equal(ft_pid_sched_ns(napper, &a), -1);	/* gone */
+	assert_int_equal(ft_pid_sched_ns(0, &a), -1);
+}
+
 static void
 test_killed_is_never_staying(void **state)
 {
@@ -226,6 +258,7 @@ main(void)
 		cmocka_unit_test(test_running_stopped_zombie_reaped),
 		cmocka_unit_test(test_killed_is_never_staying),
 		cmocka_unit_test(test_busy_only_when_it_wants_a_cpu_or_is_in_the_kernel),
+		cmocka_unit_test(test_sched_time_grows_only_while_it_wakes),
 		cmocka_unit_test(test_no_such_process),
 	};
 
