@@ -18,7 +18,7 @@
  * not a count of polls, and a short one: the polls spin on a CPU the
  * node's tasks could use (the agent asks Open MPI not to yield in them,
  * see main.c). */
-#define SPIN_TIME 0.0002
+#define SPIN_TIME 0.00005
 #define NAP_MIN 0.00005
 /* MPI has no descriptor to sleep on: the agent naps between polls (see
  * doze.h), longer the longer nothing has happened.  Its slots wake it at
