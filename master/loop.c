@@ -12,14 +12,21 @@
 #include "registry.h"
 #include "subs.h"
 
-/* After activity the loop polls MPI without sleeping for HOT_WINDOW, then
+/* After activity the loop polls MPI without sleeping for a while, then
  * naps (the cold timer) from COLD_MIN up.  Each hot poll gives the CPU
  * away and takes it back (Open MPI yields in a poll that makes no
  * progress), so while results trickle in (short commands, one every
- * half millisecond) a longer window kept the master spinning on a CPU the
+ * half millisecond) a long window kept the master spinning on a CPU the
  * tasks wanted: 2 ms took a third of a CPU through 600 x `true` on two
- * slots.  The windows of queued tasks (sched.h) cover the nap. */
+ * slots.  The windows of queued tasks (sched.h) cover the nap.  Results
+ * that come in bulk (RUSH_TASKS done in one poll: short tasks, many
+ * workers) keep the long window for RUSH_KEEP seconds: there the next
+ * message is near, and a master that napped answered a whole node late
+ * (a first batch of 100,000 no-op tasks on 512 slots lost a tenth). */
 #define HOT_WINDOW 0.0002
+#define HOT_RUSH 0.002
+#define RUSH_TASKS 16
+#define RUSH_KEEP 0.01
 #define COLD_MIN 0.00005
 /* The longest gap between polls: short while tasks run (their results
  * should be seen at once), longer once nothing has happened for a while,
@@ -40,6 +47,7 @@ static ev_timer cold_w, cron_w;
 static ev_signal term_w, int_w, hup_w;
 static ev_prepare defer_w;
 static double last_activity, backoff, last_flush, last_poll, last_second;
+static double last_rush;		/* when a poll last found RUSH_TASKS done */
 static double cron_due;		/* when the cron should run next */
 static int cron_asleep;		/* the cron sleeps for an idle farm */
 static int hot;
@@ -102,11 +110,18 @@ flush_if_urgent(struct master *m)
 	}
 }
 
+/* How long the loop stays hot after activity, at NOW. */
+static double
+hot_window(double now)
+{
+	return now - last_rush < RUSH_KEEP ? HOT_RUSH : HOT_WINDOW;
+}
+
 static void
 poll_mpi(struct master *m)
 {
 	double now = ft_now(), late;
-	uint64_t work = m->links.work_in;
+	uint64_t work = m->links.work_in, open = sched_open(m->sched);
 
 	/* Polls come at least when the cron is due.  Later means the loop
 	 * was blocked (a spawn, a slow disk) and could read no answer
@@ -126,6 +141,8 @@ poll_mpi(struct master *m)
 	/* Pongs are no sign of work: an idle farm stays idle. */
 	if (m->links.work_in != work)
 		last_activity = now;
+	if (open >= sched_open(m->sched) + RUSH_TASKS)
+		last_rush = now;
 }
 
 static void
@@ -173,10 +190,12 @@ static void
 on_hot(struct ev_loop *loop, ev_idle *w, int revents)
 {
 	struct master *m = w->data;
+	double now;
 
 	(void)loop, (void)revents;
 	poll_mpi(m);
-	if (hot && ft_now() - last_activity > HOT_WINDOW)
+	now = ft_now();
+	if (hot && now - last_activity > hot_window(now))
 		go_cold(m);
 }
 
@@ -184,17 +203,18 @@ static void
 on_cold(struct ev_loop *loop, ev_timer *w, int revents)
 {
 	struct master *m = w->data;
-	double cap;
+	double cap, now;
 
 	(void)revents;
 	poll_mpi(m);
 	if (hot)
 		return;		/* something kicked the loop meanwhile */
-	if (ft_now() - last_activity <= HOT_WINDOW) {
+	now = ft_now();
+	if (now - last_activity <= hot_window(now)) {
 		go_hot(m);
 		return;
 	}
-	cap = cold_cap(m, ft_now());
+	cap = cold_cap(m, now);
 	if (cap == 0)
 		return;		/* idle: the cron polls (kick wakes us) */
 	backoff = fmin(backoff * 2, cap);
