@@ -13,6 +13,7 @@
 
 #include "crc32c.h"
 #include "jsonl.h"
+#include "log.h"
 #include "util.h"
 
 #define TAIL_LEN (JSONL_CRC_END_LEN - 1)	/* ,"crc":"XXXXXXXX"} */
@@ -342,6 +343,68 @@ sync_dir_of(const char *path)
 	return rc;
 }
 
+/* Where R's cuts make one run of bytes to the end of the file (a torn
+ * last line, a damaged one before it): its offset, else -1. */
+static int64_t
+tail_cut(const struct journal_results *r)
+{
+	uint64_t end = r->size;
+	size_t i;
+
+	for (i = r->ncuts; i > 0; i--) {
+		const struct journal_cut *c = &r->cuts[i - 1];
+
+		if (c->offset + c->bytes != end)
+			return -1;
+		end = c->offset;
+	}
+	return r->ncuts ? (int64_t)end : -1;
+}
+
+/* Cut PATH's tail at OFF in place, the bytes cut appended to BAD first
+ * when they can be: a truncation needs no room on the disk, and a master
+ * that restarts on a full disk after a crash mid-line must not give up on
+ * the batch for want of room to copy it.  Bytes of a torn or damaged line
+ * that cannot be kept aside are only logged: that task runs again. */
+static int
+trim_tail(const char *path, const char *bad, const struct journal_results *r,
+	  uint64_t off, char *err, size_t n)
+{
+	int fd = open(path, O_RDWR | O_NOFOLLOW | O_CLOEXEC), dfd;
+	size_t len = (size_t)(r->size - off);
+	char *text = ft_malloc(len + 1);
+	struct stat st;
+
+	if (fd == -1 || fstat(fd, &st) == -1) {
+		snprintf(err, n, "%s: repair: %s", path, strerror(errno));
+		goto fail;
+	}
+	if ((uint64_t)st.st_size != r->size) {
+		snprintf(err, n, "%s: changed while being repaired", path);
+		goto fail;
+	}
+	dfd = open(bad, O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_CLOEXEC,
+		   0600);
+	if (pread(fd, text, len, (off_t)off) != (ssize_t)len || dfd == -1 ||
+	    ft_write_all(dfd, text, len) == -1 || fsync(dfd) == -1)
+		log_warnx("%s: the %zu damaged bytes at its end are not kept "
+			  "in %s: %s", path, len, bad, strerror(errno));
+	if (dfd >= 0)
+		close(dfd);
+	if (ftruncate(fd, (off_t)off) == -1 || fsync(fd) == -1) {
+		snprintf(err, n, "%s: repair: %s", path, strerror(errno));
+		goto fail;
+	}
+	free(text);
+	close(fd);
+	return 0;
+fail:
+	free(text);
+	if (fd >= 0)
+		close(fd);
+	return -1;
+}
+
 int
 journal_repair(const char *path, const struct journal_results *r, char *err,
 	       size_t n)
@@ -350,8 +413,13 @@ journal_repair(const char *path, const struct journal_results *r, char *err,
 	char *bad = ft_asprintf("%s.damaged", path);
 	char *text = NULL;
 	size_t len = 0;
+	int64_t tail = tail_cut(r);
 	int fd = -1, dfd = -1, rc = -1;
 
+	if (tail >= 0) {
+		rc = trim_tail(path, bad, r, (uint64_t)tail, err, n);
+		goto out;
+	}
 	text = ft_read_file(path, &len);
 	if (text == NULL || len != r->size) {
 		snprintf(err, n, "%s: changed while being repaired", path);

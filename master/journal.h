@@ -63,7 +63,10 @@ struct journal_results {
 int journal_read(const char *path, uint32_t max_task, int keep,
 		 struct journal_results *r, char *err, size_t n);
 /* Rewrite PATH with R's trusted lines only (R was read from it), the cut
- * bytes appended to PATH.damaged; synced.  0, or -1 with ERR. */
+ * bytes appended to PATH.damaged; synced.  When the cut bytes are all at
+ * the end (a torn last line), PATH is truncated in place instead, which
+ * needs no room on a full disk; their copy in PATH.damaged is then kept
+ * if it can be, and only logged if not.  0, or -1 with ERR. */
 int journal_repair(const char *path, const struct journal_results *r,
 		   char *err, size_t n);
 /* Is task INDEX done in R? */

@@ -289,6 +289,44 @@ def test_full_state_dir_loses_nothing(make_cluster, small_tmpfs):
     c.stop()
 
 
+def test_torn_tail_on_a_full_disk_is_cut_in_place(make_cluster, small_tmpfs):
+    """A master killed mid-line restarts on a full state dir: the torn
+    last line is cut off in place (no room for a copy), the batch is not
+    given up, and once there is room again it ends with every task once."""
+    c = make_cluster(heartbeat_ms=500, master_silence_ms=3000,
+                     state_dir=str(small_tmpfs / "state"))
+    c.state_dir = small_tmpfs / "state"
+    c.start()
+    n = 60
+    rc, out, err = c.submit(
+        {"name": "torn", "tasks": [exec_task("sleep 0.05; echo $0", i)
+                                   for i in range(n)]}, wait=False)
+    assert rc == 0, err
+    bid = batch_id_of(out)
+    assert wait_lines(c, bid, 20)
+    kill_master(c)
+    path = results_path(c, bid)
+    trusted, cut = _damage(path, "cut0.5")
+    ballast = small_tmpfs / "ballast"
+    fill(ballast)
+    restart(c)
+    try:
+        # Replayed on the full disk: the torn line is gone, the rest kept.
+        assert wait_until(lambda: path.read_bytes().endswith(b"\n"), 30)
+        time.sleep(1)
+        row = c.status()["batches"][0]
+        assert row["id"] == bid and row["state"] != "failed", row
+        assert "cannot be replayed" not in c.master_log()
+    finally:
+        ballast.unlink()
+    r = c.cli("wait", "-c", c.config, bid, timeout=240)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert not check_exactly_once(c.results(bid), n, lambda i: f"{i}\n")
+    rep = [e for e in c.events() if e["event"] == "journal_repaired"]
+    assert rep and all(e["batch"] == bid for e in rep), rep
+    c.stop()
+
+
 # ---- fencing ----
 
 def lease_record(epoch, seq, state, sup="-/0/0", master="-/0/0"):

@@ -202,6 +202,71 @@ test_flipped_byte(void **state)
 	}
 }
 
+/* Directories where the repair's copy and the cut bytes would go: no
+ * new file can be made there, as on a full disk. */
+static void
+block_files(struct fx *f, int on)
+{
+	char *cmd = ft_asprintf(on ? "mkdir -p '%1$s.repair/x' '%1$s.damaged'"
+			       : "rm -rf '%1$s.repair' '%1$s.damaged'",
+			       f->path);
+
+	assert_int_equal(system(cmd), 0);
+	free(cmd);
+}
+
+/* A damaged line followed by a torn last one is cut off in place, with no
+ * room for a copy of the file nor for the bytes cut (kept aside when there
+ * is).  Damage in the middle still needs the copy. */
+static void
+test_torn_tail_without_room(void **state)
+{
+	struct fx *f = *state;
+	size_t bad = f->starts[NLINES - 2], torn = f->starts[NLINES - 1] + 9;
+	struct journal_results r;
+	char err[256], *copy = ft_malloc(f->len), *back, *kept;
+	size_t len = 0;
+	int room;
+
+	for (room = 0; room < 2; room++) {
+		memcpy(copy, f->text, f->len);
+		copy[bad + 3] ^= 0x20;
+		put(f, copy, torn);
+		block_files(f, !room);
+		assert_int_equal(journal_read(f->path, NLINES, 0, &r, err,
+					      sizeof(err)), 0);
+		assert_int_equal(r.ncuts, 2);
+		assert_int_equal(journal_repair(f->path, &r, err, sizeof(err)),
+				 0);
+		journal_results_free(&r);
+		back = ft_read_file(f->path, &len);
+		assert_int_equal(len, bad);
+		assert_memory_equal(back, f->text, bad);
+		free(back);
+		if (room) {
+			kept = ft_asprintf("%s.damaged", f->path);
+			back = ft_read_file(kept, &len);
+			assert_int_equal(len, torn - bad);
+			assert_memory_equal(back, copy + bad, len);
+			free(back);
+			free(kept);
+		}
+		block_files(f, 0);
+	}
+	/* A flipped byte in line 1 only: no tail to cut. */
+	memcpy(copy, f->text, f->len);
+	copy[f->starts[1] + 3] ^= 0x20;
+	put(f, copy, f->len);
+	block_files(f, 1);
+	assert_int_equal(journal_read(f->path, NLINES, 0, &r, err, sizeof(err)),
+			 0);
+	assert_int_equal(r.ncuts, 1);
+	assert_int_equal(journal_repair(f->path, &r, err, sizeof(err)), -1);
+	journal_results_free(&r);
+	block_files(f, 0);
+	free(copy);
+}
+
 /* A second line for a task, a line out of range and a line without a
  * checksum among checksummed ones are cut. */
 static void
@@ -262,6 +327,8 @@ main(void)
 						teardown),
 		cmocka_unit_test_setup_teardown(test_flipped_byte, setup,
 						teardown),
+		cmocka_unit_test_setup_teardown(test_torn_tail_without_room,
+						setup, teardown),
 		cmocka_unit_test_setup_teardown(test_duplicates, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_legacy_file, setup,
