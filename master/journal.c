@@ -343,6 +343,14 @@ sync_dir_of(const char *path)
 	return rc;
 }
 
+/* PATH.damaged, where cut bytes are kept aside (appended). */
+static int
+open_damaged(const char *bad)
+{
+	return open(bad, O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_CLOEXEC,
+		    0600);
+}
+
 /* Where R's cuts make one run of bytes to the end of the file (a torn
  * last line, a damaged one before it): its offset, else -1. */
 static int64_t
@@ -383,8 +391,7 @@ trim_tail(const char *path, const char *bad, const struct journal_results *r,
 		snprintf(err, n, "%s: changed while being repaired", path);
 		goto fail;
 	}
-	dfd = open(bad, O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_CLOEXEC,
-		   0600);
+	dfd = open_damaged(bad);
 	if (pread(fd, text, len, (off_t)off) != (ssize_t)len || dfd == -1 ||
 	    ft_write_all(dfd, text, len) == -1 || fsync(dfd) == -1)
 		log_warnx("%s: the %zu damaged bytes at its end are not kept "
@@ -428,8 +435,7 @@ journal_repair(const char *path, const struct journal_results *r, char *err,
 	unlink(tmp);
 	fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
 		  0600);
-	dfd = open(bad, O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_CLOEXEC,
-		   0600);
+	dfd = open_damaged(bad);
 	if (fd == -1 || dfd == -1 || split(r, text, fd, dfd) == -1 ||
 	    fsync(fd) == -1 || fsync(dfd) == -1 || rename(tmp, path) == -1 ||
 	    sync_dir_of(path) == -1) {

@@ -306,7 +306,7 @@ def test_torn_tail_on_a_full_disk_is_cut_in_place(make_cluster, small_tmpfs):
     assert wait_lines(c, bid, 20)
     kill_master(c)
     path = results_path(c, bid)
-    trusted, cut = _damage(path, "cut0.5")
+    _damage(path, "cut0.5")
     ballast = small_tmpfs / "ballast"
     fill(ballast)
     restart(c)
