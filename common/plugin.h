@@ -20,7 +20,7 @@
 
 #include "jcheck.h"
 
-#define FT_PLUGIN_ABI 3
+#define FT_PLUGIN_ABI 4
 #define FT_PLUGIN_SYMBOL "ftfarm_plugin"
 /* The largest "timeout" of a task, and of the config's task_timeout_s. */
 #define FT_TASK_TIMEOUT_MAX 1e7
@@ -60,7 +60,7 @@ struct ft_task {
 };
 
 /* What run() reports.  The caller zeroes it before the call and frees
- * out and err afterwards. */
+ * out, err and value afterwards. */
 struct ft_result {
 	int ok;				/* 1: the task succeeded */
 	int exit_code;			/* as a shell reports a process: its exit
@@ -74,7 +74,28 @@ struct ft_result {
 	char *err;			/* malloc'd standard error (or NULL) */
 	size_t err_len;
 	char reason[128];		/* why it failed: "exit 3", "timeout", ... */
+	int signal;			/* the signal that ended the task's own
+					 * process (exit_code 128 + it), 0 */
+	/* What the task returned, beside what it printed: text of at most
+	 * FT_VALUE_MAX bytes that goes into its result line as "value"
+	 * (malloc'd, or NULL for none). */
+	char *value;
+	size_t value_len;
+	/* The task took its worker down with it (a plugin's helper process
+	 * that the task killed, or that died under it): the worker leaves
+	 * at once without reporting the task, as if the task had killed it,
+	 * and the master runs the task again or blames it. */
+	int lost;
 };
+
+/* The largest "value" of a result. */
+#define FT_VALUE_MAX (96 * 1024)
+
+/* A plugin's flags.  FT_PLUGIN_RISKY: its tasks start processes that may
+ * kill their worker, so the results before each of its tasks are sent
+ * before it starts (the master must not blame a task that finished for
+ * the death that came after it). */
+#define FT_PLUGIN_RISKY 1u
 
 struct ft_plugin {
 	uint32_t abi;			/* FT_PLUGIN_ABI */
@@ -92,6 +113,7 @@ struct ft_plugin {
 	int (*run)(const struct ft_task *task, struct ft_result *res);
 	/* Job hooks, for plugins that plan whole jobs; NULL otherwise. */
 	const struct ft_job_ops *job;
+	unsigned flags;			/* FT_PLUGIN_* */
 };
 
 /*
@@ -145,8 +167,10 @@ struct ft_job_ops {
 typedef const struct ft_plugin *(*ft_plugin_fn)(void);
 
 /* Define the exported ftfarm_plugin() of a plugin serving task type NAME
- * (JOB: its job hooks, or NULL). */
+ * (JOB: its job hooks, or NULL; FLAGS: FT_PLUGIN_*). */
 #define FT_PLUGIN_DEFINE(NAME, VALIDATE, RUN, JOB)			\
+	FT_PLUGIN_DEFINE_FLAGS(NAME, VALIDATE, RUN, JOB, 0)
+#define FT_PLUGIN_DEFINE_FLAGS(NAME, VALIDATE, RUN, JOB, FLAGS)		\
 	__attribute__((visibility("default")))				\
 	const struct ft_plugin *ftfarm_plugin(void);			\
 	const struct ft_plugin *					\
@@ -155,7 +179,7 @@ typedef const struct ft_plugin *(*ft_plugin_fn)(void);
 		static const struct ft_plugin plugin = {		\
 			.abi = FT_PLUGIN_ABI, .name = (NAME),		\
 			.validate = (VALIDATE), .run = (RUN),		\
-			.job = (JOB),					\
+			.job = (JOB), .flags = (FLAGS),			\
 		};							\
 		return &plugin;						\
 	}

@@ -212,12 +212,15 @@ proto_put_result(struct ft_buf *b, const struct proto_result *m)
 	wire_put_bytes(b, m->reason, m->reason_len);
 	wire_put_bytes(b, m->out, m->out_len);
 	wire_put_bytes(b, m->err, m->err_len);
+	wire_put_i32(b, m->signal);
+	wire_put_bytes(b, m->value, m->value_len);
 }
 
 size_t
 proto_result_size(const struct proto_result *m)
 {
-	return 8 + 4 + 1 + 4 + 8 + 12 + m->reason_len + m->out_len + m->err_len;
+	return 8 + 4 + 1 + 4 + 8 + 12 + m->reason_len + m->out_len +
+	       m->err_len + 4 + 4 + m->value_len;
 }
 
 void
@@ -307,6 +310,8 @@ proto_next_result(struct proto_iter *it, struct proto_result *m)
 	m->reason = wire_get_bytes(&r, &m->reason_len);
 	m->out = wire_get_bytes(&r, &m->out_len);
 	m->err = wire_get_bytes(&r, &m->err_len);
+	m->signal = wire_get_i32(&r);
+	m->value = wire_get_bytes(&r, &m->value_len);
 	return iter_step(it, &r);
 }
 

@@ -35,7 +35,7 @@
  *   agent -> slot      WELCOME output cap, silence limit
  *   agent -> slot      ASSIGN  count x (task id, attempt, spec, cpus, gpus, cpuset)
  *   slot -> agent      RESULT  count x (task id, attempt, ok, exit, seconds,
- *                               reason, stdout, stderr)
+ *                               reason, stdout, stderr, signal, value)
  *   agent -> slot      PING    sequence number
  *   slot -> agent      PONG    sequence number, running task id, queued
  *   agent -> slot      CANCEL  task id, attempt
@@ -52,7 +52,7 @@
 
 #include "util.h"
 
-#define FT_PROTO_VERSION 5
+#define FT_PROTO_VERSION 6
 /* What `ftfarm-worker --version` prints (with FT_PROTO_VERSION). */
 #define FT_WORKER_VERSION_FMT "ftfarm-worker protocol %d"
 /* Set in a worker's environment to its pid and its start time, so
@@ -139,6 +139,9 @@ struct proto_result {
 	size_t out_len;
 	const char *err;
 	size_t err_len;
+	int32_t signal;			/* that ended the task's process, 0 */
+	const char *value;		/* what the task returned ("value") */
+	size_t value_len;
 };
 
 struct proto_pong {

@@ -754,6 +754,8 @@ batches_record(struct batches *bs, uint64_t tid, int worker,
 	jsonl_secs(o, "seconds", r->seconds);
 	jsonl_strn(o, "stdout", r->out, r->out_len);
 	jsonl_strn(o, "stderr", r->err, r->err_len);
+	if (r->value_len)
+		jsonl_strn(o, "value", r->value, r->value_len);
 	if (!r->ok)
 		jsonl_strn(o, "reason", r->reason, r->reason_len);
 	jsonl_end(o);

@@ -14,10 +14,7 @@ struct parked {
 int
 parked_is_kill(const struct proto_result *r)
 {
-	static const char kill9[] = "signal 9";
-
-	return !r->ok && r->reason_len == sizeof(kill9) - 1 &&
-	       memcmp(r->reason, kill9, sizeof(kill9) - 1) == 0;
+	return !r->ok && r->signal == 9;
 }
 
 struct parked *
@@ -43,6 +40,7 @@ release(struct parked_result *x)
 	free((char *)x->r.reason);
 	free((char *)x->r.out);
 	free((char *)x->r.err);
+	free((char *)x->r.value);
 }
 
 void
@@ -76,6 +74,7 @@ parked_add(struct parked *p, int worker, unsigned gen, double until,
 	x->r.reason = copy(r->reason, r->reason_len);
 	x->r.out = copy(r->out, r->out_len);
 	x->r.err = copy(r->err, r->err_len);
+	x->r.value = copy(r->value, r->value_len);
 }
 
 size_t

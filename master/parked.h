@@ -25,7 +25,8 @@ struct parked_result {
 	struct proto_result r;
 };
 
-/* Is R a report of the task killed by signal 9? */
+/* Is R a report of the task whose process signal 9 killed (its
+ * "signal" field, not its reason's words)? */
 int parked_is_kill(const struct proto_result *r);
 struct parked *parked_new(void);
 void parked_free(struct parked *p);

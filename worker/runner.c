@@ -121,6 +121,7 @@ runner_result_free(struct runner_result *res)
 
 		free(res->res.out);
 		free(res->res.err);
+		free(res->res.value);
 		free(res);
 		res = next;
 	}
@@ -183,6 +184,19 @@ clear_cancel_fd(struct runner *r)
 		;
 }
 
+/* Task T took the worker down with it (RES.lost): leave now, as if it
+ * had killed the worker, without a word of it to the master, which runs
+ * it again or blames it.  What the tasks before it reported is written
+ * already (its plugin is FT_PLUGIN_RISKY, or it would not be lost). */
+static void __attribute__((noreturn))
+leave_with(const struct runner_task *t, const struct ft_result *res)
+{
+	fprintf(stderr, "ftfarm-slot (pid %d): task id %llu attempt %u took "
+		"the slot down: %s; exiting\n", (int)getpid(),
+		(unsigned long long)t->tid, t->attempt, res->reason);
+	_exit(1);
+}
+
 /* Run T through its plugin and describe the outcome in RES. */
 static void
 run_one(struct runner *r, struct runner_task *t, struct runner_result *res)
@@ -204,7 +218,7 @@ run_one(struct runner *r, struct runner_task *t, struct runner_result *res)
 		res->res.exit_code = -1;
 		goto out;
 	}
-	if (strcmp(p->name, "exec") == 0)
+	if (p->flags & FT_PLUGIN_RISKY)
 		wait_sent(r);
 	task.id = t->tid;
 	task.attempt = t->attempt;
@@ -220,6 +234,18 @@ run_one(struct runner *r, struct runner_task *t, struct runner_result *res)
 	if (p->run(&task, &res->res) == -1)
 		res->res.ok = 0;
 	atomic_store(&r->group, 0);
+	if (res->res.lost)
+		leave_with(t, &res->res);
+	if (res->res.value_len > FT_VALUE_MAX) {
+		free(res->res.value);
+		res->res.value = NULL;
+		res->res.value_len = 0;
+		res->res.ok = 0;
+		res->res.exit_code = -1;
+		snprintf(res->res.reason, sizeof(res->res.reason),
+			 "the task's value is longer than %d bytes",
+			 FT_VALUE_MAX);
+	}
 out:
 	res->seconds = ft_now() - t0;
 	json_decref(spec);

@@ -230,6 +230,8 @@ queue_results(struct slot *s)
 			.reason_len = strlen(r->res.reason),
 			.out = r->res.out, .out_len = r->res.out_len,
 			.err = r->res.err, .err_len = r->res.err_len,
+			.signal = r->res.signal,
+			.value = r->res.value, .value_len = r->res.value_len,
 		};
 
 		if (count > 0 &&

@@ -142,6 +142,7 @@ run_free(struct run *r)
 {
 	free(r->res.out);
 	free(r->res.err);
+	free(r->res.value);
 }
 
 /* An exec task running the shell script SCRIPT. */
@@ -304,6 +305,12 @@ test_exec_signal(void **state)
 	(void)state;
 	run_spec(exec_pl, sh_task("kill -TERM $$"), 4096, NULL, &r);
 	assert_failed(&r, 128 + SIGTERM, "signal 15");
+	assert_int_equal(r.res.signal, SIGTERM);
+	run_free(&r);
+	/* An exit status of 137 is not a kill: the field says so. */
+	run_spec(exec_pl, sh_task("exit 137"), 4096, NULL, &r);
+	assert_failed(&r, 137, "exit 137");
+	assert_int_equal(r.res.signal, 0);
 	run_free(&r);
 }
 

@@ -573,11 +573,15 @@ test_task_list_strict(void **st)
 static const char out1[] = "line 1\n\0\x01\x02\xff\xfe tail\0";
 static const char err1[] = "warning: \0 NUL";
 
+static const char value1[] = "b64:gASVAAAA\0\xff";
+
 static const struct proto_result results[] = {
-	{ 1, 1, 1, 0, 0.25, "", 0, out1, sizeof(out1) - 1, "", 0 },
-	{ 2, 3, 0, -9, 1e-6, "killed by signal 9", 18, "", 0, err1,
-	  sizeof(err1) - 1 },
-	{ UINT64_MAX, UINT32_MAX, 255, INT32_MIN, -1.0, "r", 1, "o", 1, "e", 1 },
+	{ 1, 1, 1, 0, 0.25, "", 0, out1, sizeof(out1) - 1, "", 0, 0,
+	  value1, sizeof(value1) - 1 },
+	{ 2, 3, 0, 137, 1e-6, "signal 9", 8, "", 0, err1,
+	  sizeof(err1) - 1, 9, "", 0 },
+	{ UINT64_MAX, UINT32_MAX, 255, INT32_MIN, -1.0, "r", 1, "o", 1, "e", 1,
+	  INT32_MIN, "v", 1 },
 };
 
 /* Decode a result list: records at a clean end, or -1. */
@@ -636,6 +640,8 @@ test_result_list_round_trip(void **st)
 			     w->reason_len);
 		assert_bytes(g->out, g->out_len, w->out, w->out_len);
 		assert_bytes(g->err, g->err_len, w->err, w->err_len);
+		assert_int_equal(g->signal, w->signal);
+		assert_bytes(g->value, g->value_len, w->value, w->value_len);
 	}
 	free(m);
 	ft_buf_free(&b);

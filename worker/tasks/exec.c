@@ -998,10 +998,11 @@ result_end(struct ft_result *res, enum end end, int status, double timeout)
 		fail(res, -1, "timeout after %g s", timeout);
 	else if (end == END_CANCEL)
 		fail(res, -1, "cancelled");
-	else if (WIFSIGNALED(status))
+	else if (WIFSIGNALED(status)) {
 		fail(res, 128 + WTERMSIG(status), "signal %d",
 		     WTERMSIG(status));
-	else if (WEXITSTATUS(status) != 0)
+		res->signal = WTERMSIG(status);
+	} else if (WEXITSTATUS(status) != 0)
 		fail(res, WEXITSTATUS(status), "exit %d", WEXITSTATUS(status));
 	else
 		res->ok = 1;
@@ -1046,4 +1047,4 @@ cleanup:
 	return rc;
 }
 
-FT_PLUGIN_DEFINE("exec", exec_validate, exec_run, NULL)
+FT_PLUGIN_DEFINE_FLAGS("exec", exec_validate, exec_run, NULL, FT_PLUGIN_RISKY)
