@@ -316,3 +316,45 @@ jsonl_event(struct jsonl *j, const char *name, double ts)
 	put_fixed6(&j->pending, ts);
 	jsonl_str(j, "event", name);
 }
+
+static int
+hexval(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	return -1;
+}
+
+long long
+jsonl_written_crc(const char *line, size_t len)
+{
+	const char *t;
+	uint32_t v = 0;
+	int i;
+
+	if (len < JSONL_CRC_TAIL_ALL + 2)
+		return -1;
+	t = line + len - JSONL_CRC_TAIL_ALL;
+	if (memcmp(t, JSONL_CRC_TAIL, JSONL_CRC_TAIL_LEN) != 0 ||
+	    memcmp(line + len - 2, "\"}", 2) != 0)
+		return -1;
+	for (i = 0; i < 8; i++) {
+		int h = hexval(t[JSONL_CRC_TAIL_LEN + i]);
+
+		if (h < 0)
+			return -1;
+		v = v << 4 | (uint32_t)h;
+	}
+	return v;
+}
+
+int
+jsonl_crc_ok(const char *line, size_t len)
+{
+	long long crc = jsonl_written_crc(line, len);
+
+	return crc >= 0 &&
+	       crc32c(0, line, len - JSONL_CRC_TAIL_ALL) == (uint32_t)crc;
+}

@@ -29,6 +29,8 @@
 #define JSONL_CRC_TAIL ",\"crc\":\""
 #define JSONL_CRC_TAIL_LEN 8
 #define JSONL_CRC_END_LEN (JSONL_CRC_TAIL_LEN + 8 + 3)
+/* The same without the newline: what ends a line as read back. */
+#define JSONL_CRC_TAIL_ALL (JSONL_CRC_END_LEN - 1)
 
 struct jsonl {
 	int fd;
@@ -74,6 +76,13 @@ void jsonl_strn(struct jsonl *j, const char *key, const char *s, size_t n);
 void jsonl_bool(struct jsonl *j, const char *key, int v);
 /* KEY with V written as is (V must be JSON). */
 void jsonl_raw(struct jsonl *j, const char *key, const char *v);
+
+/* The checksum written at the end of LINE (LEN bytes, no newline), or -1
+ * when it has none.  The line checks when it equals the CRC-32C of its
+ * first LEN - JSONL_CRC_TAIL_ALL bytes. */
+long long jsonl_written_crc(const char *line, size_t len);
+/* Does LINE (LEN bytes, no newline) end with a checksum that matches? */
+int jsonl_crc_ok(const char *line, size_t len);
 
 /* An event line: {"ts": TS (epoch seconds), "event": NAME, ...}; finish
  * it with jsonl_end. */

@@ -16,43 +16,9 @@
 #include "log.h"
 #include "util.h"
 
-#define TAIL_LEN (JSONL_CRC_END_LEN - 1)	/* ,"crc":"XXXXXXXX"} */
+#define TAIL_LEN JSONL_CRC_TAIL_ALL	/* ,"crc":"XXXXXXXX"} */
 
 /* ---- one line ---- */
-
-static int
-hexval(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	return -1;
-}
-
-/* The checksum written at the end of LINE, or -1 if there is none. */
-static long long
-written_crc(const char *line, size_t len)
-{
-	const char *t;
-	uint32_t v = 0;
-	int i;
-
-	if (len < TAIL_LEN + 2)
-		return -1;
-	t = line + len - TAIL_LEN;
-	if (memcmp(t, JSONL_CRC_TAIL, JSONL_CRC_TAIL_LEN) != 0 ||
-	    memcmp(line + len - 2, "\"}", 2) != 0)
-		return -1;
-	for (i = 0; i < 8; i++) {
-		int h = hexval(t[JSONL_CRC_TAIL_LEN + i]);
-
-		if (h < 0)
-			return -1;
-		v = v << 4 | (uint32_t)h;
-	}
-	return v;
-}
 
 /* The digits at *P as a task index; *P moves past them.  -1 if none. */
 static long long
@@ -125,7 +91,7 @@ const char *
 journal_check_line(const char *line, size_t len, int legacy_ok,
 		   uint32_t *task, int *ok)
 {
-	long long crc = written_crc(line, len);
+	long long crc = jsonl_written_crc(line, len);
 
 	if (crc < 0 && legacy_ok)
 		return legacy(line, len, task, ok);
@@ -246,7 +212,7 @@ checksummed(const char *text, size_t size)
 
 		if (nl == NULL)
 			return 0;
-		if (written_crc(text + off, (size_t)(nl - text - off)) >= 0)
+		if (jsonl_written_crc(text + off, (size_t)(nl - text - off)) >= 0)
 			return 1;
 		off = (size_t)(nl - text) + 1;
 	}

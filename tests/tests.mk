@@ -8,7 +8,9 @@ UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(OBJ)/tests/%)
 UNIT_LINK := $(common_o) $(common_mpi_o) $(filter-out $(OBJ)/master/main.o,$(master_o))
 UNIT_TIMEOUT ?= 120
 
-$(OBJ)/tests/test_%: tests/unit/test_%.c $(wildcard tests/unit/*.h) $(UNIT_LINK) $(plugin_so)
+# (A test sees the programs' structs: it is rebuilt when a header changes.)
+$(OBJ)/tests/test_%: tests/unit/test_%.c $(wildcard tests/unit/*.h) \
+		$(wildcard common/*.h master/*.h worker/*.h) $(UNIT_LINK) $(plugin_so)
 	@mkdir -p $(dir $@)
 	$(MPICC) $(CPPFLAGS) $(CFLAGS) $(WARN) -Wno-missing-prototypes \
 		-DFT_TEST_BINDIR='"$(abspath $(BINDIR))"' -DFT_TEST_SRCDIR='"$(abspath .)"' -o $@ $< $(UNIT_LINK) \
