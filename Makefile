@@ -111,6 +111,14 @@ $(BINDIR)/tasks/%.so: worker/tasks/%.c $(PLUGIN_DEPS)
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) $(WARN) $(PLUGIN_CFLAGS) -o $@ $< $(PLUGIN_COMMON) $(LDLIBS)
 
+# exec starts processes: with the environment task_env.c makes, their
+# outputs read by task_io.c.
+TASK_PROC := worker/tasks/task_env.c worker/tasks/task_io.c
+$(BINDIR)/tasks/exec.so: $(BINDIR)/tasks/%.so: \
+		worker/tasks/%.c $(TASK_PROC) $(TASK_PROC:.c=.h) $(PLUGIN_DEPS)
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) -iquote worker/tasks $(CFLAGS) $(WARN) $(PLUGIN_CFLAGS) -o $@ $< $(TASK_PROC) $(PLUGIN_COMMON) $(LDLIBS)
+
 # wordcount is split into worker/tasks/wc_*.c, compiled into its plugin.
 # Its map runs a few short loops billions of times: on x86 CPUs with the
 # jump-erratum microcode (Skylake to Cascade Lake) a branch that crosses or

@@ -39,6 +39,8 @@
 #include <unistd.h>
 
 #include "plugin.h"
+#include "task_env.h"
+#include "task_io.h"
 #include "util.h"
 
 extern char **environ;
@@ -46,7 +48,6 @@ extern char **environ;
 #define SLICE_MS 50		/* longest wait between two looks at cancel */
 #define SLICE_NOPIDFD_MS 2	/* the same while polling for exit by hand */
 #define DRAIN_GRACE 0.1		/* seconds to wait for EOF after the kill */
-#define READ_CHUNK 65536
 #define WRITE_CHUNK 65536
 #define FALLBACK_MAX_FD 65536	/* close bound when close_range is missing */
 
@@ -79,15 +80,6 @@ struct launch {
 	cpu_set_t cpus;
 };
 
-/* One output of the child. */
-struct sink {
-	int fd;			/* read end; -1 at EOF */
-	size_t cap;		/* keep at most this many bytes */
-	char *data;		/* kept bytes, NUL-terminated, or NULL */
-	size_t len;
-	size_t alloc;
-};
-
 /* The child's standard input. */
 struct feed {
 	int fd;			/* write end (non-blocking); -1 when done */
@@ -103,8 +95,8 @@ struct proc {
 	int pidfd_ready;	/* the last poll saw pidfd readable */
 	int errpipe;		/* read end of the error pipe */
 	int cancel_fd;		/* the task's (readable once cancelled), 0 */
-	struct sink out;
-	struct sink err;
+	struct task_sink out;
+	struct task_sink err;
 	struct feed in;
 };
 
@@ -238,101 +230,6 @@ exec_validate(const json_t *task, const char *path, struct jerr *err)
 
 /* ---- preparing the launch ---- */
 
-/* Does ENV set the variable of environment entry ENTRY ("NAME=value")? */
-static int
-env_overrides(const json_t *env, const char *entry)
-{
-	const char *eq = strchr(entry, '=');
-	size_t n = eq ? (size_t)(eq - entry) : strlen(entry);
-
-	return json_object_getn(env, entry, n) != NULL;
-}
-
-/* Does EXTRA ("NAME=value" entries, NULL-terminated, or NULL) set the
- * variable named by the N bytes at NAME? */
-static int
-extra_sets(const char *const *extra, const char *name, size_t n)
-{
-	size_t i;
-
-	for (i = 0; extra && extra[i]; i++)
-		if (strncmp(extra[i], name, n) == 0 && extra[i][n] == '=')
-			return 1;
-	return 0;
-}
-
-static size_t
-name_len(const char *entry)
-{
-	const char *eq = strchr(entry, '=');
-
-	return eq ? (size_t)(eq - entry) : strlen(entry);
-}
-
-/* The MPI library's and its launcher's variables: tasks do not see them
- * (a task that runs an MPI program of its own must not take the worker's
- * place in the worker's job). */
-static const char *const mpi_prefixes[] = {
-	"OMPI_", "PMIX_", "ORTE_", "OPAL_", "PRTE_", "HYDRA_", "HYDI_",
-	"PMI_", "MPIR_", "MPICH_", "MPIEXEC_", "I_MPI_", "MV2_",
-};
-
-static int
-is_mpi_var(const char *entry)
-{
-	size_t i;
-
-	for (i = 0; i < FT_ARRAY_LEN(mpi_prefixes); i++)
-		if (strncmp(entry, mpi_prefixes[i], strlen(mpi_prefixes[i])) == 0)
-			return 1;
-	return 0;
-}
-
-/* The worker's environment less the MPI's variables, with ENV's members
- * added or replacing, then EXTRA's (the worker's word on the task: its
- * node, its slots, its GPUs) over both.  Entries from *FIRST on are new
- * strings.  Reads environ: the worker must not change its environment
- * while tasks run. */
-static char **
-env_build(const json_t *env, const char *const *extra, size_t *first)
-{
-	const char *key;
-	json_t *v;
-	char **envp;
-	size_t n = 0, k = 0, i, nx = 0;
-
-	while (environ && environ[n])
-		n++;
-	while (extra && extra[nx])
-		nx++;
-	envp = ft_calloc(n + json_object_size(env) + nx + 1, sizeof(*envp));
-	for (i = 0; i < n; i++)
-		if (!is_mpi_var(environ[i]) &&
-		    !(env && env_overrides(env, environ[i])) &&
-		    !extra_sets(extra, environ[i], name_len(environ[i])))
-			envp[k++] = environ[i];
-	*first = k;
-	json_object_foreach((json_t *)env, key, v)
-		if (!extra_sets(extra, key, strlen(key)))
-			envp[k++] = ft_asprintf("%s=%s", key,
-						json_string_value(v));
-	for (i = 0; i < nx; i++)
-		envp[k++] = ft_strdup(extra[i]);
-	return envp;
-}
-
-/* The PATH of environment ENVP, or the C library's default. */
-static const char *
-env_path(char **envp)
-{
-	size_t i;
-
-	for (i = 0; envp && envp[i]; i++)
-		if (strncmp(envp[i], "PATH=", 5) == 0)
-			return envp[i] + 5;
-	return "/bin:/usr/bin";
-}
-
 /* How far to close descriptors by hand if close_range is not there.
  * Asked once (a getrlimit each task is a system call that a short command
  * pays for nothing): the worker does not change its limit.  Atomic: two
@@ -391,8 +288,9 @@ launch_init(struct launch *l, const json_t *spec, const char *const *extra)
 	l->argv = ft_calloc(n + 1, sizeof(*l->argv));
 	for (i = 0; i < n; i++)
 		l->argv[i] = (char *)json_string_value(json_array_get(argv, i));
-	l->envp = env_build(json_object_get(spec, "env"), extra, &l->env_first);
-	l->path = env_path(l->envp ? l->envp : environ);
+	l->envp = task_env_build(json_object_get(spec, "env"), extra,
+				 &l->env_first);
+	l->path = task_env_path(l->envp ? l->envp : environ);
 	l->cwd = jget_str(spec, "cwd", NULL);
 	l->fd[0] = l->fd[1] = l->fd[2] = l->errpipe = -1;
 	l->max_fd = max_fd();
@@ -404,13 +302,7 @@ launch_init(struct launch *l, const json_t *spec, const char *const *extra)
 static void
 launch_free(struct launch *l)
 {
-	size_t i;
-
-	if (l->envp) {
-		for (i = l->env_first; l->envp[i]; i++)
-			free(l->envp[i]);
-		free(l->envp);
-	}
+	task_env_free(l->envp, l->env_first);
 	free(l->argv);
 }
 
@@ -567,14 +459,6 @@ pipe_make(int p[2])
 	return p[0] < 0 || p[1] < 0 ? -1 : 0;
 }
 
-static void
-fd_close(int *fd)
-{
-	if (*fd >= 0)
-		close(*fd);
-	*fd = -1;
-}
-
 /* Pipes for the child's three standard descriptors and its error report:
  * the child's ends go to L, ours to P.  0, or -1 (the caller closes what
  * was opened). */
@@ -601,8 +485,8 @@ proc_pipes(struct proc *p, struct launch *l)
 	l->fd[0] = fds[0], p->in.fd = fds[1];
 	return fcntl(p->in.fd, F_SETFL, O_NONBLOCK);
 fail:
-	fd_close(&fds[0]);
-	fd_close(&fds[1]);
+	task_fd_close(&fds[0]);
+	task_fd_close(&fds[1]);
 	return -1;
 }
 
@@ -698,8 +582,8 @@ proc_start(struct proc *p, struct launch *l, struct ft_result *res)
 	rc = 0;
 cleanup:
 	for (i = 0; i < 3; i++)
-		fd_close(&l->fd[i]);
-	fd_close(&l->errpipe);
+		task_fd_close(&l->fd[i]);
+	task_fd_close(&l->errpipe);
 	return rc;
 }
 
@@ -713,44 +597,8 @@ proc_exec_error(struct proc *p, struct child_error *ce)
 	do
 		n = read(p->errpipe, ce, sizeof(*ce));
 	while (n < 0 && errno == EINTR);
-	fd_close(&p->errpipe);
+	task_fd_close(&p->errpipe);
 	return n == (ssize_t)sizeof(*ce);
-}
-
-/* Keep N bytes of BUF in S, up to its cap. */
-static void
-sink_keep(struct sink *s, const char *buf, size_t n)
-{
-	size_t room = s->cap - s->len;
-
-	if (n > room)
-		n = room;
-	if (n == 0)
-		return;
-	if (s->len + n + 1 > s->alloc) {
-		s->alloc = s->alloc ? s->alloc : 4096;
-		while (s->alloc < s->len + n + 1)
-			s->alloc *= 2;
-		if (s->alloc - 1 > s->cap)
-			s->alloc = s->cap + 1;
-		s->data = ft_realloc(s->data, s->alloc);
-	}
-	memcpy(s->data + s->len, buf, n);
-	s->len += n;
-	s->data[s->len] = '\0';
-}
-
-/* Read what is ready on S; close it at EOF or on error. */
-static void
-sink_read(struct sink *s)
-{
-	char buf[READ_CHUNK];
-	ssize_t n = read(s->fd, buf, sizeof(buf));
-
-	if (n > 0)
-		sink_keep(s, buf, (size_t)n);
-	else if (n == 0 || (errno != EINTR && errno != EAGAIN))
-		fd_close(&s->fd);
 }
 
 /* write() that cannot raise SIGPIPE in the worker when the child closed its
@@ -793,7 +641,7 @@ feed_write(struct feed *f)
 	if (w > 0)
 		f->off += (size_t)w;
 	if (f->off == f->len || (w < 0 && errno != EINTR && errno != EAGAIN))
-		fd_close(&f->fd);
+		task_fd_close(&f->fd);
 }
 
 /* Wait up to MS ms for the pipes, the exit descriptor and a cancel, and
@@ -815,9 +663,9 @@ proc_poll(struct proc *p, int ms)
 	if (n <= 0)
 		return 0;
 	if (pfd[0].revents)
-		sink_read(&p->out);
+		task_sink_read(&p->out);
 	if (pfd[1].revents)
-		sink_read(&p->err);
+		task_sink_read(&p->err);
 	if (pfd[2].revents)
 		feed_write(&p->in);
 	p->pidfd_ready = pfd[3].revents != 0;
@@ -894,7 +742,7 @@ proc_reap(struct proc *p)
 		;
 	while (waitpid(-p->pid, &st, 0) > 0 || errno == EINTR)
 		;
-	fd_close(&p->pidfd);
+	task_fd_close(&p->pidfd);
 	return status;
 }
 
@@ -926,7 +774,7 @@ proc_finish(struct proc *p, const struct ft_task *task)
 	int status;
 
 	kill(-p->pid, SIGKILL);
-	fd_close(&p->in.fd);
+	task_fd_close(&p->in.fd);
 	say_group(task, 0);
 	status = proc_reap(p);
 	proc_drain(p, task);
@@ -953,11 +801,11 @@ proc_init(struct proc *p, const struct ft_task *task)
 static void
 proc_free(struct proc *p)
 {
-	fd_close(&p->pidfd);
-	fd_close(&p->errpipe);
-	fd_close(&p->out.fd);
-	fd_close(&p->err.fd);
-	fd_close(&p->in.fd);
+	task_fd_close(&p->pidfd);
+	task_fd_close(&p->errpipe);
+	task_fd_close(&p->out.fd);
+	task_fd_close(&p->err.fd);
+	task_fd_close(&p->in.fd);
 	free(p->out.data);
 	free(p->err.data);
 }
