@@ -13,8 +13,20 @@ static const struct jfield batch_fields[] = {
 	{ "tasks", JT_ARRAY, 0 },
 	{ "job", JT_OBJECT, 0 },
 	{ "priority", JT_INT, 0 },
+	{ "open", JT_BOOL, 0 },
 	{ NULL, 0, 0 },
 };
+
+int
+ft_batch_top_key(const char *key)
+{
+	size_t i;
+
+	for (i = 0; batch_fields[i].key; i++)
+		if (strcmp(batch_fields[i].key, key) == 0)
+			return 1;
+	return 0;
+}
 
 /* Check TASK's "cpus" and "gpus" at PATH (any task may carry them).  0, or
  * -1 with ERR. */
@@ -199,8 +211,16 @@ ft_batch_check_top(const json_t *batch, size_t ntasks,
 		if (json_object_get(batch, "tasks"))
 			return jerr_set(err, "", "a batch has \"tasks\" or a "
 					"\"job\", not both");
+		if (json_is_true(json_object_get(batch, "open")))
+			return jerr_set(err, "open", "a job's batch cannot be "
+					"open: tasks are added to a batch of "
+					"tasks");
 		return check_job(json_object_get(batch, "job"), pl, err);
 	}
+	if (json_is_true(json_object_get(batch, "open")))
+		return ntasks > FT_BATCH_MAX_TASKS ?
+		       jerr_set(err, "tasks", "more than %d tasks",
+				FT_BATCH_MAX_TASKS) : 0;
 	if (json_object_get(batch, "tasks") == NULL)
 		return jerr_set(err, "", "missing required key \"tasks\" "
 				"(or \"job\")");

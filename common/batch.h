@@ -26,6 +26,15 @@
  * checks below; set once, before they run.  NULL: none. */
 void ft_batch_protect(const char *dir);
 
+/*
+ * An open batch ({"open": true, "tasks": [...]}, its tasks may be none)
+ * takes more tasks while it runs (the control requests add and close):
+ * it ends once it is closed and every task has ended.
+ */
+
+/* Is KEY one a batch's top level may have? */
+int ft_batch_top_key(const char *key);
+
 /* Check BATCH against the task types in PL.  0, or -1 with ERR. */
 int ft_batch_check(const json_t *batch, const struct ft_plugins *pl,
 		   struct jerr *err);

@@ -231,8 +231,7 @@ scan_member(struct scan *sc, struct top *t, const char *key)
 	}
 	if (skip_value(sc) == -1)
 		return -1;
-	if (strcmp(key, "name") != 0 && strcmp(key, "job") != 0 &&
-	    strcmp(key, "tasks") != 0 && strcmp(key, "priority") != 0) {
+	if (!ft_batch_top_key(key)) {
 		json_object_set_new(t->obj, key, json_null());
 		return 0;		/* unknown: refused by the check */
 	}
@@ -489,6 +488,7 @@ batch_text_scan(struct batch_text *bt, const char *file, char *text,
 	bt->name = ft_strdup(ft_batch_name(t.obj));
 	bt->job = json_incref(json_object_get(t.obj, "job"));
 	bt->priority = (int)jget_int(t.obj, "priority", 0);
+	bt->open = json_is_true(json_object_get(t.obj, "open"));
 	json_decref(t.obj);
 	return 0;
 fail:

@@ -37,6 +37,7 @@ struct batch_text {
 	char *name;			/* "name", or "batch" */
 	json_t *job;			/* the "job" object, or NULL */
 	int priority;			/* "priority", default 0 */
+	int open;			/* "open": more tasks may come */
 	struct bt_span *spans;		/* the tasks, in order */
 	size_t spans_mapped;		/* bytes of their own mapping, or 0 */
 	uint32_t ntasks;

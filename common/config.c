@@ -31,6 +31,7 @@ static const struct jfield top_fields[] = {
 	{ "heartbeat_ms", JT_INT, 0 },
 	{ "heartbeat_timeout_ms", JT_INT, 0 },
 	{ "task_timeout_s", JT_NUMBER, 0 },
+	{ "open_idle_s", JT_NUMBER, 0 },
 	{ "slow_timeout_s", JT_NUMBER, 0 },
 	{ "start_timeout_s", JT_NUMBER, 0 },
 	{ "max_attempts", JT_INT, 0 },
@@ -132,6 +133,7 @@ static const struct {
 	double hi;
 } num_limits[] = {
 	{ "task_timeout_s", FT_TASK_TIMEOUT_MAX },
+	{ "open_idle_s", 1e8 },
 	{ "slow_timeout_s", 1e7 },
 	{ "start_timeout_s", 3600 },
 	{ "reboot_wait_s", 86400 },
@@ -211,6 +213,7 @@ parse_limits(const json_t *root, struct ft_config *cfg, struct jerr *err)
 	cfg->heartbeat_timeout =
 		(double)jget_int(root, "heartbeat_timeout_ms", hb * 3 / 4) / 1000;
 	cfg->task_timeout = jget_num(root, "task_timeout_s", 3600);
+	cfg->open_idle = jget_num(root, "open_idle_s", 600);
 	cfg->slow_timeout = jget_num(root, "slow_timeout_s", 60);
 	cfg->start_timeout = jget_num(root, "start_timeout_s", 60);
 	cfg->max_attempts = (int)jget_int(root, "max_attempts", 3);

@@ -73,6 +73,17 @@ static const struct jfield ctl_subscribe_fields[] = {
 	{ "tail", JT_INT, 0 },			/* or the last so many */
 	{ "status", JT_BOOL, 0 },		/* status pushes */
 	{ "batch", JT_INT, 0 },			/* this batch's row */
+	{ "results", JT_BOOL, 0 },		/* and its result lines */
+	{ "offset", JT_INT, 0 },		/* from this byte on */
+	{ NULL, 0, 0 },
+};
+
+static const struct jfield ctl_add_fields[] = {
+	{ "v", JT_INT, 1 },
+	{ "cmd", JT_STRING, 1 },
+	{ "batch", JT_INT, 1 },
+	{ "first", JT_INT, 1 },		/* the index of its first task */
+	{ "bytes", JT_INT, 1 },		/* its body: {"tasks": [...]} */
 	{ NULL, 0, 0 },
 };
 

@@ -46,7 +46,9 @@ enum ctl_role { CTL_ROLE_READ = 1, CTL_ROLE_SUBMIT, CTL_ROLE_ADMIN };
 	X(UNDRAIN, "undrain", CTL_ROLE_ADMIN, ctl_node_fields)		\
 	X(REBOOT, "reboot", CTL_ROLE_ADMIN, ctl_reboot_fields)		\
 	X(CANCEL, "cancel", CTL_ROLE_SUBMIT, ctl_wait_fields)		\
-	X(SUBSCRIBE, "subscribe", CTL_ROLE_READ, ctl_subscribe_fields)
+	X(SUBSCRIBE, "subscribe", CTL_ROLE_READ, ctl_subscribe_fields)	\
+	X(ADD, "add", CTL_ROLE_SUBMIT, ctl_add_fields)			\
+	X(CLOSE, "close", CTL_ROLE_SUBMIT, ctl_wait_fields)
 
 enum ctl_cmd {
 	CTL_INVALID = 0,
@@ -89,8 +91,21 @@ json_t *ctl_request_new(enum ctl_cmd cmd);
  */
 
 /*
+ * add {"batch": ID, "first": I, "bytes": N} then N bytes, {"tasks":
+ * [...]}: more tasks for the open batch ID (a batch submitted with
+ * "open": true), as its tasks I on.  Tasks come in order: an add whose
+ * tasks the batch has already is answered as if taken (a client sends
+ * again what it does not know to be taken), one that leaves a gap is
+ * refused.  The answer, {"ok": true, "batch": ID, "added": K, "total":
+ * T}, comes once the add's record is as durable as the fsync policy
+ * wants; its tasks may run before.  close {"batch": ID}: no more tasks;
+ * the batch ends once they have ({"ok": true, "batch": ID, "total": T}).
+ */
+
+/*
  * subscribe {"events": B, "task_events": B, "types": [NAME...], "since":
- * TS, "tail": N, "status": B, "batch": ID}: the connection stays open and
+ * TS, "tail": N, "status": B, "batch": ID, "results": B, "offset": O}:
+ * the connection stays open and
  * the master pushes lines to it, each an object whose first key is
  * "push":
  *
@@ -105,6 +120,12 @@ json_t *ctl_request_new(enum ctl_cmd cmd);
  *       something changed, at most every quarter second;
  *   {"push": "batch", "batch": ROW}
  *       batch ID's row, at once and whenever its counts moved;
+ *   {"push": "result", "batch": ID, "task": I, ...}
+ *       with "results": each result line of batch ID as in its
+ *       results.jsonl ("push" and "batch" added), from byte O of the
+ *       file ("offset", default 0: every result so far) on, in file
+ *       order, each once it counts as done; never skipped: a client that
+ *       reads slowly gets them later;
  *   {"push": "dropped", "events": N}
  *       N events were skipped: the client read too slowly for them;
  *   {"push": "alive", "ts": T}   after 10 s without another push.

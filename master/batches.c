@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "adds.h"
 #include "batch.h"
 #include "ctl.h"
 #include "jobs.h"
@@ -54,6 +55,23 @@ struct batch {
 	int priority;			/* "priority": its tasks' order */
 	char *error;			/* why its job failed, once finished */
 	json_t *result;			/* its job's summary, once finished */
+	/* An open batch (batch.h): more tasks may come until it is closed;
+	 * tasks.jsonl is their journal (adds.h). */
+	int open;
+	struct jsonl adds;		/* tasks.jsonl, once opened */
+	uint64_t records;		/* put in it by this master */
+	struct chunk *chunks;		/* the added tasks' specs */
+	int nchunks, capchunks;
+	double touched;			/* monotonic: last add or watch */
+	int watchers;			/* clients streaming its results */
+	int eager;			/* on the eager list (batches_eager) */
+};
+
+/* The specs of one add: tasks FIRST .. FIRST + COUNT - 1 point into
+ * TEXT, freed once LEFT of them are left to end. */
+struct chunk {
+	char *text;
+	uint32_t first, count, left;
 };
 
 void
@@ -177,6 +195,8 @@ batch_json(const struct batch *b)
 			b->ok + b->failed - b->d_ok - b->d_failed));
 	ctl_row_num(o, &c[CTL_B_SECONDS],
 		    batch_finished(b) ? b->seconds : ft_now() - b->t0);
+	if (b->open)
+		json_object_set_new(o, "open", json_true());
 	if (b->plugin || b->gang)
 		json_object_set_new(o, "job", json_string(
 			b->plugin ? b->plugin->name : b->gang));
@@ -231,6 +251,7 @@ batches_reserve(struct batches *bs, char **dir)
 	b->id = bs->next++;
 	b->state = B_INTAKE;
 	b->out.fd = -1;
+	b->adds.fd = -1;
 	b->dir = ft_asprintf("%s/batches/%ld", bs->cfg->state_dir, b->id);
 	if (bs->n == bs->cap) {
 		bs->cap = bs->cap ? bs->cap * 2 : 64;
@@ -242,6 +263,18 @@ batches_reserve(struct batches *bs, char **dir)
 }
 
 static void
+chunks_free(struct batch *b)
+{
+	int i;
+
+	for (i = 0; i < b->nchunks; i++)
+		free(b->chunks[i].text);
+	free(b->chunks);
+	b->chunks = NULL;
+	b->nchunks = b->capchunks = 0;
+}
+
+static void
 batch_free(struct batch *b)
 {
 	int i;
@@ -250,6 +283,8 @@ batch_free(struct batch *b)
 		return;
 	job_free(b->job);
 	jsonl_close(&b->out);
+	jsonl_close(&b->adds);
+	chunks_free(b);
 	ft_buf_free(&b->kinds);
 	free(b->results);
 	free(b->token);
@@ -427,6 +462,7 @@ batches_accept(struct batches *bs, long id, struct batch_text *bt,
 		return -1;
 	}
 	b->priority = bt->priority;
+	b->open = bt->open;
 	if (open_results(b, err, n) == -1 ||
 	    (job && queue_phase(bs, b, tasks, NULL, err, n) == -1)) {
 		jsonl_close(&b->out);
@@ -435,7 +471,7 @@ batches_accept(struct batches *bs, long id, struct batch_text *bt,
 	b->token = token ? ft_strdup(token) : NULL;
 	b->name = ft_strdup(bt->name);
 	b->state = B_RUNNING;
-	b->t0 = ft_now();
+	b->t0 = b->touched = ft_now();
 	if (job == NULL && batches_is_gang(bs->pl, bt->job)) {
 		accept_gang(bs, b, bt);
 	} else if (job) {
@@ -540,6 +576,9 @@ compact(struct batches *bs, struct batch *b)
 
 	store_forget(bs->store, &b->out);
 	jsonl_close(&b->out);
+	store_forget(bs->store, &b->adds);
+	jsonl_close(&b->adds);
+	chunks_free(b);
 	ft_buf_free(&b->kinds);
 	b->kinds_off = 0;
 	free(b->text);
@@ -628,8 +667,11 @@ count_done(struct batches *bs, struct batch *b)
 {
 	uint64_t lines = store_done_lines(bs->store, &b->out);
 
-	if (b->counted < lines)
+	if (b->counted < lines) {
 		bs->shown++;
+		if (b->watchers && bs->ops.results)
+			bs->ops.results(bs->ops.ctx, b->id);
+	}
 	while (b->counted < lines && b->kinds_off < b->kinds.len) {
 		if (b->kinds.data[b->kinds_off++] == 'o')
 			b->d_ok++;
@@ -688,6 +730,49 @@ next_phase(struct batches *bs, struct batch *b, json_t *tasks)
 	bs->ops.queued(bs->ops.ctx);
 }
 
+/* Forget the chunks at the front of B whose tasks have all ended, once
+ * they are many: an open batch that runs for months keeps only those of
+ * tasks still to end. */
+static void
+chunks_trim(struct batch *b)
+{
+	int k = 0;
+
+	while (k < b->nchunks && b->chunks[k].text == NULL)
+		k++;
+	if (k < 64 && 2 * k < b->nchunks)
+		return;
+	memmove(b->chunks, b->chunks + k,
+		(size_t)(b->nchunks - k) * sizeof(*b->chunks));
+	b->nchunks -= k;
+}
+
+/* Task INDEX of B ended: the specs of its add go once all its tasks
+ * have. */
+static void
+chunk_ended(struct batch *b, uint32_t index)
+{
+	int lo = 0, hi = b->nchunks - 1;
+
+	while (lo <= hi) {
+		int mid = lo + (hi - lo) / 2;
+		struct chunk *c = &b->chunks[mid];
+
+		if (index < c->first) {
+			hi = mid - 1;
+		} else if (index - c->first >= c->count) {
+			lo = mid + 1;
+		} else {
+			if (--c->left == 0) {
+				free(c->text);
+				c->text = NULL;
+				chunks_trim(b);
+			}
+			return;
+		}
+	}
+}
+
 /* Count task INDEX of B as ended (OK, its output or REASON), finishing B
  * after its last task, or moving a job to its next phase. */
 static void
@@ -701,8 +786,10 @@ count(struct batches *bs, struct batch *b, uint32_t index, int ok,
 	else
 		b->failed++;
 	ft_buf_add(&b->kinds, ok ? "o" : "f", 1);
+	if (b->nchunks)
+		chunk_ended(b, index);
 	if (b->job == NULL) {
-		if (b->ok + b->failed == b->total)
+		if (b->ok + b->failed == b->total && !b->open)
 			ending(bs, b);
 		return;
 	}
@@ -732,6 +819,26 @@ running(struct batches *bs, long id)
 	return NULL;
 }
 
+/* A result line of B was made.  A fast batch writes its lines a chunk at
+ * a time, not only at the loop's flush; one whose results clients stream
+ * writes them at the loop's next turn (batches_flush_eager), so that each
+ * reaches them at once. */
+static void
+line_added(struct batches *bs, struct batch *b)
+{
+	if (jsonl_pending(&b->out) >= JSONL_CHUNK && store_ok(bs->store))
+		store_write(bs->store, &b->out, b->results);
+	if (b->watchers == 0 || b->eager)
+		return;
+	b->eager = 1;
+	if (bs->neager == bs->capeager) {
+		bs->capeager = bs->capeager ? 2 * bs->capeager : 8;
+		bs->eager = ft_realloc(bs->eager, (size_t)bs->capeager *
+				       sizeof(*bs->eager));
+	}
+	bs->eager[bs->neager++] = b->id;
+}
+
 void
 batches_record(struct batches *bs, uint64_t tid, int worker,
 	       const char *host, const struct proto_result *r)
@@ -759,10 +866,7 @@ batches_record(struct batches *bs, uint64_t tid, int worker,
 	if (!r->ok)
 		jsonl_strn(o, "reason", r->reason, r->reason_len);
 	jsonl_end(o);
-	/* A fast batch writes its lines a chunk at a time, not only at the
-	 * loop's flush. */
-	if (jsonl_pending(o) >= JSONL_CHUNK && store_ok(bs->store))
-		store_write(bs->store, o, b->results);
+	line_added(bs, b);
 	ev_task_done(bs->ev, t->batch, t->index, r->attempt, worker, host,
 		     r->ok ? "ok" : "failed");
 	reason[0] = '\0';
@@ -799,6 +903,7 @@ batches_gang_ended(struct batches *bs, uint32_t batch, uint32_t index,
 	jsonl_str(o, "job", b->gang);
 	jsonl_raw(o, "figures", fig ? fig : "{}");
 	jsonl_end(o);
+	line_added(bs, b);
 	free(fig);
 	json_decref(b->result);
 	b->result = json_incref(figures);
@@ -829,9 +934,271 @@ batches_fail(struct batches *bs, uint32_t batch, uint32_t index,
 	jsonl_str(o, "stdout", "");
 	jsonl_str(o, "reason", reason);
 	jsonl_end(o);
+	line_added(bs, b);
 	ev_task_failed(bs->ev, batch, index, reason);
 	log_warnx("batch %ld task %u failed: %s", b->id, index, reason);
 	count(bs, b, index, 0, "", 0, reason);
+}
+
+/* ---- open batches (batch.h, adds.h) ---- */
+
+/* Open B's tasks.jsonl for appending, if not yet.  0, or -1 with ERR. */
+static int
+open_adds(struct batch *b, char *err, size_t n)
+{
+	char *path;
+
+	if (b->adds.fd >= 0)
+		return 0;
+	path = ft_asprintf("%s/tasks.jsonl", b->dir);
+	if (jsonl_open(&b->adds, path, JSONL_CRC) == -1) {
+		snprintf(err, n, "%s: %s", path, strerror(errno));
+		free(path);
+		return -1;
+	}
+	free(path);
+	return 0;
+}
+
+/* Write B's add records now: its tasks go out only once they are. */
+static void
+write_adds(struct batches *bs, struct batch *b)
+{
+	char *path = ft_asprintf("%s/tasks.jsonl", b->dir);
+
+	store_write(bs->store, &b->adds, path);
+	free(path);
+}
+
+/* Keep TEXT (the specs of B's tasks FIRST .. FIRST + COUNT - 1, LEFT of
+ * them still to end). */
+static void
+chunk_keep(struct batch *b, char *text, uint32_t first, uint32_t count,
+	   uint32_t left)
+{
+	if (left == 0) {
+		free(text);
+		return;
+	}
+	if (b->nchunks == b->capchunks) {
+		b->capchunks = b->capchunks ? 2 * b->capchunks : 16;
+		b->chunks = ft_realloc(b->chunks, (size_t)b->capchunks *
+				       sizeof(*b->chunks));
+	}
+	b->chunks[b->nchunks++] = (struct chunk){ text, first, count, left };
+}
+
+/* The open batch ID, or NULL with ERR. */
+static struct batch *
+open_batch(struct batches *bs, long id, char *err, size_t n)
+{
+	struct batch *b = batches_find(bs, id);
+	int finished = 0;
+	json_t *row;
+
+	if (b && b->state == B_RUNNING && b->open)
+		return b;
+	if (b && b->state == B_RUNNING) {
+		snprintf(err, n, "batch %ld is not open: its tasks were all "
+			 "given at submit (\"open\": true takes more)", id);
+	} else if (b && b->state == B_INTAKE) {
+		snprintf(err, n, "batch %ld is still being read", id);
+	} else if (b) {
+		snprintf(err, n, "batch %ld is closed: it has ended", id);
+	} else {
+		row = batches_lookup(bs, id, &finished);
+		snprintf(err, n, row ? "batch %ld is closed: it has ended"
+				     : "no batch %ld", id);
+		json_decref(row);
+	}
+	return NULL;
+}
+
+/* Queue the tasks of BT (an add of B, checked) but those DONE has
+ * (NULL: none), keeping its text. */
+static void
+queue_add(struct batches *bs, struct batch *b, struct batch_text *bt,
+	  const struct journal_results *done)
+{
+	uint32_t first = b->total, left = bt->ntasks, i;
+
+	for (i = 0; done && i < bt->ntasks; i++)
+		left -= (uint32_t)journal_done(done, first + i);
+	queue_text(bs, b, bt, done);
+	chunk_keep(b, bt->text, first, bt->ntasks, left);
+	bt->text = NULL;
+}
+
+int
+batches_add(struct batches *bs, long id, uint32_t first, char *text,
+	    size_t len, struct batches_added *out, char *err, size_t n)
+{
+	struct batch *b = open_batch(bs, id, err, n);
+	struct batch_text bt;
+
+	memset(out, 0, sizeof(*out));
+	out->status = 2;
+	if (b == NULL) {
+		free(text);
+		return -1;
+	}
+	adds_flatten(text, len);
+	if (batch_text_read(&bt, "add", text, len, bs->pl, 1, err, n) == -1)
+		return -1;
+	if (bt.job || bt.open || batch_text_fit(&bt, "add", bs->cfg, err,
+						n) == -1) {
+		if (bt.job || bt.open)
+			snprintf(err, n, "add: only \"tasks\" may be added "
+				 "to a batch");
+		batch_text_free(&bt);
+		return -1;
+	}
+	out->total = b->total;
+	if ((uint64_t)first + bt.ntasks <= b->total) {
+		batch_text_free(&bt);	/* a resend of tasks it has */
+		out->lines = b->records;
+		return 0;
+	}
+	if (first != b->total) {
+		snprintf(err, n, "add: batch %ld has %u tasks; tasks come in "
+			 "order, so this add of tasks %u.. must start at %u",
+			 id, b->total, first, b->total);
+		batch_text_free(&bt);
+		return -1;
+	}
+	if (bt.ntasks > FT_BATCH_MAX_TASKS - b->total) {
+		snprintf(err, n, "add: batch %ld would pass %d tasks", id,
+			 FT_BATCH_MAX_TASKS);
+		batch_text_free(&bt);
+		return -1;
+	}
+	out->status = 1;
+	if (open_adds(b, err, n) == -1) {
+		batch_text_free(&bt);
+		return -1;
+	}
+	adds_put(&b->adds, first, bt.text, bt.len);
+	write_adds(bs, b);
+	out->added = bt.ntasks;
+	queue_add(bs, b, &bt, NULL);
+	batch_text_free(&bt);
+	out->total = b->total;
+	out->lines = ++b->records;
+	b->touched = ft_now();
+	log_debug("batch %ld: %u tasks added (%u in all)", id, out->added,
+		  b->total);
+	bs->ops.queued(bs->ops.ctx);
+	return 0;
+}
+
+int
+batches_add_done(const struct batches *bs, long id, uint64_t lines)
+{
+	struct batch *b = batches_find(bs, id);
+
+	if (b == NULL || b->state != B_RUNNING || b->adds.fd < 0)
+		return 1;	/* ended: nothing more to wait for */
+	return store_done_lines(bs->store, &b->adds) >= lines;
+}
+
+/* Close B: no more tasks; it ends once they have.  The record goes to
+ * its tasks.jsonl (written now, or with the next flush on a failing
+ * disk). */
+static void
+seal(struct batches *bs, struct batch *b)
+{
+	char err[256];
+
+	b->open = 0;
+	if (open_adds(b, err, sizeof(err)) == -1) {
+		log_warnx("batch %ld: %s: its close is not recorded", b->id,
+			  err);
+	} else {
+		adds_put_close(&b->adds, b->total);
+		b->records++;
+		write_adds(bs, b);
+	}
+	log_info("batch %ld (%s) closed with %u tasks", b->id, b->name,
+		 b->total);
+	if (b->ok + b->failed == b->total)
+		ending(bs, b);
+}
+
+int
+batches_seal(struct batches *bs, long id, uint32_t *total, char *err,
+	     size_t n)
+{
+	struct batch *b = open_batch(bs, id, err, n);
+
+	if (b == NULL)
+		return -1;
+	*total = b->total;
+	seal(bs, b);
+	return 0;
+}
+
+void
+batches_watch(struct batches *bs, long id, int delta)
+{
+	struct batch *b = batches_find(bs, id);
+
+	if (b == NULL)
+		return;
+	b->watchers += delta;
+	if (b->watchers < 0)
+		b->watchers = 0;
+	b->touched = ft_now();
+}
+
+uint64_t
+batches_results_done(const struct batches *bs, long id, int *over)
+{
+	struct batch *b = batches_find(bs, id);
+
+	*over = b == NULL || batch_finished(b);
+	if (b == NULL || b->state == B_FINISHED || b->state == B_INTAKE ||
+	    b->out.fd < 0)
+		return b && b->state == B_INTAKE ? 0 : UINT64_MAX;
+	return store_done_bytes(bs->store, &b->out);
+}
+
+void
+batches_flush_eager(struct batches *bs)
+{
+	int i, n = bs->neager;
+
+	if (n == 0)
+		return;
+	bs->neager = 0;
+	for (i = 0; i < n; i++) {
+		struct batch *b = batches_find(bs, bs->eager[i]);
+
+		if (b == NULL)
+			continue;
+		b->eager = 0;
+		settle(bs, b);
+	}
+}
+
+void
+batches_open_tick(struct batches *bs, double now)
+{
+	long id, last = bs->first + bs->n;
+	double idle = bs->cfg->open_idle;
+
+	for (id = bs->first; id < last; id++) {
+		struct batch *b = batches_find(bs, id);
+
+		if (b == NULL || b->state != B_RUNNING || !b->open)
+			continue;
+		if (b->watchers > 0)
+			b->touched = now;
+		else if (now - b->touched >= idle) {
+			log_info("batch %ld (%s): open, untouched for %.0f s "
+				 "(open_idle_s): closed", id, b->name, idle);
+			seal(bs, b);
+		}
+	}
 }
 
 /* Why batch ID (B, or NULL when not in memory) cannot be cancelled. */
@@ -862,6 +1229,8 @@ batches_cancel(struct batches *bs, long id, uint64_t *queued,
 	b->cancelled = 1;
 	sched_fail_batch(bs->sched, (uint32_t)id, "cancelled", queued,
 			 running);
+	if (b->open)
+		seal(bs, b);
 	if (b->gang && bs->ops.gang_cancel) {
 		(*running)++;
 		bs->ops.gang_cancel(bs->ops.ctx, (uint32_t)id);
@@ -916,6 +1285,9 @@ batches_close(struct batches *bs)
 	free(bs->v);
 	bs->v = NULL;
 	bs->n = bs->cap = 0;
+	free(bs->eager);
+	bs->eager = NULL;
+	bs->neager = bs->capeager = 0;
 }
 
 /* ---- the submitter's token ---- */
@@ -1024,6 +1396,7 @@ restore_slot(struct batches *bs, long id)
 	b->id = id;
 	b->state = B_RUNNING;
 	b->out.fd = -1;
+	b->adds.fd = -1;
 	b->dir = ft_asprintf("%s/batches/%ld", bs->cfg->state_dir, id);
 	b->t0 = ft_now();
 	bs->v[id - bs->first] = b;
@@ -1112,6 +1485,120 @@ replay_job(struct batches *bs, struct batch *b, json_t *tasks,
 	return 0;
 }
 
+/* The adds of an open batch read back (adds.h), each scanned. */
+struct added {
+	struct batch_text *v;
+	int n, cap;
+	uint32_t total;			/* tasks of batch.json and the adds */
+	int closed;
+	const struct ft_plugins *pl;
+	const char *path;
+};
+
+static int
+added_one(void *ctx, uint32_t first, char *text, size_t len)
+{
+	struct added *a = ctx;
+	struct batch_text bt;
+	char err[512];
+
+	if (first != a->total || a->closed) {
+		free(text);
+		return -1;
+	}
+	if (batch_text_scan(&bt, a->path, text, len, a->pl, err,
+			    sizeof(err)) == -1) {
+		log_warnx("%s", err);
+		return -1;
+	}
+	if (a->n == a->cap) {
+		a->cap = a->cap ? 2 * a->cap : 16;
+		a->v = ft_realloc(a->v, (size_t)a->cap * sizeof(*a->v));
+	}
+	a->v[a->n++] = bt;
+	a->total += bt.ntasks;
+	return 0;
+}
+
+static void
+added_close(void *ctx, uint32_t total)
+{
+	struct added *a = ctx;
+
+	(void)total;
+	a->closed = 1;
+}
+
+static void
+added_free(struct added *a)
+{
+	int i;
+
+	for (i = 0; i < a->n; i++)
+		batch_text_free(&a->v[i]);
+	free(a->v);
+}
+
+/* Read the adds of the open batch B (BT its batch.json) into A, cutting
+ * a damaged tail of its tasks.jsonl.  0, or -1 with ERR. */
+static int
+read_adds(struct batches *bs, struct batch *b, const struct batch_text *bt,
+	  struct added *a, char *err, size_t n)
+{
+	char *path = ft_asprintf("%s/tasks.jsonl", b->dir);
+	struct adds_ops ops = { a, added_one, added_close };
+	uint64_t good, size;
+	int rc;
+
+	memset(a, 0, sizeof(*a));
+	a->total = bt->ntasks;
+	a->pl = bs->pl;
+	a->path = path;
+	rc = bt->open ? adds_read(path, &ops, &good, &size, err, n) : 0;
+	if (rc == 0 && good < size) {
+		log_warnx("batch %ld: %s: cut %llu bytes at offset %llu: a torn "
+			  "or damaged record; its tasks are not the batch's",
+			  b->id, path, (unsigned long long)(size - good),
+			  (unsigned long long)good);
+		ev_journal_repaired(bs->ev, b->id, path, (long long)good,
+				    (long long)(size - good),
+				    "torn or damaged record");
+		if (store_check_lease(bs->store, 1) == -1 ||
+		    truncate(path, (off_t)good) == -1) {
+			snprintf(err, n, "%s: cannot cut: %s", path,
+				 strerror(errno));
+			rc = -1;
+		}
+	}
+	free(path);
+	return rc;
+}
+
+/* Check the tasks of A not done in R: each add's own bits of R's. */
+static int
+check_adds(struct added *a, const struct journal_results *r,
+	   const struct ft_plugins *pl, uint32_t first, char *err, size_t n)
+{
+	uint8_t *skip = NULL;
+	int i, rc = 0;
+
+	for (i = 0; rc == 0 && i < a->n; i++) {
+		struct batch_text *bt = &a->v[i];
+		uint32_t k;
+
+		skip = ft_realloc(skip, bt->ntasks / 8 + 1);
+		memset(skip, 0, bt->ntasks / 8 + 1);
+		for (k = 0; k < bt->ntasks; k++)
+			if (journal_done(r, first + k))
+				skip[k / 8] |= (uint8_t)(1u << (k % 8));
+		rc = batch_text_check(bt, a->path, pl, 2, skip, bt->ntasks,
+				      err, n);
+		first += bt->ntasks;
+	}
+	free(skip);
+	return rc;
+}
+
 /* Rebuild B from its batch.json (BT) and its trusted lines (R). */
 /* Rebuild the gang batch B of BT: ended if its one line is there, else
  * its task runs again from its first attempt (a gang cannot be picked up
@@ -1134,21 +1621,32 @@ rebuild_gang(struct batches *bs, struct batch *b, struct batch_text *bt,
 
 static int
 rebuild(struct batches *bs, struct batch *b, struct batch_text *bt,
-	const struct journal_results *r, char *err, size_t n)
+	struct added *a, const struct journal_results *r, char *err,
+	size_t n)
 {
 	const struct ft_plugin *p = NULL;
 	json_t *tasks = NULL;
 	char *dir;
+	int i;
 
 	b->name = ft_strdup(bt->name);
 	b->priority = bt->priority;
+	b->open = bt->open && !a->closed;
+	if (bt->job == NULL && r->ok + r->failed > a->total) {
+		/* Only an open batch whose adds were cut gets here (its
+		 * results were not checked against a count of 0). */
+		snprintf(err, n, "results for tasks it does not have");
+		return -1;
+	}
 	if (bt->job == NULL) {
 		queue_text(bs, b, bt, r);
+		for (i = 0; i < a->n; i++)
+			queue_add(bs, b, &a->v[i], r);
 		b->ok = r->ok;
 		b->failed = r->failed;
 		b->text = bt->text;
 		bt->text = NULL;
-		if (b->ok + b->failed == b->total)
+		if (b->ok + b->failed == b->total && !b->open)
 			b->state = B_ENDING;
 		return 0;
 	}
@@ -1187,10 +1685,12 @@ replay_one(struct batches *bs, long id, struct replay_stats *st)
 	struct batch *b = restore_slot(bs, id);
 	struct journal_results r = { 0 };
 	struct batch_text bt = { 0 };
+	struct added a = { 0 };
 	char err[1024] = "", *path, *text;
 	size_t len = 0;
 	int rc;
 
+	b->touched = ft_now();
 	b->results = ft_asprintf("%s/results.jsonl", b->dir);
 	b->token = read_token(b->dir);
 	path = ft_asprintf("%s/batch.json", b->dir);
@@ -1200,12 +1700,16 @@ replay_one(struct batches *bs, long id, struct replay_stats *st)
 	if (text == NULL)
 		snprintf(err, sizeof(err), "%s: %s", path, strerror(errno));
 	if (rc == 0)
-		rc = journal_read(b->results, bt.job ? 0 : bt.ntasks,
+		rc = read_adds(bs, b, &bt, &a, err, sizeof(err));
+	if (rc == 0)
+		rc = journal_read(b->results, bt.job ? 0 : a.total,
 				  bt.job != NULL, &r, err, sizeof(err));
 	/* The tasks done need no check: they will not run again. */
 	if (rc == 0)
 		rc = batch_text_check(&bt, path, bs->pl, 2, r.done,
 				      r.ndone_bits, err, sizeof(err));
+	if (rc == 0)
+		rc = check_adds(&a, &r, bs->pl, bt.ntasks, err, sizeof(err));
 	free(path);
 	if (rc == 0)
 		rc = repair(bs, b, &r, err, sizeof(err));
@@ -1215,7 +1719,7 @@ replay_one(struct batches *bs, long id, struct replay_stats *st)
 		rc = -1;
 	}
 	if (rc == 0)
-		rc = rebuild(bs, b, &bt, &r, err, sizeof(err));
+		rc = rebuild(bs, b, &bt, &a, &r, err, sizeof(err));
 	if (rc == -1)
 		give_up(b, err);
 	b->d_ok = b->ok;
@@ -1229,6 +1733,7 @@ replay_one(struct batches *bs, long id, struct replay_stats *st)
 		 r.ncuts ? ", damaged lines cut out" : "");
 	journal_results_free(&r);
 	batch_text_free(&bt);
+	added_free(&a);
 }
 
 /* Remove batch directory ID, never accepted (no results.jsonl). */

@@ -47,6 +47,9 @@ struct batches_ops {
 		     const json_t *job);
 	/* Batch BATCH was cancelled: end its gang tasks (failed). */
 	void (*gang_cancel)(void *ctx, uint32_t batch);
+	/* More result lines of batch ID, which clients stream
+	 * (batches_watch), count as done. */
+	void (*results)(void *ctx, long id);
 };
 
 struct store;
@@ -67,6 +70,8 @@ struct batches {
 					 * batch (done counts, state) moves */
 	struct stats *stats;		/* counts by task type, or NULL */
 	double trim_due;		/* when freed memory goes back, 0: no need */
+	long *eager;			/* batches with lines to write at once */
+	int neager, capeager;
 };
 
 void batches_init(struct batches *bs, const struct ft_config *cfg,
@@ -112,6 +117,40 @@ void batches_fail(struct batches *bs, uint32_t batch, uint32_t index,
  * batch, or it has finished). */
 int batches_cancel(struct batches *bs, long id, uint64_t *queued,
 		   uint64_t *running, char *err, size_t n);
+/* What an add did. */
+struct batches_added {
+	uint32_t added;			/* tasks new to the batch (0: a resend) */
+	uint32_t total;			/* the batch's tasks now */
+	uint64_t lines;			/* its record's number (batches_add_done) */
+	int status;			/* for a refusal: 2 bad input, 1 else */
+};
+/* Add the tasks of TEXT (LEN bytes of {"tasks": [...]}, malloc'd: taken
+ * over) to the open batch ID as its tasks FIRST on, and queue them.
+ * Tasks come in order: an add of tasks the batch has already (a client's
+ * resend) adds nothing, one past its end is refused.  Its record is
+ * written first (adds.h).  0 with OUT, or -1 with ERR and OUT->status. */
+int batches_add(struct batches *bs, long id, uint32_t first, char *text,
+		size_t len, struct batches_added *out, char *err, size_t n);
+/* Is record LINES of batch ID's adds as durable as the policy wants (or
+ * the batch over)? */
+int batches_add_done(const struct batches *bs, long id, uint64_t lines);
+/* Close the open batch ID: no more tasks; it ends once they have.  0
+ * with *TOTAL its tasks, or -1 with ERR. */
+int batches_seal(struct batches *bs, long id, uint32_t *total, char *err,
+		 size_t n);
+/* DELTA (+1, -1) clients stream batch ID's results: its lines are then
+ * written at the loop's next turn, and ops.results tells of them. */
+void batches_watch(struct batches *bs, long id, int delta);
+/* The bytes of batch ID's results.jsonl that count as done (store.h),
+ * UINT64_MAX for the whole file (it has finished); *OVER when it has. */
+uint64_t batches_results_done(const struct batches *bs, long id, int *over);
+/* Write and count the lines of the batches clients stream (the loop
+ * calls it after each poll). */
+void batches_flush_eager(struct batches *bs);
+/* Close the open batches nobody has added to or streamed for the
+ * config's open_idle_s (the cron calls it). */
+void batches_open_tick(struct batches *bs, double now);
+
 /* An instance of task INDEX of batch BATCH was lost and queued again. */
 void batches_reassigned(struct batches *bs, uint32_t batch);
 /* The batch with id ID still in memory, or NULL. */

@@ -654,6 +654,124 @@ cmd_cancel(struct master *m, struct client *c, json_t *req, json_t **ans,
 	return 0;
 }
 
+/* ---- open batches: add, close ---- */
+
+/* An add whose answer waits for its record to be durable. */
+struct add_wait {
+	uint64_t client;
+	long batch;
+	uint64_t lines;
+	json_t *ans;
+	struct add_wait *next;
+};
+
+static struct add_wait *add_waits, **add_waits_tail = &add_waits;
+
+/* Answer the adds whose records are durable, in order (the answers of
+ * one client keep its requests' order: its lines wait meanwhile). */
+void
+commands_adds_durable(struct master *m)
+{
+	struct add_wait *w;
+
+	while ((w = add_waits) != NULL &&
+	       batches_add_done(&m->batches, w->batch, w->lines)) {
+		struct client *c = control_client(m->control, w->client);
+
+		add_waits = w->next;
+		if (add_waits == NULL)
+			add_waits_tail = &add_waits;
+		if (c) {
+			control_send(c, w->ans);
+			control_resume(c);
+		}
+		json_decref(w->ans);
+		free(w);
+	}
+}
+
+/* An add's body came (ARG: its batch << 32 | first). */
+static void
+on_add_body(void *ctx, struct client *c, const char *file, char *data,
+	    size_t len)
+{
+	struct master *m = ctx;
+	struct batches_added out;
+	long id = control_body_tag(c) >> 32;
+	uint32_t first = (uint32_t)control_body_tag(c);
+	struct add_wait *w;
+	char err[1024];
+
+	(void)file;
+	if (batches_add(&m->batches, id, first, data, len, &out, err,
+			sizeof(err)) == -1) {
+		json_t *ans = json_pack("{s:b, s:s, s:i}", "ok", 0, "error", err,
+					"exit", out.status);
+
+		control_send(c, ans);
+		json_decref(ans);
+		control_resume(c);
+		return;
+	}
+	w = ft_calloc(1, sizeof(*w));
+	w->client = control_client_id(c);
+	w->batch = id;
+	w->lines = out.lines;
+	w->ans = json_pack("{s:b, s:I, s:I, s:I}", "ok", 1, "batch",
+			   (json_int_t)id, "added", (json_int_t)out.added,
+			   "total", (json_int_t)out.total);
+	*add_waits_tail = w;
+	add_waits_tail = &w->next;
+	commands_adds_durable(m);
+}
+
+/* add {"batch": ID, "first": I, "bytes": N} and N bytes: more tasks for
+ * an open batch, answered once their record is durable. */
+static int
+cmd_add(struct master *m, struct client *c, json_t *req, json_t **ans,
+	char *err, size_t n)
+{
+	json_int_t id = json_integer_value(json_object_get(req, "batch"));
+	json_int_t first = json_integer_value(json_object_get(req, "first"));
+	json_int_t len = json_integer_value(json_object_get(req, "bytes"));
+
+	(void)ans;
+	if (m->stopping) {
+		snprintf(err, n, "the master is stopping");
+		return -1;
+	}
+	if (id <= 0 || id > UINT32_MAX || first < 0 || first > UINT32_MAX) {
+		snprintf(err, n, "add: \"batch\" and \"first\" must be a "
+			 "batch id and a task index");
+		return -1;
+	}
+	if (len < 1 || (size_t)len > m->cfg.control.max_batch) {
+		snprintf(err, n, "add: the tasks are %lld bytes; this master "
+			 "takes 1 to %zu (control.max_batch_bytes)",
+			 (long long)len, m->cfg.control.max_batch);
+		return -1;
+	}
+	control_read_body_tagged(c, (size_t)len, "add", on_add_body, m,
+				 (uint64_t)id << 32 | (uint64_t)first);
+	return 1;
+}
+
+/* close {"batch": ID}: the open batch takes no more tasks. */
+static int
+cmd_close(struct master *m, struct client *c, json_t *req, json_t **ans,
+	  char *err, size_t n)
+{
+	long id = (long)json_integer_value(json_object_get(req, "batch"));
+	uint32_t total;
+
+	(void)c;
+	if (batches_seal(&m->batches, id, &total, err, n) == -1)
+		return -1;
+	*ans = json_pack("{s:b, s:I, s:I}", "ok", 1, "batch", (json_int_t)id,
+			 "total", (json_int_t)total);
+	return 0;
+}
+
 void
 commands_rotate(struct master *m, int only_big)
 {
@@ -698,6 +816,8 @@ static const cmd_fn handlers[CTL_NCMDS] = {
 	[CTL_REBOOT] = cmd_reboot,
 	[CTL_CANCEL] = cmd_cancel,
 	[CTL_SUBSCRIBE] = cmd_subscribe,
+	[CTL_ADD] = cmd_add,
+	[CTL_CLOSE] = cmd_close,
 };
 
 /* May UID send commands of ROLE?  Reading is for everyone; submitting
@@ -847,6 +967,14 @@ commands_tick(struct master *m, double now)
 void
 commands_close(struct master *m)
 {
+	while (add_waits) {
+		struct add_wait *w = add_waits;
+
+		add_waits = w->next;
+		json_decref(w->ans);
+		free(w);
+	}
+	add_waits_tail = &add_waits;
 	while (waits) {
 		struct reboot_wait *w = waits;
 

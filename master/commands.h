@@ -15,8 +15,12 @@
  *                           drain, power-cycle, workers back; answered
  *                           once every node named is back or has failed
  *   cancel {"batch": ID}    queued tasks dropped, running ones killed
- *   subscribe {...}         stay connected for pushed events and status
- *                           (subs.h)
+ *   subscribe {...}         stay connected for pushed events, status and
+ *                           a batch's results (subs.h)
+ *   add {"batch", "first", "bytes"} and a body
+ *                           more tasks for an open batch; answered once
+ *                           their record is durable
+ *   close {"batch": ID}     the open batch takes no more tasks
  *
  * A bad request gets an error answer; it never disturbs the master.
  */
@@ -38,6 +42,9 @@ json_t *commands_status(struct master *m, int max_finished);
 /* Rotate master.log and events.jsonl (SIGHUP, `ftfarm rotate`), or only
  * those past the config's log_max_bytes when ONLY_BIG. */
 void commands_rotate(struct master *m, int only_big);
+/* Answer the adds whose records have become durable (after a write or
+ * a sync round). */
+void commands_adds_durable(struct master *m);
 /* Batch B has finished: answer whoever waits for it. */
 void commands_batch_done(struct master *m, struct batch *b);
 /* The reboot of node N has ended: back (OK) or WHY not.  Answer the

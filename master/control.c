@@ -55,6 +55,7 @@ struct client {
 	control_body_fn done;
 	void *body_ctx;
 	char *body_name;
+	uint64_t body_tag;		/* the caller's word on the body */
 	ev_timer more;			/* lines left for the next turn */
 	struct client *next;
 };
@@ -229,6 +230,14 @@ void
 control_read_body(struct client *c, size_t len, const char *name,
 		  control_body_fn done, void *ctx)
 {
+	control_read_body_tagged(c, len, name, done, ctx, 0);
+}
+
+void
+control_read_body_tagged(struct client *c, size_t len, const char *name,
+			 control_body_fn done, void *ctx, uint64_t tag)
+{
+	c->body_tag = tag;
 	c->want = len;
 	c->done = done;
 	c->body_ctx = ctx;
@@ -236,6 +245,12 @@ control_read_body(struct client *c, size_t len, const char *name,
 	c->body_name = ft_strdup(name);
 	ft_buf_free(&c->body);
 	ft_buf_reserve(&c->body, len + 1);
+}
+
+uint64_t
+control_body_tag(const struct client *c)
+{
+	return c->body_tag;
 }
 
 /* ---- reading ---- */

@@ -70,6 +70,11 @@ typedef void (*control_body_fn)(void *ctx, struct client *c,
  * they have all come. */
 void control_read_body(struct client *c, size_t len, const char *name,
 		       control_body_fn done, void *ctx);
+/* The same with TAG, the caller's word on the body, for DONE to read
+ * with control_body_tag(C). */
+void control_read_body_tagged(struct client *c, size_t len, const char *name,
+			      control_body_fn done, void *ctx, uint64_t tag);
+uint64_t control_body_tag(const struct client *c);
 /* The CTX the control was opened with, from one of its clients. */
 void *control_owner(const struct client *c);
 /* C's id, unique for the master's life; the client of ID, or NULL once it

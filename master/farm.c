@@ -136,6 +136,14 @@ on_finished(void *ctx, struct batch *b)
 }
 
 static void
+on_results(void *ctx, long id)
+{
+	struct master *m = ctx;
+
+	subs_results(m->subs, id);
+}
+
+static void
 on_gang(void *ctx, uint32_t batch, uint32_t index, const json_t *job)
 {
 	gangs_submit(ctx, batch, index, job);
@@ -190,6 +198,7 @@ farm_init(struct master *m)
 	struct batches_ops bo = {
 		.ctx = m, .queued = on_queued, .finished = on_finished,
 		.gang = on_gang, .gang_cancel = on_gang_cancel,
+		.results = on_results,
 	};
 	struct gangs_ops go = { .ctx = m, .ended = on_gang_ended };
 
@@ -217,6 +226,7 @@ on_synced(void *ctx)
 	struct master *m = ctx;
 
 	batches_flush(&m->batches);	/* batches that waited for the disk */
+	commands_adds_durable(m);	/* and adds */
 }
 
 static int
@@ -296,6 +306,7 @@ farm_cron(struct master *m, double now)
 	gangs_cron(m, now);
 	defer_run(&m->defer);
 	subs_tick(m->subs, now);
+	commands_adds_durable(m);
 	return m->stopping ? cron_stop(m, now) : 0;
 }
 

@@ -100,7 +100,7 @@ cron_soon(struct master *m)
 
 /* Write the results and events pending once a chunk of them is due
  * (events.h): a burst of tasks keeps its lines to a few chunks in
- * memory. */
+ * memory.  The results of batches clients stream go at once. */
 static void
 flush_if_urgent(struct master *m)
 {
@@ -108,6 +108,7 @@ flush_if_urgent(struct master *m)
 		m->events.urgent = 0;
 		farm_flush(m);
 	}
+	batches_flush_eager(&m->batches);	/* results clients stream */
 }
 
 /* How long the loop stays hot after activity, at NOW. */
@@ -243,6 +244,7 @@ on_cron(struct ev_loop *loop, ev_timer *w, int revents)
 		commands_rotate(m, 1);	/* the logs past their size */
 		commands_tick(m, now);	/* idle clients */
 		batches_trim(&m->batches, now);
+		batches_open_tick(&m->batches, now);
 		last_second = now;
 	}
 	w->repeat = cron_period(m, now);

@@ -362,6 +362,12 @@ store_done_lines(const struct store *s, const struct jsonl *j)
 	return s->cfg->fsync == FT_FSYNC_ALWAYS ? j->synced_lines : j->lines;
 }
 
+uint64_t
+store_done_bytes(const struct store *s, const struct jsonl *j)
+{
+	return s->cfg->fsync == FT_FSYNC_ALWAYS ? j->synced : j->written;
+}
+
 int
 store_durable(const struct store *s, const struct jsonl *j)
 {

@@ -96,6 +96,9 @@ long store_write(struct store *s, struct jsonl *j, const char *path);
 /* Lines of J that count as done: written ("none", "batch") or synced
  * ("always"). */
 uint64_t store_done_lines(const struct store *s, const struct jsonl *j);
+/* The bytes of J's file those lines end at (what it held at open
+ * included). */
+uint64_t store_done_bytes(const struct store *s, const struct jsonl *j);
 /* Is everything J wrote as durable as the policy wants? */
 int store_durable(const struct store *s, const struct jsonl *j);
 /* J will be closed or freed: forget it (no sync report reaches it). */

@@ -1,8 +1,11 @@
 /* subs: the control socket's subscriptions (see subs.h). */
 #include "subs.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "control.h"
 #include "evring.h"
@@ -13,6 +16,7 @@
 #define PUSH_PERIOD 0.25		/* status and batch pushes, at most */
 #define ALIVE_PERIOD 10.0		/* a push at least this often */
 #define RECENT_FINISHED 20		/* finished batches in a status push */
+#define READ_FIRST (256 * 1024)		/* a results read, at first */
 
 enum { R_OTHER, R_TASK, R_N };
 
@@ -28,6 +32,10 @@ struct sub {
 	long batch;			/* wants this batch's row, 0: none */
 	uint64_t batch_mark;		/* the batch's counts last sent */
 	int batch_over;			/* its final row was sent */
+	int results;			/* streams the batch's result lines */
+	int rfd;			/* its results.jsonl, or -1 */
+	uint64_t roff;			/* the next byte of it to send */
+	int rover;			/* all sent: the batch has finished */
 	double last_push;		/* monotonic */
 	struct sub *next;
 };
@@ -44,6 +52,7 @@ struct subs {
 	uint64_t status_gen;		/* status_text's number */
 	struct ft_buf status_text;	/* the last status push, one line */
 	struct ft_buf scratch;
+	struct ft_buf rbuf;		/* result lines read */
 };
 
 struct subs *
@@ -61,6 +70,17 @@ subs_new(struct master *m)
 	return s;
 }
 
+/* What SUB holds beyond itself goes: its results file and its watch. */
+static void
+sub_release(struct subs *s, struct sub *sub)
+{
+	if (sub->rfd >= 0) {
+		close(sub->rfd);
+		batches_watch(&s->m->batches, sub->batch, -1);
+	}
+	sub->rfd = -1;
+}
+
 void
 subs_free(struct subs *s)
 {
@@ -70,6 +90,7 @@ subs_free(struct subs *s)
 	while (s->list) {
 		struct sub *next = s->list->next;
 
+		sub_release(s, s->list);
 		free(s->list);
 		s->list = next;
 	}
@@ -77,6 +98,7 @@ subs_free(struct subs *s)
 	evring_free(&s->ring[R_TASK]);
 	ft_buf_free(&s->status_text);
 	ft_buf_free(&s->scratch);
+	ft_buf_free(&s->rbuf);
 	free(s);
 }
 
@@ -294,6 +316,110 @@ seek_end(struct subs *s, struct sub *sub)
 	}
 }
 
+/* ---- result lines ---- */
+
+/* Push the whole lines of BUF (LEN bytes read at the cursor) to SUB as
+ * {"push":"result","batch":ID,...}, while it has room.  The bytes
+ * consumed. */
+static size_t
+push_lines(struct subs *s, struct sub *sub, const char *buf, size_t len)
+{
+	char head[64];
+	int hn = snprintf(head, sizeof(head), "{\"push\":\"result\","
+			  "\"batch\":%ld,", sub->batch);
+	size_t off = 0;
+
+	while (off < len && has_room(sub)) {
+		const char *nl = memchr(buf + off, '\n', len - off);
+		size_t l;
+
+		if (nl == NULL)
+			break;
+		l = (size_t)(nl - (buf + off)) + 1;
+		if (l > 2 && buf[off] == '{') {
+			s->scratch.len = 0;
+			ft_buf_add(&s->scratch, head, (size_t)hn);
+			ft_buf_add(&s->scratch, buf + off + 1, l - 1);
+			push(sub, s->scratch.data, s->scratch.len);
+		}
+		off += l;
+	}
+	return off;
+}
+
+/* Send SUB the result lines of its batch that count as done and it has
+ * not had, while it has room. */
+static void
+deliver_results(struct subs *s, struct sub *sub)
+{
+	int over = 0;
+	uint64_t done;
+	size_t want = READ_FIRST;
+
+	if (sub->rfd < 0 || sub->rover)
+		return;
+	done = batches_results_done(&s->m->batches, sub->batch, &over);
+	while (has_room(sub) && sub->roff < done) {
+		ssize_t got;
+		size_t used;
+
+		if ((uint64_t)want > done - sub->roff)
+			want = (size_t)(done - sub->roff);
+		ft_buf_reserve(&s->rbuf, want);
+		got = pread(sub->rfd, s->rbuf.data, want, (off_t)sub->roff);
+		if (got <= 0) {
+			if (got == 0 && over)
+				sub->rover = 1;		/* read to its end */
+			break;
+		}
+		used = push_lines(s, sub, s->rbuf.data, (size_t)got);
+		sub->roff += used;
+		if (used == 0 && (size_t)got == want && has_room(sub))
+			want *= 2;	/* a line longer than the read */
+		else if (used == 0)
+			break;		/* a line still being written */
+	}
+	if (over && sub->roff >= done)
+		sub->rover = 1;
+}
+
+void
+subs_results(struct subs *s, long batch)
+{
+	struct sub *sub;
+
+	for (sub = s ? s->list : NULL; sub; sub = sub->next)
+		if (sub->batch == batch && sub->rfd >= 0)
+			deliver_results(s, sub);
+}
+
+/* Set SUB up to stream the result lines of its batch from byte OFFSET.
+ * 0, or -1 with ERR. */
+static int
+results_open(struct subs *s, struct sub *sub, json_int_t offset, char *err,
+	     size_t n)
+{
+	char *path = ft_asprintf("%s/batches/%ld/results.jsonl",
+				 s->m->cfg.state_dir, sub->batch);
+
+	if (offset < 0) {
+		snprintf(err, n, "subscribe: \"offset\" must be 0 or more");
+		free(path);
+		return -1;
+	}
+	sub->rfd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	if (sub->rfd < 0) {
+		snprintf(err, n, "subscribe: batch %ld's results: %s",
+			 sub->batch, strerror(errno));
+		free(path);
+		return -1;
+	}
+	free(path);
+	sub->roff = (uint64_t)offset;
+	batches_watch(&s->m->batches, sub->batch, +1);
+	return 0;
+}
+
 /* ---- status and batch pushes ---- */
 
 static uint64_t
@@ -419,9 +545,11 @@ subs_tick(struct subs *s, double now)
 
 	if (s == NULL || s->list == NULL)
 		return;
-	for (sub = s->list; sub; sub = sub->next)
+	for (sub = s->list; sub; sub = sub->next) {
 		if (sub->mask)
 			deliver(s, sub);
+		deliver_results(s, sub);
+	}
 	if (now - s->last_build >= PUSH_PERIOD) {
 		s->last_build = now;
 		status_round(s);
@@ -456,6 +584,7 @@ subs_client_gone(struct subs *s, struct client *c)
 			struct sub *gone = *p;
 
 			*p = gone->next;
+			sub_release(s, gone);
 			free(gone);
 			s->n--;
 			return;
@@ -504,6 +633,7 @@ first_pushes(void *ctx, uint64_t a, uint64_t b, const char *text)
 		build_status(m->subs);
 		push_status(m->subs, sub);
 	}
+	deliver_results(m->subs, sub);
 	push_batch(m->subs, sub);
 }
 
@@ -514,7 +644,7 @@ subs_subscribe(struct subs *s, struct client *c, const json_t *req,
 	const json_t *since = json_object_get(req, "since");
 	json_int_t tail = json_integer_value(json_object_get(req, "tail"));
 	json_int_t batch = json_integer_value(json_object_get(req, "batch"));
-	struct sub *sub, fresh = { .c = c };
+	struct sub *sub, fresh = { .c = c, .rfd = -1 };
 	struct evrec rec;
 	const char *line;
 	int finished;
@@ -532,6 +662,14 @@ subs_subscribe(struct subs *s, struct client *c, const json_t *req,
 		json_decref(row);
 	}
 	fresh.batch = (long)batch;
+	if (json_is_true(json_object_get(req, "results")) &&
+	    (batch == 0 || results_open(s, &fresh, json_integer_value(
+		    json_object_get(req, "offset")), err, n) == -1)) {
+		if (batch == 0)
+			snprintf(err, n, "subscribe: \"results\" needs a "
+				 "\"batch\"");
+		return -1;
+	}
 	fresh.status = json_is_true(json_object_get(req, "status"));
 	fresh.last_push = ft_now();
 	if (since)
@@ -544,10 +682,12 @@ subs_subscribe(struct subs *s, struct client *c, const json_t *req,
 		seek_tail(s, &fresh, (long)tail);
 	if ((sub = find(s, c)) == NULL) {
 		sub = ft_calloc(1, sizeof(*sub));
+		sub->rfd = -1;
 		sub->next = s->list;
 		s->list = sub;
 		s->n++;
 	}
+	sub_release(s, sub);
 	fresh.next = sub->next;
 	*sub = fresh;
 	*ans = json_pack("{s:b}", "ok", 1);

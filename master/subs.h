@@ -17,6 +17,11 @@
  * Status and batch pushes are built by the cron at most every quarter
  * second, only when something changed, once for all who asked; a
  * subscriber whose queue is full skips one and gets the next.
+ *
+ * A batch's result lines are streamed from its results.jsonl itself: a
+ * subscriber's cursor is a byte offset in the file, moved up to what
+ * counts as done (store.h) as fast as the subscriber reads, so none is
+ * ever skipped and none waits in the master's memory.
  */
 #ifndef FT_SUBS_H
 #define FT_SUBS_H
@@ -46,6 +51,9 @@ int subs_subscribe(struct subs *s, struct client *c, const json_t *req,
 		   json_t **ans, char *err, size_t n);
 /* Client C is going: forget its subscription. */
 void subs_client_gone(struct subs *s, struct client *c);
+/* More result lines of batch BATCH count as done: push them to those who
+ * stream them. */
+void subs_results(struct subs *s, long batch);
 /* Periodic work (the cron): catch up, status and batch pushes. */
 void subs_tick(struct subs *s, double now);
 
