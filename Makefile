@@ -59,7 +59,7 @@ WORKER := worker/main.c worker/agent.c worker/doze.c worker/slots.c \
 SLOT := worker/slot_main.c worker/slot.c worker/runner.c worker/zygote.c
 CLI := cli/main.c cli/err.c cli/commands.c cli/start.c cli/launch.c cli/supervise.c \
 	cli/nodes.c cli/watch.c cli/events.c cli/progress.c cli/tasks.c cli/remote.c
-PLUGINS := exec sleep wordcount relax
+PLUGINS := exec sleep wordcount relax python
 
 common_o = $(COMMON:%.c=$(OBJ)/%.o)
 common_mpi_o = $(COMMON_MPI:%.c=$(OBJ)/%.o)
@@ -112,10 +112,10 @@ $(BINDIR)/tasks/%.so: worker/tasks/%.c $(PLUGIN_DEPS)
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) $(WARN) $(PLUGIN_CFLAGS) -o $@ $< $(PLUGIN_COMMON) $(LDLIBS)
 
-# exec starts processes: with the environment task_env.c makes, their
-# outputs read by task_io.c.
+# exec and python start processes: with the environment task_env.c
+# makes, their outputs read by task_io.c.
 TASK_PROC := worker/tasks/task_env.c worker/tasks/task_io.c
-$(BINDIR)/tasks/exec.so: $(BINDIR)/tasks/%.so: \
+$(BINDIR)/tasks/exec.so $(BINDIR)/tasks/python.so: $(BINDIR)/tasks/%.so: \
 		worker/tasks/%.c $(TASK_PROC) $(TASK_PROC:.c=.h) $(PLUGIN_DEPS)
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) -iquote worker/tasks $(CFLAGS) $(WARN) $(PLUGIN_CFLAGS) -o $@ $< $(TASK_PROC) $(PLUGIN_COMMON) $(LDLIBS)

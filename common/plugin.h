@@ -34,6 +34,8 @@ struct ft_task {
 					 * index in the batch */
 	uint32_t attempt;		/* 1 for the first try */
 	const json_t *spec;		/* the task object, already validated */
+	const char *spec_text;		/* and its JSON text, as submitted */
+	size_t spec_len;
 	const volatile int *cancel;	/* non-zero: stop as soon as possible */
 	size_t output_cap;		/* keep at most this many bytes of each output */
 	/* A plugin that runs the task in a process group of its own says

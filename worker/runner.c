@@ -223,6 +223,8 @@ run_one(struct runner *r, struct runner_task *t, struct runner_result *res)
 	task.id = t->tid;
 	task.attempt = t->attempt;
 	task.spec = spec;
+	task.spec_text = t->spec;
+	task.spec_len = t->spec_len;
 	task.cancel = &t->cancel;
 	task.output_cap = r->output_cap;
 	task.group = on_group;

@@ -147,6 +147,9 @@ CONFIG_TABLES = {
     "worker/tasks/sleep.c": {
         "sleep_fields": ("ftfarm-batch.5", "Task keys"),
     },
+    "worker/tasks/python.c": {
+        "python_fields": ("ftfarm-batch.5", "Task keys"),
+    },
     "worker/tasks/wc_job.c": {
         "job_fields": ("ftfarm-batch.5", "Job keys: wordcount"),
     },

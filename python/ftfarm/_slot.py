@@ -1,0 +1,241 @@
+"""The Python interpreter a slot of ftfarm keeps alive from task to task.
+
+The slot's "python" task plugin (worker/tasks/python.c) starts it as
+``python3 -m ftfarm._slot`` with a socket as its standard input and pipes
+as its outputs, then sends it one request per task and reads one reply,
+each a frame of a little-endian u32 length and JSON::
+
+    request  {"id": TASK_ID, "attempt": N, "env": {NAME: VALUE},
+              "value_max": BYTES, "task": SPEC}
+    reply    {"ok": BOOL, "value": TEXT, "reason": TEXT}
+
+SPEC is the task as submitted (_calls.py): "fn" or "fn_file", a pickle of
+(meta, function pickled by cloudpickle) where meta has the client's
+"path" (sys.path) and "cwd"; "args" or "args_file", a pickled list of
+(args, kwargs) pairs, one call each; optionally "dir" and
+"call_timeout".  The value is the pickled list of
+their outcomes, one per call, in order::
+
+    (0, value)                          the call returned
+    (1, exception, traceback_text)      it raised
+    (2, type_name, message, traceback)  it raised what cannot be pickled
+
+as "b64:..." or, past value_max, "file:PATH" in the task's "dir".  What
+the calls print goes to the slot, which keeps it as the task's output.
+The interpreter leaves when its slot goes: at the slot's death the kernel
+kills it (PR_SET_PDEATHSIG), and it leaves when its socket closes.
+"""
+import base64
+import ctypes
+import json
+import os
+import pickle
+import signal
+import struct
+import sys
+import traceback
+
+try:
+    import cloudpickle
+except ImportError:  # said once the first task needs it
+    cloudpickle = None
+
+_HEAD = struct.Struct("<I")
+_FNS = {}          # (function, meta) unpickled, by their bytes (or file)
+_FNS_MAX = 64      # kept at most (a map sends the same one again and again)
+
+
+def _die_with_parent():
+    """Have the kernel kill us when the slot dies (and leave now if it
+    already has)."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, signal.SIGKILL, 0, 0, 0)      # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
+    want = os.environ.get("FTFARM_SLOT_PID")
+    if want and os.getppid() != int(want):
+        os._exit(0)
+
+
+def _read_exact(fd, n):
+    parts = []
+    while n > 0:
+        data = os.read(fd, n)
+        if not data:
+            raise EOFError
+        parts.append(data)
+        n -= len(data)
+    return parts[0] if len(parts) == 1 else b"".join(parts)
+
+
+def _write_all(fd, data):
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
+
+
+def _load(task, inline, file_key):
+    """The bytes of TASK's INLINE key (base64) or of the file it names."""
+    text = task.get(inline)
+    if text is not None:
+        return base64.b64decode(text)
+    with open(task[file_key], "rb") as f:
+        return f.read()
+
+
+def _function(task):
+    """The task's function, in the client's working directory (when this
+    host has it), its sys.path entries found here too."""
+    key = task.get("fn") or ("file", task.get("fn_file"))
+    hit = _FNS.get(key)
+    if hit is None:
+        meta, inner = pickle.loads(_load(task, "fn", "fn_file"))
+        for p in meta.get("path", ()):
+            if p not in sys.path:
+                sys.path.append(p)
+        _chdir(meta.get("cwd"))
+        hit = (pickle.loads(inner), meta.get("cwd"))
+        if len(_FNS) >= _FNS_MAX:
+            _FNS.clear()
+        _FNS[key] = hit
+    else:
+        _chdir(hit[1])
+    return hit[0]
+
+
+def _chdir(cwd):
+    if cwd and cwd != os.getcwd() and os.path.isdir(cwd):
+        os.chdir(cwd)
+
+
+class _CallTimeout(BaseException):
+    pass
+
+
+def _on_alarm(signum, frame):
+    raise _CallTimeout()
+
+
+def _call(fn, args, kwargs, limit):
+    """One call's outcome (see the module's doc)."""
+    try:
+        if limit:
+            signal.setitimer(signal.ITIMER_REAL, limit)
+        try:
+            return (0, fn(*args, **kwargs))
+        finally:
+            if limit:
+                signal.setitimer(signal.ITIMER_REAL, 0)
+    except _CallTimeout:
+        err = TimeoutError(f"the call ran longer than {limit:g} s "
+                           "(call_timeout)")
+        return (1, err, "")
+    except BaseException as e:      # SystemExit too: the call's own
+        tb = traceback.format_exc()
+        return (1, e.with_traceback(None), tb)
+
+
+def _pickled(outcomes):
+    """The outcomes pickled (by cloudpickle when pickle cannot: a lambda
+    returned); those that cannot be at all are told in words."""
+    try:
+        return pickle.dumps(outcomes, protocol=pickle.HIGHEST_PROTOCOL)
+    except Exception:
+        pass
+    try:
+        return cloudpickle.dumps(outcomes, protocol=pickle.HIGHEST_PROTOCOL)
+    except Exception:
+        pass
+    safe = []
+    for o in outcomes:
+        try:
+            cloudpickle.dumps(o)
+            safe.append(o)
+        except Exception as e:
+            if o[0] == 0:
+                safe.append((2, "TypeError", "the call's value cannot be "
+                             f"pickled: {e}", ""))
+            else:
+                safe.append((2, type(o[1]).__name__, str(o[1]), o[2]))
+    return cloudpickle.dumps(safe, protocol=pickle.HIGHEST_PROTOCOL)
+
+
+def _value(data, req, task):
+    """DATA as the reply's value: inline, or a file in the task's dir."""
+    if len(data) * 4 // 3 + 8 <= req.get("value_max", 65536):
+        return "b64:" + base64.b64encode(data).decode("ascii")
+    d = task.get("dir")
+    if not d:
+        raise RuntimeError(f"the value is {len(data)} bytes, too big to "
+                           "send inline, and the task has no \"dir\"")
+    os.makedirs(d, exist_ok=True)
+    path = os.path.join(d, f"v{req['id']}-{req['attempt']}-{os.getpid()}")
+    tmp = path + ".tmp"
+    with open(tmp, "wb") as f:
+        f.write(data)
+    os.rename(tmp, path)
+    return "file:" + path
+
+
+def _why(outcome):
+    """A failed call's reason, in a line."""
+    if outcome[0] == 1:
+        e = outcome[1]
+        return f"{type(e).__name__}: {e}"[:120]
+    return f"{outcome[1]}: {outcome[2]}"[:120]
+
+
+def _run(req):
+    task = req["task"]
+    if cloudpickle is None:
+        return {"ok": False, "reason": "cloudpickle is not installed for "
+                f"{sys.executable} (Debian: python3-cloudpickle)"}
+    os.environ.update(req.get("env", {}))
+    try:
+        fn = _function(task)
+        calls = pickle.loads(_load(task, "args", "args_file"))
+    except Exception as e:
+        tb = traceback.format_exc()
+        outcome = (1, RuntimeError(f"cannot load the call: "
+                                   f"{type(e).__name__}: {e}"), tb)
+        return {"ok": False, "value": _value(_pickled([outcome]), req, task),
+                "reason": _why(outcome)}
+    limit = task.get("call_timeout")
+    outcomes = [_call(fn, a, k, limit) for a, k in calls]
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except Exception:
+            pass
+    bad = next((o for o in outcomes if o[0]), None)
+    reply = {"ok": bad is None,
+             "value": _value(_pickled(outcomes), req, task)}
+    if bad is not None:
+        reply["reason"] = _why(bad)
+    return reply
+
+
+def main():
+    ctl = os.dup(0)
+    null = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(null, 0)
+    os.close(null)
+    _die_with_parent()
+    signal.signal(signal.SIGALRM, _on_alarm)
+    while True:
+        try:
+            (n,) = _HEAD.unpack(_read_exact(ctl, 4))
+            req = json.loads(_read_exact(ctl, n))
+        except (EOFError, OSError):
+            return
+        try:
+            reply = _run(req)
+        except Exception as e:      # the interpreter's own trouble
+            reply = {"ok": False, "reason": f"{type(e).__name__}: {e}"[:120]}
+        out = json.dumps(reply).encode()
+        _write_all(ctl, _HEAD.pack(len(out)) + out)
+
+
+if __name__ == "__main__":
+    main()
