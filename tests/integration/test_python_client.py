@@ -23,7 +23,7 @@ from remote_client import Munged, run_masked
 
 sys.path.insert(0, str(ROOT / "python"))
 import ftfarm  # noqa: E402
-from ftfarm import _config, _control, _crc32c, _lease, _lines  # noqa: E402
+from ftfarm import _control, _crc32c, _lease, _lines  # noqa: E402
 from ftfarm import _results  # noqa: E402
 
 PY = "/usr/bin/python3"
@@ -409,6 +409,44 @@ def test_client_across_master_kill(make_cluster):
     assert _lease.read(str(c.state_dir)).epoch >= 2
     first.close()
     waiter.close()
+
+
+@pytest.mark.timeout(180)
+def test_idle_connection_replaced_and_a_stop_ends_a_wait(make_cluster):
+    """A connection the master closed as idle is replaced before the next
+    call; a wait whose master is stopped (ftfarm stop: the lease goes
+    free) gives up with where the results are, not after the bound."""
+    c = make_cluster(heartbeat_ms=500, nodes=2,
+                     control={"idle_timeout_s": 1})
+    c.start()
+    cl = ftfarm.Client(c.config)
+    assert len(cl.status()["workers"]) == 2
+    conn = cl._conn
+    assert wait_until(lambda: "idle for" in c.master_log(), 30)
+    assert conn.stale() and len(cl.status()["workers"]) == 2
+    assert cl._conn is not conn
+    bid = cl.submit(echo_batch(4, "long", pause=60))
+    got = {}
+
+    def wait():
+        try:
+            cl.wait(bid)
+        except ftfarm.Error as e:
+            got["error"] = e
+        got["at"] = time.monotonic()
+    t = threading.Thread(target=wait, daemon=True)
+    t.start()
+    assert wait_until(lambda: any(w["state"] == "busy" for w in
+                                  c.status()["workers"]), 30)
+    r = c.stop()
+    stopped = time.monotonic()
+    assert r.returncode == 0, r.stderr
+    t.join(60)
+    e = got["error"]
+    assert f"the master stopped before batch {bid} finished; its results " \
+        f"so far are in {c.state_dir}/batches/{bid}" == str(e) and \
+        e.exit == 1, e
+    assert got["at"] - stopped < 10, got["at"] - stopped
 
 
 # ---- over TCP with MUNGE ----
