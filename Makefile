@@ -164,9 +164,12 @@ demo: deps
 # own directory), the task and gang plugins in lib/ftfarm/{tasks,gangs}
 # (found from bin), the example configs in share/ftfarm/examples with the
 # BMC simulator they name in share/ftfarm/scripts, the sbatch script in
-# share/ftfarm, the user documentation in share/doc/ftfarm.  Every host of
-# a cluster needs the same PREFIX (or a shared file system).  `make
-# uninstall` removes exactly these files (and the directories left empty).
+# share/ftfarm, the user documentation in share/doc/ftfarm, the Python
+# package (every .py file of python/ftfarm) in
+# lib/python3/dist-packages/ftfarm.  Every host of a cluster needs the same
+# PREFIX (or a shared file system).  `make uninstall` removes exactly these
+# files, the package's compiled forms Python left in __pycache__, and the
+# directories left empty.
 PREFIX ?= /usr/local
 DESTDIR ?=
 I_ROOT = $(DESTDIR)$(PREFIX)
@@ -175,12 +178,16 @@ I_TASKS := $(PLUGINS:%=%.so)
 I_GANGS := ftallreduce.so pipeline.so
 I_EXAMPLES := $(notdir $(wildcard config/*.json)) bmc-password
 I_DOCS := $(notdir $(wildcard docs/*.md))
+I_PY := $(notdir $(wildcard python/ftfarm/*.py))
+I_PYDIR := lib/python3/dist-packages/ftfarm
 I_DIRS := lib/ftfarm/tasks lib/ftfarm/gangs lib/ftfarm share/ftfarm/examples \
-	share/ftfarm/scripts share/ftfarm share/doc/ftfarm
+	share/ftfarm/scripts share/ftfarm share/doc/ftfarm \
+	$(I_PYDIR)/__pycache__ $(I_PYDIR) lib/python3/dist-packages lib/python3
 install: all
 	install -d $(I_ROOT)/bin $(I_ROOT)/lib/ftfarm/tasks \
 		$(I_ROOT)/lib/ftfarm/gangs $(I_ROOT)/share/ftfarm/examples \
-		$(I_ROOT)/share/ftfarm/scripts $(I_ROOT)/share/doc/ftfarm
+		$(I_ROOT)/share/ftfarm/scripts $(I_ROOT)/share/doc/ftfarm \
+		$(I_ROOT)/$(I_PYDIR)
 	install -m 755 $(I_BIN:%=$(BINDIR)/%) $(I_ROOT)/bin/
 	install -m 644 $(I_TASKS:%=$(BINDIR)/tasks/%) $(I_ROOT)/lib/ftfarm/tasks/
 	install -m 644 $(I_GANGS:%=$(BINDIR)/gangs/%) $(I_ROOT)/lib/ftfarm/gangs/
@@ -188,6 +195,7 @@ install: all
 	install -m 755 scripts/bmc-sim $(I_ROOT)/share/ftfarm/scripts/
 	install -m 755 scripts/ftfarm.sbatch $(I_ROOT)/share/ftfarm/
 	$(if $(I_DOCS),install -m 644 $(I_DOCS:%=docs/%) $(I_ROOT)/share/doc/ftfarm/)
+	install -m 644 $(I_PY:%=python/ftfarm/%) $(I_ROOT)/$(I_PYDIR)/
 
 uninstall:
 	rm -f $(I_BIN:%=$(I_ROOT)/bin/%) \
@@ -196,7 +204,9 @@ uninstall:
 		$(I_EXAMPLES:%=$(I_ROOT)/share/ftfarm/examples/%) \
 		$(I_ROOT)/share/ftfarm/scripts/bmc-sim \
 		$(I_ROOT)/share/ftfarm/ftfarm.sbatch \
-		$(I_DOCS:%=$(I_ROOT)/share/doc/ftfarm/%)
+		$(I_DOCS:%=$(I_ROOT)/share/doc/ftfarm/%) \
+		$(I_PY:%=$(I_ROOT)/$(I_PYDIR)/%) \
+		$(foreach m,$(I_PY:.py=),$(wildcard $(I_ROOT)/$(I_PYDIR)/__pycache__/$(m).*.pyc))
 	-rmdir $(I_DIRS:%=$(I_ROOT)/%) 2>/dev/null || true
 
 clean:

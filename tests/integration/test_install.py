@@ -1,8 +1,9 @@
 """`make install` into a temporary prefix, then a cluster that runs every
 job type (exec, wordcount, relax, ftallreduce, pipeline) from the
 installed tree alone: every ftfarm process runs in a mount namespace where
-the checkout is covered by an empty tmpfs.  `make uninstall` then removes
-every file install put there."""
+the checkout is covered by an empty tmpfs.  The installed Python package
+drives the same cluster from there.  `make uninstall` then removes every
+file install put there."""
 import json
 import subprocess
 import sys
@@ -15,6 +16,18 @@ sys.path.insert(0, str(ROOT / "tests" / "gang"))
 import gang_ref  # noqa: E402
 
 HIDE = 'mount -t tmpfs tmpfs "$0" && exec "$@"'
+PYDIR = "lib/python3/dist-packages"
+# A program that imports the installed package and runs a batch with it.
+PY_CLIENT = """
+import json, sys
+import ftfarm
+c = ftfarm.Client(sys.argv[1])
+bid = c.submit({"name": "py", "tasks": [
+    {"type": "exec", "argv": ["sh", "-c", "echo py $0", str(i)]}
+    for i in range(5)]})
+print(json.dumps({"file": ftfarm.__file__, "row": c.wait(bid),
+                  "results": list(c.results(bid))}))
+"""
 
 
 def make(*args):
@@ -41,6 +54,10 @@ def test_installed_tree_runs_every_job_type(tmp_path):
               "share/ftfarm/examples/local.json",
               "share/ftfarm/scripts/bmc-sim"):
         assert f in installed, installed
+    package = sorted(p.name for p in (ROOT / "python" / "ftfarm").glob("*.py"))
+    assert "__init__.py" in package and "_client.py" in package, package
+    assert sorted(f[len(PYDIR) + 8:] for f in installed
+                  if f.startswith(PYDIR + "/ftfarm/")) == package, installed
 
     c = Cluster(tmp_path, name="c", bindir=prefix / "bin", nodes=2,
                 heartbeat_ms=1000, heartbeat_timeout_ms=1500)
@@ -92,6 +109,18 @@ def test_installed_tree_runs_every_job_type(tmp_path):
             res = c.results(bid)
             assert res and all(x["status"] == "ok" for x in res), (kind, res)
         assert not check_exactly_once(c.results(1), 6)
+        # The installed package, the checkout hidden.
+        r = subprocess.run(
+            ["unshare", "-m", "sh", "-c", HIDE, str(ROOT), "/usr/bin/python3",
+             "-c", PY_CLIENT, str(c.config)], capture_output=True, text=True,
+            timeout=120, env={**c.env, "PYTHONPATH": str(prefix / PYDIR)},
+            stdin=subprocess.DEVNULL, cwd=tmp_path)
+        assert r.returncode == 0, (r.stdout, r.stderr)
+        out = json.loads(r.stdout)
+        assert out["file"] == str(prefix / PYDIR / "ftfarm" / "__init__.py")
+        assert out["row"]["ok"] == 5, out
+        assert not check_exactly_once(out["results"], 5,
+                                      lambda i: f"py {i}\n")
     finally:
         c.stop()
         c.cleanup()
