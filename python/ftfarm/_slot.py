@@ -23,7 +23,10 @@ their outcomes, one per call, in order::
 as "b64:..." or, past value_max, "file:PATH" in the task's "dir".  What
 the calls print goes to the slot, which keeps it as the task's output.
 The interpreter leaves when its slot goes: at the slot's death the kernel
-kills it (PR_SET_PDEATHSIG), and it leaves when its socket closes.
+kills it (PR_SET_PDEATHSIG), and it leaves when its socket closes.  A
+SIGINT interrupts the call under way (KeyboardInterrupt in it; between
+calls it is ignored): the slot's way to cancel a task without losing the
+interpreter.
 """
 import base64
 import ctypes
@@ -113,8 +116,19 @@ class _CallTimeout(BaseException):
     pass
 
 
+_in_call = False    # SIGINT interrupts a call, never the loop between them
+_cancelled = False  # and the task's calls after it do not run
+
+
 def _on_alarm(signum, frame):
     raise _CallTimeout()
+
+
+def _on_interrupt(signum, frame):
+    global _cancelled
+    if _in_call:
+        _cancelled = True
+        raise KeyboardInterrupt("the task was cancelled")
 
 
 def _call(fn, args, kwargs, limit):
@@ -202,7 +216,17 @@ def _run(req):
         return {"ok": False, "value": _value(_pickled([outcome]), req, task),
                 "reason": _why(outcome)}
     limit = task.get("call_timeout")
-    outcomes = [_call(fn, a, k, limit) for a, k in calls]
+    global _in_call, _cancelled
+    outcomes = []
+    _cancelled = False
+    _in_call = True
+    try:
+        for a, k in calls:
+            if _cancelled:
+                break
+            outcomes.append(_call(fn, a, k, limit))
+    finally:
+        _in_call = False
     for stream in (sys.stdout, sys.stderr):
         try:
             stream.flush()
@@ -223,6 +247,7 @@ def main():
     os.close(null)
     _die_with_parent()
     signal.signal(signal.SIGALRM, _on_alarm)
+    signal.signal(signal.SIGINT, _on_interrupt)
     while True:
         try:
             (n,) = _HEAD.unpack(_read_exact(ctl, 4))
@@ -231,7 +256,7 @@ def main():
             return
         try:
             reply = _run(req)
-        except Exception as e:      # the interpreter's own trouble
+        except BaseException as e:  # its own trouble, or a late SIGINT
             reply = {"ok": False, "reason": f"{type(e).__name__}: {e}"[:120]}
         out = json.dumps(reply).encode()
         _write_all(ctl, _HEAD.pack(len(out)) + out)

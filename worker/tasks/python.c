@@ -31,8 +31,10 @@
  *
  * The interpreter serves the slot's tasks one after another until the
  * slot goes (its parent's death kills it).  A task that asks for another
- * "python" gets a new interpreter.  At a task's timeout or cancel the
- * interpreter's group is killed and the next task starts a new one.  An
+ * "python" gets a new interpreter.  A cancelled task's call is
+ * interrupted (SIGINT); at a task's timeout, or when an interrupted call
+ * does not end within a second, the interpreter's group is killed and the
+ * next task starts a new one.  An
  * interpreter that dies of a signal under a task (a call that kills it,
  * a crash, the OOM killer) takes the slot with it (ft_result.lost): the
  * master runs the task again elsewhere, or fails it as poison when it
@@ -64,6 +66,7 @@
 #include "util.h"
 
 #define SLICE_MS 1000		/* longest poll between looks at the clock */
+#define CANCEL_GRACE 1.0	/* seconds a cancelled call has to stop */
 #define REPLY_MAX (FT_VALUE_MAX + 64 * 1024)	/* a reply frame, at most */
 #define SLOT_MODULE "ftfarm._slot"
 
@@ -409,9 +412,11 @@ read_reply(struct ft_buf *reply)
 }
 
 /* Wait for the reply to the request just sent, reading the outputs
- * meanwhile, until the task's DEADLINE (monotonic) or its cancel. */
+ * meanwhile, until the task's DEADLINE (monotonic) or, if STOPPABLE,
+ * its cancel. */
 static enum end
-wait_reply(const struct ft_task *task, double deadline, struct ft_buf *reply)
+wait_reply(const struct ft_task *task, double deadline, int stoppable,
+	   struct ft_buf *reply)
 {
 	for (;;) {
 		struct pollfd p[5] = {
@@ -425,8 +430,10 @@ wait_reply(const struct ft_task *task, double deadline, struct ft_buf *reply)
 		double left = deadline - ft_now();
 		int rc;
 
-		if (*task->cancel)
+		if (stoppable && *task->cancel)
 			return END_CANCEL;
+		if (!stoppable)
+			p[3].fd = -1;
 		if (left <= 0)
 			return END_TIMEOUT;
 		rc = poll(p, 5, (int)fmin(ceil(left * 1000), SLICE_MS));
@@ -521,6 +528,21 @@ take_reply(const struct ft_buf *reply, struct ft_result *res)
 	return 0;
 }
 
+/* The task was cancelled (another worker ran it first, or its batch was
+ * cancelled): interrupt the call (SIGINT raises KeyboardInterrupt in it:
+ * _slot.py) and let the interpreter answer within CANCEL_GRACE; kill it
+ * only if it does not.  A new interpreter costs a hundred times a short
+ * call. */
+static void
+interrupt(const struct ft_task *task, struct ft_buf *reply)
+{
+	if (kill(ip.pid, SIGINT) == 0 &&
+	    wait_reply(task, ft_now() + CANCEL_GRACE, 0, reply) == END_REPLY)
+		drain_outputs();
+	else
+		interp_stop();
+}
+
 /* Hand the outputs kept to RES, and start the next task's afresh. */
 static void
 give_outputs(struct ft_result *res)
@@ -554,7 +576,7 @@ python_run(const struct ft_task *task, struct ft_result *res)
 	}
 	if (task->group)
 		task->group(task, ip.pid);
-	end = send_all(&req) == 0 ? wait_reply(task, deadline, &reply)
+	end = send_all(&req) == 0 ? wait_reply(task, deadline, 1, &reply)
 				  : END_GONE;
 	if (task->group)
 		task->group(task, 0);
@@ -565,7 +587,7 @@ python_run(const struct ft_task *task, struct ft_result *res)
 	} else if (end == END_GONE) {
 		interp_gone(res);
 	} else if (end == END_CANCEL) {
-		interp_stop();
+		interrupt(task, &reply);
 		fail(res, "cancelled");
 	} else {
 		interp_stop();
