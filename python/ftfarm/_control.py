@@ -122,6 +122,14 @@ class Connection:
         """Close the connection (again: nothing)."""
         self._sock.close()
 
+    def shutdown(self):
+        """Wake a thread blocked reading this connection: it finds it
+        closed (Broken).  Another thread's way to end a reader."""
+        try:
+            self._sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+
     def __enter__(self):
         return self
 

@@ -392,6 +392,10 @@ def bins(tmp_path_factory):
     base = tmp_path_factory.mktemp("bin")
     ompi = snapshot_bins(BIN, base / "openmpi")
     assert ompi, f"no build in {BIN}: run `make` first"
+    # The python task plugin finds the package two levels up from
+    # itself, as bin/tasks finds the checkout's python/.
+    shutil.copytree(ROOT / "python" / "ftfarm", base / "python" / "ftfarm",
+                    ignore=shutil.ignore_patterns("__pycache__"))
     return {"openmpi": ompi, "mpich": snapshot_bins(MPICH_BIN, base / "mpich")}
 
 

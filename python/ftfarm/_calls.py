@@ -1,0 +1,171 @@
+"""Python calls as ftfarm tasks, and their outcomes back.
+
+A task of type "python" (worker/tasks/python.c, served by _slot.py in
+the slot's interpreter) carries a function and a list of calls of it:
+
+    {"type": "python", "python": EXE, "fn": B64 | "fn_file": PATH,
+     "args": B64 | "args_file": PATH, "dir": DIR, "call_timeout": S,
+     "timeout": S, "cpus": K, "gpus": G}
+
+"fn" is pickle((meta, cloudpickle(function))): META (the client's
+sys.path and working directory) is applied before the function is
+unpickled, so that a function of one of the client's own modules is found
+by reference.  "args" is the pickled list of (args, kwargs) pairs.  Each
+goes inline (base64) up to INLINE_MAX bytes, else as a file in the batch's
+spool directory, written here (the client shares the state dir with the
+cluster, as `ftfarm cat` does).  A task's value is the pickled list of its
+calls' outcomes (see _slot.py), "b64:..." or "file:PATH".
+"""
+import base64
+import os
+import pickle
+import sys
+import threading
+import weakref
+
+from ._errors import Error
+
+try:
+    import cloudpickle
+except ImportError:         # said when the first function is pickled
+    cloudpickle = None
+
+INLINE_MAX = 48 * 1024      # pickled bytes sent inside the task
+FUNCTIONS_KEPT = 256        # pickled functions kept, by the function
+
+
+class RemoteTraceback(Exception):
+    """The traceback of an exception raised in a slot, as text: the
+    ``__cause__`` of the exception a future raises, so that printing it
+    shows where it came from (as concurrent.futures' process pools do)."""
+
+    def __init__(self, tb):
+        super().__init__(tb)
+        self.tb = tb
+
+    def __str__(self):
+        return self.tb
+
+
+class Spool:
+    """Where the pickles too big for a task go: the batch's py/ directory
+    in the state dir, made when first needed."""
+
+    def __init__(self, path):
+        self.path = path
+        self._made = False
+        self._n = 0
+        self._lock = threading.Lock()
+
+    def write(self, prefix, data):
+        """DATA in a new file of the spool; its path.  Raises Error."""
+        with self._lock:
+            self._n += 1
+            name = f"{prefix}{self._n}-{os.getpid()}"
+            try:
+                if not self._made:
+                    os.makedirs(self.path, mode=0o700, exist_ok=True)
+                    self._made = True
+                path = os.path.join(self.path, name)
+                with open(path + ".tmp", "wb") as f:
+                    f.write(data)
+                os.rename(path + ".tmp", path)
+            except OSError as e:
+                raise Error(f"{self.path}: cannot write a pickle of "
+                            f"{len(data)} bytes there: {e.strerror} (a "
+                            "big argument or function goes through the "
+                            "state dir)") from None
+        return path
+
+
+def _put(spec, key, data, spool, prefix):
+    """DATA as SPEC's KEY (base64) or KEY_file (a spool file)."""
+    if len(data) <= INLINE_MAX:
+        spec[key] = base64.b64encode(data).decode("ascii")
+    else:
+        spec[key + "_file"] = spool.write(prefix, data)
+
+
+class Functions:
+    """Functions pickled once each, by the function object (a function's
+    state is taken when it is first sent, as Dask does)."""
+
+    def __init__(self, spool):
+        self._spool = spool
+        self._by_id = {}
+        self._lock = threading.Lock()
+        self._meta = {"path": [p for p in sys.path if p],
+                      "cwd": os.getcwd()}
+
+    def put(self, spec, fn):
+        """FN into SPEC ("fn" or "fn_file")."""
+        key = id(fn)
+        with self._lock:
+            hit = self._by_id.get(key)
+            if hit is not None and hit[0]() is fn:
+                spec.update(hit[1])
+                return
+        if cloudpickle is None:
+            raise Error("the Executor needs cloudpickle (Debian: "
+                        "python3-cloudpickle)")
+        try:
+            inner = cloudpickle.dumps(fn, protocol=pickle.HIGHEST_PROTOCOL)
+        except Exception as e:
+            raise Error(f"cannot pickle the function {fn!r}: {e}") from None
+        part = {}
+        _put(part, "fn", pickle.dumps((self._meta, inner),
+                                      protocol=pickle.HIGHEST_PROTOCOL),
+             self._spool, "f")
+        spec.update(part)
+        try:
+            ref = weakref.ref(fn)
+        except TypeError:       # a builtin: no weak reference, keep it
+            ref = (lambda f: (lambda: f))(fn)
+        with self._lock:
+            if len(self._by_id) >= FUNCTIONS_KEPT:
+                self._by_id.clear()
+            self._by_id[key] = (ref, part)
+
+
+def put_args(spec, calls, spool):
+    """CALLS (a list of (args, kwargs)) into SPEC ("args" or
+    "args_file")."""
+    try:
+        data = pickle.dumps(calls, protocol=pickle.HIGHEST_PROTOCOL)
+    except Exception:
+        try:
+            data = cloudpickle.dumps(calls, protocol=pickle.HIGHEST_PROTOCOL)
+        except Exception as e:
+            raise Error(f"cannot pickle the arguments: {e}") from None
+    _put(spec, "args", data, spool, "a")
+
+
+def outcomes(value):
+    """The list of outcomes a task's VALUE holds.  Raises Error when it
+    cannot be read."""
+    try:
+        if value.startswith("b64:"):
+            return pickle.loads(base64.b64decode(value[4:]))
+        if value.startswith("file:"):
+            with open(value[5:], "rb") as f:
+                return pickle.loads(f.read())
+    except Exception as e:
+        raise Error(f"cannot read a call's value: {type(e).__name__}: "
+                    f"{e}") from None
+    raise Error("a python task's value is neither inline nor a file")
+
+
+def exception(outcome):
+    """The exception a failed call's OUTCOME stands for, with its remote
+    traceback as .remote_traceback (and its __cause__)."""
+    if outcome[0] == 1:
+        exc, tb = outcome[1], outcome[2]
+    else:
+        exc, tb = Error(f"{outcome[1]}: {outcome[2]}"), outcome[3]
+    try:
+        exc.remote_traceback = tb
+        if tb:
+            exc.__cause__ = RemoteTraceback(tb)
+    except (AttributeError, TypeError):
+        pass
+    return exc

@@ -1,0 +1,242 @@
+"""ftfarm.Executor against real clusters: calls, maps, exceptions with
+their remote tracebacks, printed output, big arguments and values,
+interpreters kept alive in the slots, slots SIGKILLed under a map, calls
+that kill their slot (poison), a call's timeout, a master killed under
+running calls, and the executor's end (shutdown, cancel)."""
+import json
+import os
+import signal
+import sys
+import threading
+import time
+
+import pytest
+
+from conftest import ROOT, pid_alive, wait_until
+
+sys.path.insert(0, str(ROOT / "python"))
+import ftfarm  # noqa: E402
+
+
+def two_slots(make_cluster, **kw):
+    """A started cluster of one node with two slots."""
+    kw.setdefault("heartbeat_ms", 500)
+    c = make_cluster(nodes=1, workers_per_node=2, **kw)
+    c.start()
+    return c
+
+
+def square(x):
+    return x * x
+
+
+def slow_square(x):
+    time.sleep(0.002)
+    return x * x
+
+
+def my_pid(_=None):
+    return os.getpid()
+
+
+def kill_myself(_=None):
+    os.kill(os.getpid(), signal.SIGKILL)
+
+
+def kill_on(x, bad):
+    if x == bad:
+        os.kill(os.getpid(), signal.SIGKILL)
+    return x + 1
+
+
+class Bad(Exception):
+    """An exception of the test's own (pickled by reference)."""
+
+
+def raise_value_error(x):
+    raise ValueError(f"no good: {x}")
+
+
+def results_of(c, batch):
+    return c.results(batch)
+
+
+@pytest.mark.timeout(300)
+def test_calls_maps_errors_and_output(make_cluster):
+    c = two_slots(make_cluster)
+    with ftfarm.Executor(str(c.config)) as ex:
+        assert ex.submit(square, 7).result(60) == 49
+        assert ex.submit(pow, 2, exp=10).result(60) == 1024
+        # A remote exception comes back as itself, its traceback as text.
+        with pytest.raises(ValueError) as e:
+            ex.submit(raise_value_error, 5).result(60)
+        assert str(e.value) == "no good: 5"
+        assert "raise_value_error" in e.value.remote_traceback
+        assert "ValueError: no good: 5" in e.value.remote_traceback
+        assert isinstance(e.value.__cause__, ftfarm.RemoteTraceback)
+        with pytest.raises(Bad, match="mine"):
+            ex.submit(lambda: (_ for _ in ()).throw(Bad("mine"))).result(60)
+        # What a call prints is its task's stdout.
+        assert ex.submit(print, "printed", 42).result(60) is None
+        # Maps: in order, exact, several iterables, fixed and auto chunks.
+        assert list(ex.map(square, range(20000))) == \
+            [x * x for x in range(20000)]
+        assert list(ex.map(lambda a, b: a - b, range(50), range(0, 100, 2),
+                           chunksize=7)) == [-x for x in range(50)]
+        assert list(ex.map(square, [])) == []
+        # 1,000 calls, one task each, answered by the slots' interpreters.
+        pids = set(ex.map(my_pid, range(1000), chunksize=1))
+        assert 1 <= len(pids) <= 6, pids
+        # A map raises at the item that raised, after the ones before.
+        it = ex.map(lambda x: 10 // (3 - x), range(6))
+        assert [next(it), next(it), next(it)] == [3, 5, 10]
+        with pytest.raises(ZeroDivisionError):
+            next(it)
+        batch = ex.batch
+    lines = results_of(c, batch)
+    assert any(r["stdout"] == "printed 42\n" and r["status"] == "ok"
+               for r in lines), "the print's output is not a task's stdout"
+    tasks = [r["task"] for r in lines]
+    assert len(tasks) == len(set(tasks)), "a task with two result lines"
+    assert c.cli("wait", "-c", c.config, batch).returncode == 1  # raised
+    st = c.status()
+    row = [b for b in st["batches"] if b["id"] == batch][0]
+    assert row["state"] == "finished" and row["total"] == len(lines)
+
+
+@pytest.mark.timeout(300)
+def test_big_argument_and_value(make_cluster):
+    c = two_slots(make_cluster)
+    blob = os.urandom(16 << 20)
+    with ftfarm.Executor(str(c.config)) as ex:
+        # 16 MiB in (a file of the batch's spool), its digest out.
+        import hashlib
+        want = hashlib.sha256(blob).hexdigest()
+        got = ex.submit(lambda b: hashlib.sha256(b).hexdigest(), blob)
+        assert got.result(120) == want
+        # 16 MiB out (a file the slot writes), bytes equal.
+        out = ex.submit(lambda n: bytes(range(256)) * n, 65536).result(120)
+        assert out == bytes(range(256)) * 65536 and len(out) == 16 << 20
+        # A value that cannot be pickled is an error, not a hang.
+        with pytest.raises(ftfarm.Error, match="cannot be pickled"):
+            ex.submit(lambda: threading.Lock()).result(60)
+
+
+@pytest.mark.timeout(400)
+def test_slots_killed_under_a_map_every_result_exact(make_cluster):
+    c = two_slots(make_cluster)
+    n = 20000
+    killed = []
+
+    def killer():
+        time.sleep(1.0)
+        for _ in range(2):
+            pids = c.worker_pids()
+            if pids:
+                os.kill(pids[0], signal.SIGKILL)
+                killed.append(pids[0])
+            time.sleep(1.5)
+
+    with ftfarm.Executor(str(c.config)) as ex:
+        ex.submit(square, 1).result(60)         # both interpreters warm
+        t = threading.Thread(target=killer)
+        t.start()
+        got = list(ex.map(slow_square, range(n), chunksize=50))
+        t.join()
+        batch = ex.batch
+    assert got == [x * x for x in range(n)]
+    assert len(killed) == 2
+    evs = c.events()
+    dead = [e for e in evs if e["event"] == "worker_dead"]
+    assert len(dead) >= 2, "the slots were not killed under the map"
+    lines = results_of(c, batch)
+    tasks = [r["task"] for r in lines]
+    assert len(tasks) == len(set(tasks))
+    assert all(r["status"] == "ok" for r in lines)
+
+
+@pytest.mark.timeout(300)
+def test_a_call_that_kills_its_slot_fails_and_the_next_succeeds(
+        make_cluster):
+    c = two_slots(make_cluster, max_attempts=3)
+    with ftfarm.Executor(str(c.config)) as ex:
+        with pytest.raises(ftfarm.Error, match="poison"):
+            ex.submit(kill_myself).result(120)
+        assert ex.submit(square, 12).result(60) == 144
+        # In a map, only the call that kills fails: its chunk is split.
+        it = ex.map(kill_on, range(40), [17] * 40, chunksize=40)
+        assert [next(it) for _ in range(17)] == list(range(1, 18))
+        with pytest.raises(ftfarm.Error, match="poison"):
+            next(it)
+        assert ex.submit(square, 3).result(60) == 9
+    st = c.status()
+    assert all(n["state"] == "up" for n in st["nodes"]), st["nodes"]
+
+
+@pytest.mark.timeout(300)
+def test_a_call_past_the_timeout_raises_and_the_slot_goes_on(make_cluster):
+    c = two_slots(make_cluster)
+    with ftfarm.Executor(str(c.config), timeout=1.0) as ex:
+        pid = ex.submit(my_pid).result(60)
+        with pytest.raises(TimeoutError):
+            ex.submit(time.sleep, 30).result(60)
+        assert ex.submit(square, 5).result(60) == 25
+        # The interpreter survived its interrupted call.
+        assert pid in set(ex.map(my_pid, range(200), chunksize=1))
+
+
+@pytest.mark.timeout(300)
+def test_futures_survive_a_master_killed(make_cluster):
+    c = two_slots(make_cluster, lease_ms=2000)
+    with ftfarm.Executor(str(c.config)) as ex:
+        futs = [ex.submit(slow_square, i) for i in range(300)]
+        futs += [ex.submit(time.sleep, 0.05) for _ in range(40)]
+        time.sleep(0.3)
+        master = c.master_pid or int((c.state_dir / "master.pid")
+                                     .read_text().split()[0])
+        os.kill(master, signal.SIGKILL)
+        later = [ex.submit(square, i) for i in range(100)]
+        assert [f.result(120) for f in futs[:300]] == \
+            [i * i for i in range(300)]
+        assert [f.result(120) for f in later] == [i * i for i in range(100)]
+        assert all(f.result(120) is None for f in futs[300:])
+        batch = ex.batch
+    assert wait_until(lambda: not pid_alive(master), 10)
+    lines = results_of(c, batch)
+    tasks = [r["task"] for r in lines]
+    assert sorted(tasks) == list(range(len(futs) + len(later)))
+
+
+@pytest.mark.timeout(200)
+def test_shutdown_and_submit_after(make_cluster):
+    c = two_slots(make_cluster)
+    ex = ftfarm.Executor(str(c.config), name="ending")
+    futs = [ex.submit(time.sleep, 0.01) for _ in range(50)]
+    ex.shutdown(wait=True)
+    assert all(f.done() and f.exception() is None for f in futs)
+    with pytest.raises(RuntimeError):
+        ex.submit(square, 1)
+    assert c.cli("wait", "-c", c.config, ex.batch).returncode == 0
+    st = c.status()
+    row = [b for b in st["batches"] if b["id"] == ex.batch][0]
+    assert row["name"] == "ending" and row["state"] == "finished"
+    assert row["total"] == 50
+    # cancel_futures: what has not gone out is cancelled, the rest runs.
+    ex2 = ftfarm.Executor(str(c.config))
+    futs = [ex2.submit(time.sleep, 0.2) for _ in range(30)]
+    ex2.shutdown(wait=True, cancel_futures=True)
+    assert all(f.done() for f in futs)
+    assert any(not f.cancelled() for f in futs)
+
+
+def test_bad_arguments_are_refused_at_once(tmp_path):
+    cfg = tmp_path / "c.json"
+    cfg.write_text(json.dumps({"name": "x", "state_dir": str(tmp_path / "s"),
+                               "nodes": [{"name": "n", "host": "localhost",
+                                          "workers": 1}]}))
+    with pytest.raises(ValueError):
+        ftfarm.Executor(str(cfg), cpus=0)
+    with pytest.raises(ValueError):
+        ftfarm.Executor(str(cfg), timeout=-1)
+    with pytest.raises(ftfarm.Error, match="no master is running"):
+        ftfarm.Executor(str(cfg))
