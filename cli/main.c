@@ -48,6 +48,9 @@ static const struct command {
 	  "Drain NODE, power-cycle it over its BMC, wait for its workers." },
 	{ "cancel", cli_cancel, 1, "cancel -c CFG BATCH_ID [--json]",
 	  "Drop a batch's queued tasks and kill its running ones." },
+	{ "batch", cli_batch, 1, "batch -c CFG BATCH_ID [--json]",
+	  "Show one batch: its state (waiting, running, finished, cancelled) "
+	  "and counts." },
 	{ "watch", cli_watch, 1, "watch -c CFG",
 	  "A live view of batches, workers, nodes and events; q quits." },
 	{ "events", cli_events, 1, "events -c CFG [--follow] [--since TS] "

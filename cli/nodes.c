@@ -1,6 +1,6 @@
-/* The ftfarm commands for nodes and batches an operator acts on: nodes,
- * drain, undrain, reboot, cancel.  Each sends one request; --json prints
- * the answer as it came (less "ok"). */
+/* The ftfarm commands for nodes and batches an operator acts on or asks
+ * about: nodes, drain, undrain, reboot, cancel, batch.  Each sends one
+ * request; --json prints the answer as it came (less "ok"). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -148,6 +148,45 @@ cli_cancel(struct cli *c)
 	       "killed\n", id,
 	       (long long)json_integer_value(json_object_get(ans, "queued")),
 	       (long long)json_integer_value(json_object_get(ans, "running")));
+	json_decref(ans);
+	return 0;
+}
+
+/* batch -c CFG BATCH_ID [--json]: --json prints the batch's row as
+ * `status --json` lists it. */
+int
+cli_batch(struct cli *c)
+{
+	json_t *req, *ans, *row;
+	char *end;
+	long long id;
+
+	if (c->argc != 1 || (id = strtoll(c->argv[0], &end, 10)) <= 0 || *end) {
+		cli_err("usage: ftfarm batch -c CFG BATCH_ID [--json]");
+		return 2;
+	}
+	req = ctl_request_new(CTL_BATCH);
+	json_object_set_new(req, "batch", json_integer(id));
+	ans = cli_call(c, req, ANSWER_TIMEOUT);
+	json_decref(req);
+	if (ans == NULL)
+		return c->status;
+	row = json_object_get(ans, "batch");
+	if (c->json) {
+		json_dumpf(row, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+		putchar('\n');
+	} else {
+		printf("batch %lld (%s): %s, %lld of %lld tasks done: %lld ok, "
+		       "%lld failed\n", id,
+		       json_string_value(json_object_get(row, "name")),
+		       json_string_value(json_object_get(row, "state")),
+		       (long long)json_integer_value(json_object_get(row, "done")),
+		       (long long)json_integer_value(json_object_get(row,
+								     "total")),
+		       (long long)json_integer_value(json_object_get(row, "ok")),
+		       (long long)json_integer_value(json_object_get(row,
+								     "failed")));
+	}
 	json_decref(ans);
 	return 0;
 }

@@ -166,8 +166,6 @@ static const char *
 state_name(enum bstate s)
 {
 	switch (s) {
-	case B_ENDING:
-		return "finishing";
 	case B_FINISHED:
 		return "finished";
 	default:

@@ -425,6 +425,24 @@ cmd_wait(struct master *m, struct client *c, json_t *req, json_t **ans,
 	return 1;
 }
 
+/* batch {"batch": ID}: its row, running or finished. */
+static int
+cmd_batch(struct master *m, struct client *c, json_t *req, json_t **ans,
+	  char *err, size_t n)
+{
+	long id = (long)json_integer_value(json_object_get(req, "batch"));
+	int finished = 0;
+	json_t *row = batches_lookup(&m->batches, id, &finished);
+
+	(void)c;
+	if (row == NULL) {
+		snprintf(err, n, "no batch %ld", id);
+		return -1;
+	}
+	*ans = json_pack("{s:b, s:o}", "ok", 1, "batch", row);
+	return 0;
+}
+
 /* stop: stop the workers, then the master. */
 static int
 cmd_stop(struct master *m, struct client *c, json_t *req, json_t **ans,
@@ -818,6 +836,7 @@ static const cmd_fn handlers[CTL_NCMDS] = {
 	[CTL_SUBSCRIBE] = cmd_subscribe,
 	[CTL_ADD] = cmd_add,
 	[CTL_CLOSE] = cmd_close,
+	[CTL_BATCH] = cmd_batch,
 };
 
 /* May UID send commands of ROLE?  Reading is for everyone; submitting
