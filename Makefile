@@ -40,7 +40,7 @@ COMMON := common/jpos.c common/jcheck.c common/config.c common/log.c \
 	common/util.c common/ctl.c common/proto.c common/jsonl.c \
 	common/batchtext.c common/statedir.c common/crc32c.c common/lease.c \
 	common/progress.c common/hosts.c common/slurm.c common/jparse.c \
-	common/rauth.c common/frame.c common/hugeheap.c
+	common/rauth.c common/frame.c common/hugeheap.c common/taskgraph.c
 # Code that calls MPI.
 COMMON_MPI := common/treq.c
 MASTER := master/main.c master/loop.c master/farm.c master/commands.c \
@@ -52,7 +52,7 @@ MASTER := master/main.c master/loop.c master/farm.c master/commands.c \
 	master/stats.c master/subs.c master/evring.c \
 	master/http.c master/metrics.c master/expo.c master/page.c \
 	master/gangs.c master/grun.c master/pidwatch.c master/remote.c master/parked.c \
-	master/adds.c
+	master/adds.c master/deps.c
 WORKER := worker/main.c worker/agent.c worker/doze.c worker/slots.c \
 	worker/slotproc.c
 # ftfarm-slot, a node's worker slot: no MPI, compiled with cc.

@@ -8,6 +8,7 @@
  *                                          is gone)
  *   ftfarm stop   -c CFG                   stop them, leave no process behind
  *   ftfarm submit -c CFG BATCH.json [--wait] [--reconnect-timeout S]
+ *                 [--after ID,...] [--after-any ID,...]
  *   ftfarm wait   -c CFG BATCH_ID [--reconnect-timeout S]
  *   ftfarm wordcount -c CFG -o OUT [--shards N] [--reducers R]
  *                    [--delimiters FILE] INPUT...
@@ -63,6 +64,8 @@ struct cli {
 	int priority;			/* --priority */
 	const char *each_line;		/* --each-line FILE */
 	const char *array;		/* --array A-B */
+	const char *after;		/* --after ID[,ID...] */
+	const char *after_any;		/* --after-any ID[,ID...] */
 	int stderr_out;			/* --stderr */
 	int cmdline;			/* submit's operands are a command */
 	int argc;			/* operands after the options */

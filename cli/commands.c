@@ -218,6 +218,44 @@ new_token(char out[33])
 		snprintf(out + 2 * i, 3, "%02x", b[i]);
 }
 
+/* The ids of LIST ("3,4") as a JSON array into REQ's KEY.  0, or 2 after
+ * saying what is wrong with OPTION. */
+static int
+add_ids(json_t *req, const char *key, const char *option, const char *list)
+{
+	json_t *ids = json_array();
+	const char *p = list;
+
+	while (*p) {
+		char *end;
+		long long id = strtoll(p, &end, 10);
+
+		if (end == p || id < 1 || id > UINT32_MAX ||
+		    (*end != ',' && *end != '\0')) {
+			cli_err("--%s takes batch ids: ID[,ID...], not \"%s\"",
+				option, list);
+			json_decref(ids);
+			return 2;
+		}
+		json_array_append_new(ids, json_integer(id));
+		p = *end ? end + 1 : end;
+	}
+	json_object_set_new(req, key, ids);
+	return 0;
+}
+
+/* --after and --after-any into REQ, a submit.  0, or 2 (said). */
+static int
+add_deps(const struct cli *c, json_t *req)
+{
+	if (c->after && add_ids(req, "after", "after", c->after) != 0)
+		return 2;
+	if (c->after_any && add_ids(req, "after_any", "after-any",
+				    c->after_any) != 0)
+		return 2;
+	return 0;
+}
+
 /* Submit REQ (with LEN bytes of BODY; WHAT names it for messages) under
  * a token of its own: when the connection breaks before the answer, the
  * same bytes go again with the same token to the next master, which
@@ -474,6 +512,10 @@ cli_send_batch(struct cli *c, json_t *batch, int wait)
 	json_t *req = ctl_request_new(CTL_SUBMIT), *ans;
 
 	json_object_set_new(req, "batch", batch);
+	if (add_deps(c, req) != 0) {
+		json_decref(req);
+		return 2;
+	}
 	ans = submit_call(c, req, NULL, "the batch");
 	json_decref(req);
 	return submitted(c, ans, wait);
@@ -532,6 +574,11 @@ cli_submit(struct cli *c)
 	req = ctl_request_new(CTL_SUBMIT);
 	json_object_set_new(req, "bytes", json_integer((json_int_t)body.len));
 	json_object_set_new(req, "file", json_string(c->argv[0]));
+	if (add_deps(c, req) != 0) {
+		json_decref(req);
+		close(body.fd);
+		return 2;
+	}
 	ans = submit_call(c, req, &body, c->argv[0]);
 	json_decref(req);
 	close(body.fd);

@@ -31,6 +31,8 @@ static const struct jfield ctl_submit_fields[] = {
 	{ "token", JT_STRING, 0 },	/* the client's name for this submission:
 					 * sent again after a lost answer, it
 					 * gets the same batch id */
+	{ "after", JT_ARRAY, 0 },	/* batches it runs after (all ok) */
+	{ "after_any", JT_ARRAY, 0 },	/* ... or once they end */
 	{ NULL, 0, 0 },
 };
 

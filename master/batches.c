@@ -13,6 +13,7 @@
 #include "adds.h"
 #include "batch.h"
 #include "ctl.h"
+#include "deps.h"
 #include "jobs.h"
 #include "journal.h"
 #include "jsonl.h"
@@ -24,10 +25,10 @@
 #define TRIM_IDLE 1.0		/* seconds without a finished batch before
 				 * freed memory goes back */
 
-/* A batch's life: its bytes being read; its tasks running; every task
- * ended, its last lines on their way to the disk; finished (summary.json
- * written). */
-enum bstate { B_INTAKE = 1, B_RUNNING, B_ENDING, B_FINISHED };
+/* A batch's life: its bytes being read; waiting for the batches it runs
+ * after; its tasks running; every task ended, its last lines on their
+ * way to the disk; finished (summary.json written). */
+enum bstate { B_INTAKE = 1, B_WAITING, B_RUNNING, B_ENDING, B_FINISHED };
 
 struct batch {
 	long id;
@@ -65,6 +66,14 @@ struct batch {
 	double touched;			/* monotonic: last add or watch */
 	int watchers;			/* clients streaming its results */
 	int eager;			/* on the eager list (batches_eager) */
+	/* Dependencies (batch.h).  Its tasks that wait for others of it: */
+	struct deps *deps;		/* NULL: none */
+	int draining;			/* in drain(): news are queued, not run */
+	char **stripped;		/* specs made without their "after" */
+	int nstripped;
+	/* The batches it runs after, and its tasks while it waits: */
+	json_t *after, *after_any;	/* arrays of ids, or NULL */
+	struct batch_text *held;	/* B_WAITING: its tasks, not queued */
 };
 
 /* The specs of one add: tasks FIRST .. FIRST + COUNT - 1 point into
@@ -73,6 +82,12 @@ struct chunk {
 	char *text;
 	uint32_t first, count, left;
 };
+
+static void drain(struct batches *bs, struct batch *b);
+static void fail_task(struct batches *bs, struct batch *b, uint32_t index,
+		      uint32_t attempts, const char *reason, int loud);
+static void hold(struct batch *b, struct batch_text *bt);
+static void resolve_waiting(struct batches *bs);
 
 void
 batches_init(struct batches *bs, const struct ft_config *cfg,
@@ -135,7 +150,7 @@ batch_finished(const struct batch *b)
 uint32_t
 batch_total(const struct batch *b)
 {
-	return b->total;
+	return b->total + (b->held ? b->held->ntasks : 0);
 }
 
 uint32_t
@@ -166,6 +181,8 @@ static const char *
 state_name(enum bstate s)
 {
 	switch (s) {
+	case B_WAITING:
+		return "waiting";
 	case B_FINISHED:
 		return "finished";
 	default:
@@ -181,7 +198,7 @@ batch_json(const struct batch *b)
 
 	ctl_row_int(o, &c[CTL_B_ID], b->id);
 	ctl_row_str(o, &c[CTL_B_NAME], b->name);
-	ctl_row_int(o, &c[CTL_B_TOTAL], b->total);
+	ctl_row_int(o, &c[CTL_B_TOTAL], batch_total(b));
 	ctl_row_int(o, &c[CTL_B_DONE], b->d_ok + b->d_failed);
 	ctl_row_int(o, &c[CTL_B_OK], b->d_ok);
 	ctl_row_int(o, &c[CTL_B_FAILED], b->d_failed);
@@ -195,6 +212,10 @@ batch_json(const struct batch *b)
 		    batch_finished(b) ? b->seconds : ft_now() - b->t0);
 	if (b->open)
 		json_object_set_new(o, "open", json_true());
+	if (b->after)
+		json_object_set(o, "after", b->after);
+	if (b->after_any)
+		json_object_set(o, "after_any", b->after_any);
 	if (b->plugin || b->gang)
 		json_object_set_new(o, "job", json_string(
 			b->plugin ? b->plugin->name : b->gang));
@@ -295,6 +316,15 @@ batch_free(struct batch *b)
 	free(b->gang);
 	free(b->name);
 	free(b->dir);
+	deps_free(b->deps);
+	for (i = 0; i < b->nstripped; i++)
+		free(b->stripped[i]);
+	free(b->stripped);
+	json_decref(b->after);
+	json_decref(b->after_any);
+	if (b->held)
+		batch_text_free(b->held);
+	free(b->held);
 	free(b);
 }
 
@@ -341,27 +371,79 @@ kind_of(struct batches *bs, uint64_t tid, int kind)
 		stats_type(bs->stats, kind)->submitted++;
 }
 
+/* SPEC (*LEN bytes, a task too long to send with its "after") without
+ * its "after", kept by B until it ends; *LEN its length. */
+static const char *
+strip_after(struct batch *b, const char *spec, uint32_t *len)
+{
+	json_t *t = json_loadb(spec, *len, 0, NULL);
+	char *text = NULL;
+
+	if (t == NULL || !batch_text_strip(t, &text)) {
+		json_decref(t);
+		return spec;	/* checked at submit: cannot happen */
+	}
+	json_decref(t);
+	b->stripped = ft_realloc(b->stripped, (size_t)(b->nstripped + 1) *
+				 sizeof(*b->stripped));
+	b->stripped[b->nstripped++] = text;
+	*len = (uint32_t)strlen(text);
+	return text;
+}
+
+/* Queue task INDEX of B, SP its spec.  A spec too long to send only for
+ * its "after" (a fan-in's) goes without it (batchtext.h). */
+static void
+queue_spec(struct batches *bs, struct batch *b, uint32_t index,
+	   const struct deps_spec *sp)
+{
+	struct sched_need need = { sp->cpus ? sp->cpus : 1, sp->gpus,
+				   b->priority };
+	const char *spec = sp->spec;
+	uint32_t len = sp->len;
+	uint64_t tid;
+
+	if (len > FT_SPEC_MAX)
+		spec = strip_after(b, spec, &len);
+	tid = sched_add_need(bs->sched, (uint32_t)b->id, index, spec, len,
+			     sp->timeout > 0 ? sp->timeout :
+			     bs->cfg->task_timeout, &need);
+	kind_of(bs, tid, sp->kind);
+}
+
 /* Queue the tasks of BT, whose specs are spans of its text, but those
- * DONE has (NULL: none). */
+ * DONE has (NULL: none).  A task with an "after" is held until its
+ * tasks have succeeded (deps.h); one doomed already fails at the next
+ * drain(). */
 static void
 queue_text(struct batches *bs, struct batch *b, struct batch_text *bt,
 	   const struct journal_results *done)
 {
-	uint32_t i;
+	const struct taskgraph *g = &bt->graph;
+	uint32_t i, blame;
 
 	for (i = 0; i < bt->ntasks; i++) {
 		const struct bt_span *sp = &bt->spans[i];
-		struct sched_need need = { sp->cpus ? sp->cpus : 1, sp->gpus,
-					   b->priority };
-		uint64_t tid;
+		struct deps_spec ds = { bt->text + sp->off, sp->len,
+					sp->timeout, sp->kind, sp->gpus,
+					sp->cpus };
+		uint32_t index = b->total + i;
 
-		if (done && journal_done(done, b->total + i))
+		if (done && journal_done(done, index))
 			continue;
-		tid = sched_add_need(bs->sched, (uint32_t)b->id, b->total + i,
-				     bt->text + sp->off, sp->len,
-				     sp->timeout > 0 ? sp->timeout :
-				     bs->cfg->task_timeout, &need);
-		kind_of(bs, tid, sp->kind);
+		if (g->n && g->off[i + 1] > g->off[i]) {
+			enum deps_news news;
+
+			if (b->deps == NULL)
+				b->deps = deps_new();
+			news = deps_hold(b->deps, index, g->idx + g->off[i],
+					 g->off[i + 1] - g->off[i], &ds, &blame);
+			if (news == DEPS_DOOMED)
+				deps_doom(b->deps, index, blame);
+			if (news != DEPS_READY)
+				continue;
+		}
+		queue_spec(bs, b, index, &ds);
 	}
 	b->total += bt->ntasks;
 }
@@ -478,6 +560,8 @@ batches_accept(struct batches *bs, long id, struct batch_text *bt,
 			json_object_get(bt->job, "type")));
 		json_decref(tasks);
 		batch_text_free(bt);
+	} else if (bt->after || bt->after_any) {
+		hold(b, bt);		/* resolve_waiting decides, below */
 	} else {
 		queue_text(bs, b, bt, NULL);
 		b->text = bt->text;	/* the specs point into it */
@@ -486,15 +570,18 @@ batches_accept(struct batches *bs, long id, struct batch_text *bt,
 	}
 	if (bs->stats)
 		bs->stats->batches_submitted++;
-	ev_batch_submitted(bs->ev, b->id, b->name, b->total,
+	ev_batch_submitted(bs->ev, b->id, b->name, batch_total(b),
 			   b->plugin ? b->plugin->name : b->gang);
-	log_info("batch %ld (%s): %u tasks", b->id, b->name, b->total);
+	log_info("batch %ld (%s): %u tasks%s", b->id, b->name, batch_total(b),
+		 b->state == B_WAITING ? ", after other batches" : "");
 	if (b->gang && bs->ops.gang)
 		bs->ops.gang(bs->ops.ctx, (uint32_t)b->id, 0, b->gang_job);
 	else
 		bs->ops.queued(bs->ops.ctx);
 	json_decref(b->gang_job);
 	b->gang_job = NULL;
+	if (b->state == B_WAITING)
+		resolve_waiting(bs);
 	return 0;
 }
 
@@ -641,6 +728,7 @@ finish(struct batches *bs, struct batch *b)
 	if (bs->stats)
 		bs->stats->batches_finished++;
 	bs->ops.finished(bs->ops.ctx, b);
+	resolve_waiting(bs);
 	evict(bs);
 	bs->trim_due = ft_now() + TRIM_IDLE;
 }
@@ -771,6 +859,43 @@ chunk_ended(struct batch *b, uint32_t index)
 	}
 }
 
+/* Hand out B's tasks that its deps made ready (queued) or doomed (failed
+ * without running, naming the task they waited for).  A failure counted
+ * meanwhile adds its own news to the queue, which this loop takes: a
+ * chain of a million tasks fails in a loop, not a recursion. */
+static void
+drain(struct batches *bs, struct batch *b)
+{
+	struct deps_spec ds;
+	uint32_t index, blame;
+	enum deps_news news;
+	int queued = 0;
+	long id = b->id;
+	char why[96];
+
+	if (b->draining)
+		return;
+	b->draining = 1;
+	while ((news = deps_next(b->deps, &index, &ds, &blame)) != DEPS_NONE) {
+		if (news == DEPS_READY) {
+			queue_spec(bs, b, index, &ds);
+			queued = 1;
+			continue;
+		}
+		if (blame == DEPS_CANCELLED)
+			snprintf(why, sizeof(why), "cancelled");
+		else
+			snprintf(why, sizeof(why), "after task %u, which "
+				 "failed", blame);
+		fail_task(bs, b, index, 0, why, 0);
+		if (batches_find(bs, id) != b)
+			return;		/* it ended (and went) */
+	}
+	b->draining = 0;
+	if (queued)
+		bs->ops.queued(bs->ops.ctx);
+}
+
 /* Count task INDEX of B as ended (OK, its output or REASON), finishing B
  * after its last task, or moving a job to its next phase. */
 static void
@@ -786,6 +911,14 @@ count(struct batches *bs, struct batch *b, uint32_t index, int ok,
 	ft_buf_add(&b->kinds, ok ? "o" : "f", 1);
 	if (b->nchunks)
 		chunk_ended(b, index);
+	if (b->deps) {
+		long id = b->id;
+
+		deps_ended(b->deps, index, ok);
+		drain(bs, b);
+		if (batches_find(bs, id) != b || b->state != B_RUNNING)
+			return;		/* the tasks drain failed ended it */
+	}
 	if (b->job == NULL) {
 		if (b->ok + b->failed == b->total && !b->open)
 			ending(bs, b);
@@ -913,16 +1046,16 @@ batches_gang_ended(struct batches *bs, uint32_t batch, uint32_t index,
 	count(bs, b, index, ok, "", 0, ok ? NULL : reason);
 }
 
-void
-batches_fail(struct batches *bs, uint32_t batch, uint32_t index,
-	     uint32_t attempts, const char *reason)
+/* Task INDEX of B failed for good after ATTEMPTS (0: it never ran), for
+ * REASON: its line, its event, its count; logged when LOUD (a batch
+ * cancelled before it ran, or a chain after a failed task, would log a
+ * line per task). */
+static void
+fail_task(struct batches *bs, struct batch *b, uint32_t index,
+	  uint32_t attempts, const char *reason, int loud)
 {
-	struct batch *b = running(bs, batch);
-	struct jsonl *o;
+	struct jsonl *o = &b->out;
 
-	if (b == NULL)
-		return;
-	o = &b->out;
 	jsonl_begin(o);
 	jsonl_int(o, "task", index);
 	jsonl_int(o, "attempt", attempts);
@@ -933,9 +1066,172 @@ batches_fail(struct batches *bs, uint32_t batch, uint32_t index,
 	jsonl_str(o, "reason", reason);
 	jsonl_end(o);
 	line_added(bs, b);
-	ev_task_failed(bs->ev, batch, index, reason);
-	log_warnx("batch %ld task %u failed: %s", b->id, index, reason);
+	ev_task_failed(bs->ev, (uint32_t)b->id, index, reason);
+	if (loud)
+		log_warnx("batch %ld task %u failed: %s", b->id, index, reason);
 	count(bs, b, index, 0, "", 0, reason);
+}
+
+void
+batches_fail(struct batches *bs, uint32_t batch, uint32_t index,
+	     uint32_t attempts, const char *reason)
+{
+	struct batch *b = running(bs, batch);
+
+	if (b)
+		fail_task(bs, b, index, attempts, reason, 1);
+}
+
+/* ---- batches after batches (batch.h: "after", "after_any") ---- */
+
+/* B (accepted: its tasks in BT, taken over) waits for the batches it runs
+ * after. */
+static void
+hold(struct batch *b, struct batch_text *bt)
+{
+	b->after = json_incref(bt->after);
+	b->after_any = json_incref(bt->after_any);
+	b->held = ft_malloc(sizeof(*b->held));
+	*b->held = *bt;
+	memset(bt, 0, sizeof(*bt));
+	b->state = B_WAITING;
+}
+
+/* Has batch ID ended: 1 (*OK: every task of it succeeded, not
+ * cancelled), 0 not yet, -1 no such batch now (forgotten, or never). */
+static int
+ended(const struct batches *bs, long id, int *ok)
+{
+	struct batch *d = batches_find(bs, id);
+	int finished = 0;
+	json_t *row;
+
+	if (d && d->state != B_FINISHED)
+		return d->state == B_INTAKE ? -1 : 0;
+	if (d) {
+		*ok = !d->cancelled && d->failed == 0 && batch_error(d) == NULL;
+		return 1;
+	}
+	if ((row = batches_lookup(bs, id, &finished)) == NULL)
+		return -1;
+	*ok = strcmp(jget_str(row, "state", ""), "finished") == 0 &&
+	      jget_int(row, "failed", 1) == 0 &&
+	      json_object_get(row, "error") == NULL;
+	json_decref(row);
+	return 1;
+}
+
+/* What B may do now: 1 run, 0 wait, -1 be cancelled for WHY. */
+static int
+verdict(const struct batches *bs, const struct batch *b, char *why, size_t n)
+{
+	const json_t *lists[2] = { b->after, b->after_any }, *v;
+	int k, ok, wait = 0;
+	size_t i;
+
+	for (k = 0; k < 2; k++)
+		json_array_foreach(lists[k], i, v) {
+			long id = (long)json_integer_value(v);
+			int e = ended(bs, id, &ok);
+
+			if (e == -1) {
+				snprintf(why, n, "batch %ld, which it runs after, "
+					 "is gone (forgotten): its outcome is "
+					 "not known", id);
+				return -1;
+			}
+			if (e == 0)
+				wait = 1;
+			else if (k == 0 && !ok) {
+				snprintf(why, n, "batch %ld, which it runs after, "
+					 "failed", id);
+				return -1;
+			}
+		}
+	return wait ? 0 : 1;
+}
+
+/* B waited: its tasks go to the queue now. */
+static void
+release_waiting(struct batches *bs, struct batch *b)
+{
+	struct batch_text *bt = b->held;
+
+	b->held = NULL;
+	b->state = B_RUNNING;
+	queue_text(bs, b, bt, NULL);
+	b->text = bt->text;
+	bt->text = NULL;
+	batch_text_free(bt);
+	free(bt);
+	log_info("batch %ld (%s): the batches it runs after have ended; its "
+		 "%u tasks are queued", b->id, b->name, b->total);
+	if (b->deps)
+		drain(bs, b);
+	bs->ops.queued(bs->ops.ctx);
+}
+
+/* B is cancelled before it ran (WHY): every task fails without running,
+ * each with its line. */
+static void
+cancel_waiting(struct batches *bs, struct batch *b, const char *why)
+{
+	uint32_t i, n = b->held->ntasks;
+	long id = b->id;
+
+	batch_text_free(b->held);
+	free(b->held);
+	b->held = NULL;
+	b->state = B_RUNNING;
+	b->cancelled = 1;
+	b->open = 0;
+	b->total = n;
+	ev_batch_cancelled(bs->ev, id, (long long)n, 0);
+	log_info("batch %ld (%s) cancelled before it ran: %s", id, b->name,
+		 why);
+	for (i = 0; i < n && batches_find(bs, id) == b; i++)
+		fail_task(bs, b, i, 0, why, 0);
+}
+
+static void
+resolve_waiting(struct batches *bs)
+{
+	long id, last = bs->first + bs->n;
+	char why[256];
+
+	for (id = bs->first; id < last; id++) {
+		struct batch *b = batches_find(bs, id);
+		int v;
+
+		if (b == NULL || b->state != B_WAITING)
+			continue;
+		v = verdict(bs, b, why, sizeof(why));
+		if (v == 1)
+			release_waiting(bs, b);
+		else if (v == -1)
+			cancel_waiting(bs, b, why);
+	}
+}
+
+int
+batches_check_after(const struct batches *bs, const struct batch_text *bt,
+		    char *err, size_t n)
+{
+	const json_t *lists[2] = { bt->after, bt->after_any }, *v;
+	int k, ok;
+	size_t i;
+
+	for (k = 0; k < 2; k++)
+		json_array_foreach(lists[k], i, v)
+			if (ended(bs, (long)json_integer_value(v), &ok) == -1) {
+				snprintf(err, n, "%s[%zu]: no batch %lld%s",
+					 k ? "after_any" : "after", i,
+					 (long long)json_integer_value(v),
+					 bs->next > json_integer_value(v) ?
+					 " (forgotten)" : "");
+				return -1;
+			}
+	return 0;
 }
 
 /* ---- open batches (batch.h, adds.h) ---- */
@@ -1041,11 +1337,14 @@ batches_add(struct batches *bs, long id, uint32_t first, char *text,
 		return -1;
 	}
 	adds_flatten(text, len);
-	if (batch_text_read(&bt, "add", text, len, bs->pl, 1, err, n) == -1)
+	if (batch_text_scan(&bt, "add", text, len, bs->pl, err, n) == -1)
 		return -1;
-	if (bt.job || bt.open || batch_text_fit(&bt, "add", bs->cfg, err,
-						n) == -1) {
-		if (bt.job || bt.open)
+	bt.base = first;		/* its tasks wait for earlier ones only */
+	if (batch_text_check(&bt, "add", bs->pl, 1, NULL, 0, err, n) == -1)
+		return -1;
+	if (bt.job || bt.open || bt.after || bt.after_any ||
+	    batch_text_fit(&bt, "add", bs->cfg, err, n) == -1) {
+		if (bt.job || bt.open || bt.after || bt.after_any)
 			snprintf(err, n, "add: only \"tasks\" may be added "
 				 "to a batch");
 		batch_text_free(&bt);
@@ -1220,6 +1519,12 @@ batches_cancel(struct batches *bs, long id, uint64_t *queued,
 {
 	struct batch *b = batches_find(bs, id);
 
+	if (b && b->state == B_WAITING) {
+		*queued = b->held->ntasks;
+		*running = 0;
+		cancel_waiting(bs, b, "cancelled");
+		return 0;
+	}
 	if (b == NULL || b->state != B_RUNNING) {
 		snprintf(err, n, "batch %ld %s", id, not_cancellable(bs, b, id));
 		return -1;
@@ -1229,6 +1534,11 @@ batches_cancel(struct batches *bs, long id, uint64_t *queued,
 			 running);
 	if (b->open)
 		seal(bs, b);
+	if (b->deps) {
+		*queued += deps_held(b->deps);
+		deps_cancel(b->deps);
+		drain(bs, b);
+	}
 	if (b->gang && bs->ops.gang_cancel) {
 		(*running)++;
 		bs->ops.gang_cancel(bs->ops.ctx, (uint32_t)id);
@@ -1416,6 +1726,20 @@ read_token(const char *dir)
 	return t;
 }
 
+/* The dependencies B's submit request brought (after.json, intake.h),
+ * added to those of its batch.json (BT). */
+static void
+read_deps(const struct batch *b, struct batch_text *bt)
+{
+	char *path = ft_asprintf("%s/after.json", b->dir);
+	json_t *deps = json_load_file(path, 0, NULL);
+
+	if (deps && json_is_object(deps))
+		batch_text_merge_after(bt, deps);
+	json_decref(deps);
+	free(path);
+}
+
 /* Say what was cut out of B's results file, and rewrite it. */
 static int
 repair(struct batches *bs, struct batch *b, const struct journal_results *r,
@@ -1545,7 +1869,7 @@ read_adds(struct batches *bs, struct batch *b, const struct batch_text *bt,
 {
 	char *path = ft_asprintf("%s/tasks.jsonl", b->dir);
 	struct adds_ops ops = { a, added_one, added_close };
-	uint64_t good, size;
+	uint64_t good = 0, size = 0;
 	int rc;
 
 	memset(a, 0, sizeof(*a));
@@ -1570,6 +1894,25 @@ read_adds(struct batches *bs, struct batch *b, const struct batch_text *bt,
 	}
 	free(path);
 	return rc;
+}
+
+/* Tell B's deps (made when BT or its adds A have tasks with "after") of
+ * the tasks R has done, before the others are held. */
+static void
+replay_deps(struct batch *b, const struct batch_text *bt,
+	    const struct added *a, const struct journal_results *r)
+{
+	uint32_t i;
+	int k, any = bt->graph.n > 0;
+
+	for (k = 0; k < a->n; k++)
+		any |= a->v[k].graph.n > 0;
+	if (!any)
+		return;
+	b->deps = deps_new();
+	for (i = 0; i < a->total; i++)
+		if (journal_done(r, i))
+			deps_ended(b->deps, i, !journal_failed(r, i));
 }
 
 /* Check the tasks of A not done in R: each add's own bits of R's. */
@@ -1636,7 +1979,15 @@ rebuild(struct batches *bs, struct batch *b, struct batch_text *bt,
 		snprintf(err, n, "results for tasks it does not have");
 		return -1;
 	}
+	if (bt->job == NULL && (bt->after || bt->after_any) &&
+	    r->ok + r->failed == 0) {
+		hold(b, bt);		/* batches_replay resolves it */
+		return 0;
+	}
 	if (bt->job == NULL) {
+		b->after = json_incref(bt->after);
+		b->after_any = json_incref(bt->after_any);
+		replay_deps(b, bt, a, r);
 		queue_text(bs, b, bt, r);
 		for (i = 0; i < a->n; i++)
 			queue_add(bs, b, &a->v[i], r);
@@ -1644,7 +1995,10 @@ rebuild(struct batches *bs, struct batch *b, struct batch_text *bt,
 		b->failed = r->failed;
 		b->text = bt->text;
 		bt->text = NULL;
-		if (b->ok + b->failed == b->total && !b->open)
+		if (b->deps)
+			drain(bs, b);	/* tasks after a failed one, unwritten */
+		if (b->state == B_RUNNING && b->ok + b->failed == b->total &&
+		    !b->open)
 			b->state = B_ENDING;
 		return 0;
 	}
@@ -1697,6 +2051,8 @@ replay_one(struct batches *bs, long id, struct replay_stats *st)
 				    sizeof(err)) : -1;
 	if (text == NULL)
 		snprintf(err, sizeof(err), "%s: %s", path, strerror(errno));
+	if (rc == 0)
+		read_deps(b, &bt);
 	if (rc == 0)
 		rc = read_adds(bs, b, &bt, &a, err, sizeof(err));
 	if (rc == 0)
@@ -1785,6 +2141,7 @@ batches_replay(struct batches *bs, struct replay_stats *st, char *err,
 			settle(bs, b);
 		}
 	}
+	resolve_waiting(bs);
 	if (st->pending)
 		bs->ops.queued(bs->ops.ctx);
 	return 0;

@@ -90,6 +90,10 @@ void batches_release(struct batches *bs, long id);
 int batches_accept(struct batches *bs, long id, struct batch_text *bt,
 		   struct job *job, json_t *tasks, const char *token,
 		   char *err, size_t n);
+/* Does every batch BT runs after ("after", "after_any") exist?  0, or -1
+ * with ERR (bad input: "after[0]: no batch 12"). */
+int batches_check_after(const struct batches *bs, const struct batch_text *bt,
+			char *err, size_t n);
 /* Reserve, read and accept BATCH (a checked object) in the caller: its id,
  * or -1 with ERR. */
 long batches_submit(struct batches *bs, json_t *batch, char *err, size_t n);

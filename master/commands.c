@@ -256,49 +256,56 @@ submitted(struct master *m, void *arg, long id, const char *err, int status)
 	control_resume(c);
 }
 
-/* The tokens of submissions whose bytes are still coming, by client. */
-struct waiting_token {
+/* What a submission whose bytes are still coming was sent with: its
+ * token and dependencies, by client. */
+struct pending {
 	uint64_t client;
-	char *token;
+	char *token;			/* or NULL */
+	json_t *deps;			/* or NULL */
 };
-static struct waiting_token *tokens;
-static int ntokens;
+static struct pending *pendings;
+static int npendings;
 
 static void
-token_put(uint64_t client, const char *token)
+pending_put(uint64_t client, const char *token, json_t *deps)
 {
-	tokens = ft_realloc(tokens, (size_t)(ntokens + 1) * sizeof(*tokens));
-	tokens[ntokens].client = client;
-	tokens[ntokens].token = ft_strdup(token);
-	ntokens++;
+	pendings = ft_realloc(pendings, (size_t)(npendings + 1) *
+			      sizeof(*pendings));
+	pendings[npendings].client = client;
+	pendings[npendings].token = token ? ft_strdup(token) : NULL;
+	pendings[npendings].deps = json_incref(deps);
+	npendings++;
 }
 
-/* The token client CLIENT sent with its batch (taken: free it), or NULL. */
-static char *
-token_take(uint64_t client)
+/* What client CLIENT sent with its batch (taken: the caller frees it);
+ * all NULL when nothing. */
+static struct pending
+pending_take(uint64_t client)
 {
+	struct pending none = { client, NULL, NULL };
 	int i;
 
-	for (i = 0; i < ntokens; i++)
-		if (tokens[i].client == client) {
-			char *t = tokens[i].token;
+	for (i = 0; i < npendings; i++)
+		if (pendings[i].client == client) {
+			struct pending p = pendings[i];
 
-			tokens[i] = tokens[--ntokens];
-			return t;
+			pendings[i] = pendings[--npendings];
+			return p;
 		}
-	return NULL;
+	return none;
 }
 
-/* Forget the tokens of clients gone before their bytes came. */
+/* Forget what clients gone before their bytes came sent. */
 static void
 tokens_sweep(struct master *m)
 {
 	int i;
 
-	for (i = 0; i < ntokens; i++)
-		if (control_client(m->control, tokens[i].client) == NULL) {
-			free(tokens[i].token);
-			tokens[i--] = tokens[--ntokens];
+	for (i = 0; i < npendings; i++)
+		if (control_client(m->control, pendings[i].client) == NULL) {
+			free(pendings[i].token);
+			json_decref(pendings[i].deps);
+			pendings[i--] = pendings[--npendings];
 		}
 }
 
@@ -322,8 +329,8 @@ on_body(void *ctx, struct client *c, const char *file, char *data,
 	size_t len)
 {
 	struct master *m = ctx;
-	char *token = token_take(control_client_id(c));
-	json_t *ans = again(m, token);
+	struct pending p = pending_take(control_client_id(c));
+	json_t *ans = again(m, p.token);
 
 	if (ans) {
 		control_send(c, ans);
@@ -331,10 +338,38 @@ on_body(void *ctx, struct client *c, const char *file, char *data,
 		free(data);
 		control_resume(c);
 	} else {
-		intake_submit(m, file, data, len, token, submitted,
+		intake_submit(m, file, data, len, p.token, p.deps, submitted,
 			      (void *)(uintptr_t)control_client_id(c));
 	}
-	free(token);
+	free(p.token);
+	json_decref(p.deps);
+}
+
+/* The request's "after" and "after_any" as one object, or NULL when it
+ * has neither; -1 in *BAD with ERR when one is not a list of ids. */
+static json_t *
+request_deps(json_t *req, int *bad, char *err, size_t n)
+{
+	struct jerr jerr;
+	json_t *deps;
+
+	*bad = 0;
+	if (ft_check_ids(req, "submit", "after", 1, &jerr) == -1 ||
+	    ft_check_ids(req, "submit", "after_any", 1, &jerr) == -1) {
+		snprintf(err, n, "%s: %s", jerr.path, jerr.msg);
+		*bad = 1;
+		return NULL;
+	}
+	if (json_array_size(json_object_get(req, "after")) == 0 &&
+	    json_array_size(json_object_get(req, "after_any")) == 0)
+		return NULL;
+	deps = json_object();
+	if (json_object_get(req, "after"))
+		json_object_set(deps, "after", json_object_get(req, "after"));
+	if (json_object_get(req, "after_any"))
+		json_object_set(deps, "after_any",
+				json_object_get(req, "after_any"));
+	return deps;
 }
 
 /* Is TOKEN a fit name for a submission (it is kept in a file)? */
@@ -361,7 +396,9 @@ cmd_submit(struct master *m, struct client *c, json_t *req, json_t **ans,
 	json_t *bytes = json_object_get(req, "bytes");
 	const char *file = json_string_value(json_object_get(req, "file"));
 	const char *token = json_string_value(json_object_get(req, "token"));
+	json_t *deps;
 	char *text;
+	int bad;
 
 	if (m->stopping) {
 		snprintf(err, n, "the master is stopping");
@@ -376,6 +413,9 @@ cmd_submit(struct master *m, struct client *c, json_t *req, json_t **ans,
 		snprintf(err, n, "submit needs \"batch\" or \"bytes\"");
 		return -1;
 	}
+	deps = request_deps(req, &bad, err, n);
+	if (bad)
+		return -1;
 	if (bytes) {
 		json_int_t len = json_integer_value(bytes);
 
@@ -383,23 +423,29 @@ cmd_submit(struct master *m, struct client *c, json_t *req, json_t **ans,
 			snprintf(err, n, "submit: the batch is %lld bytes; this "
 				 "master takes 1 to %zu (control.max_batch_bytes)",
 				 (long long)len, m->cfg.control.max_batch);
+			json_decref(deps);
 			return -1;
 		}
-		if (token)
-			token_put(control_client_id(c), token);
+		if (token || deps)
+			pending_put(control_client_id(c), token, deps);
+		json_decref(deps);
 		control_read_body(c, (size_t)len, file ? file : "batch",
 				  on_body, m);
 		return 1;
 	}
-	if ((*ans = again(m, token)) != NULL)
+	if ((*ans = again(m, token)) != NULL) {
+		json_decref(deps);
 		return 0;
+	}
 	text = json_dumps(batch, JSON_COMPACT);
 	if (text == NULL) {
 		snprintf(err, n, "submit: cannot print the batch");
+		json_decref(deps);
 		return -1;
 	}
 	intake_submit(m, file ? file : "batch", text, strlen(text), token,
-		      submitted, (void *)(uintptr_t)control_client_id(c));
+		      deps, submitted, (void *)(uintptr_t)control_client_id(c));
+	json_decref(deps);
 	return 1;
 }
 

@@ -25,6 +25,7 @@ struct req {
 	char *text;
 	size_t len;
 	char *token;			/* the submitter's, or NULL */
+	json_t *deps;			/* the request's "after", "after_any" */
 	intake_done_fn done;
 	void *arg;
 	/* Set by the thread. */
@@ -70,9 +71,33 @@ fenced(struct req *r)
 	return -1;
 }
 
+/* The request's dependencies beside batch.json, as after.json (a batch
+ * file's own are in it).  0 or -1 with R's error. */
+static int
+write_deps(struct req *r, int sync)
+{
+	char *path, *text;
+	int rc = 0;
+
+	if (r->deps == NULL)
+		return 0;
+	path = ft_asprintf("%s/after.json", r->dir);
+	text = json_dumps(r->deps, JSON_COMPACT);
+	if (text == NULL ||
+	    ft_write_file_durable(path, text, strlen(text), sync) == -1) {
+		snprintf(r->err, sizeof(r->err), "%s: %s", path,
+			 strerror(errno));
+		rc = -1;
+	}
+	free(text);
+	free(path);
+	return rc;
+}
+
 /* Write the batch's bytes as batch.json in its directory, and the
- * submitter's token beside them; synced (with the directories) when the
- * policy syncs, before anyone learns the batch's id.  0 or -1. */
+ * submitter's token and dependencies beside them; synced (with the
+ * directories) when the policy syncs, before anyone learns the batch's
+ * id.  0 or -1. */
 static int
 write_batch_file(struct req *r)
 {
@@ -95,7 +120,7 @@ write_batch_file(struct req *r)
 		snprintf(r->err, sizeof(r->err), "%s: %s", path,
 			 strerror(errno));
 	else
-		rc = 0;
+		rc = write_deps(r, sync);
 	free(path);
 	free(tok);
 	return rc;
@@ -164,6 +189,13 @@ process(struct req *r, const struct ft_plugins *pl)
 		batch_text_free(&r->bt);
 		return;
 	}
+	if (batch_text_merge_after(&r->bt, r->deps) == -1) {
+		snprintf(r->err, sizeof(r->err), "%s: --after: a job's batch "
+			 "does not wait for others: only a batch of tasks does",
+			 r->file);
+		batch_text_free(&r->bt);
+		return;
+	}
 	if (r->bt.job && !batches_is_gang(pl, r->bt.job) &&
 	    plan_job(r, pl) == -1)
 		return;
@@ -216,6 +248,7 @@ req_free(struct req *r)
 	free(r->dir);
 	free(r->file);
 	free(r->token);
+	json_decref(r->deps);
 	free(r);
 }
 
@@ -223,6 +256,11 @@ req_free(struct req *r)
 static void
 finish(struct master *m, struct req *r)
 {
+	if (r->rc == 0 && batches_check_after(&m->batches, &r->bt, r->err,
+					      sizeof(r->err)) == -1) {
+		r->rc = -1;		/* bad input: the batches it names */
+		r->status = 2;
+	}
 	if (r->rc == 0 && batches_accept(&m->batches, r->id, &r->bt, r->job,
 					 r->tasks, r->token, r->err,
 					 sizeof(r->err)) == 0) {
@@ -300,12 +338,14 @@ intake_free(struct master *m)
 
 void
 intake_submit(struct master *m, const char *file, char *text, size_t len,
-	      const char *token, intake_done_fn done, void *arg)
+	      const char *token, const json_t *deps, intake_done_fn done,
+	      void *arg)
 {
 	struct req *r = ft_calloc(1, sizeof(*r));
 
 	r->file = ft_strdup(file ? file : "batch");
 	r->token = token ? ft_strdup(token) : NULL;
+	r->deps = deps ? json_deep_copy(deps) : NULL;
 	r->text = text;
 	r->len = len;
 	r->done = done;

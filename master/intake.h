@@ -28,11 +28,12 @@ int intake_init(struct master *m, char *err, size_t n);
 /* Stop it (batches not yet read are dropped, their callers told). */
 void intake_free(struct master *m);
 /* Read TEXT (LEN bytes, malloc'd: taken over) as batch file FILE, sent
- * with the submitter's TOKEN (or NULL); then DONE(m, ARG, ...) from the
- * loop. */
+ * with the submitter's TOKEN (or NULL) and DEPS (the request's "after"
+ * and "after_any", checked, added to the batch's own; or NULL); then
+ * DONE(m, ARG, ...) from the loop. */
 void intake_submit(struct master *m, const char *file, char *text,
-		   size_t len, const char *token, intake_done_fn done,
-		   void *arg);
+		   size_t len, const char *token, const json_t *deps,
+		   intake_done_fn done, void *arg);
 /* Batches handed in and not yet queued. */
 int intake_pending(struct master *m);
 

@@ -118,7 +118,10 @@ set_done(struct journal_results *r, uint32_t index)
 		if (bits <= index)
 			bits = 0xffffffffu;
 		r->done = ft_realloc(r->done, bits / 8 + 1);
+		r->bad = ft_realloc(r->bad, bits / 8 + 1);
 		memset(r->done + r->ndone_bits / 8, 0,
+		       bits / 8 + 1 - r->ndone_bits / 8);
+		memset(r->bad + r->ndone_bits / 8, 0,
 		       bits / 8 + 1 - r->ndone_bits / 8);
 		r->ndone_bits = bits;
 	}
@@ -126,6 +129,13 @@ set_done(struct journal_results *r, uint32_t index)
 		return 0;
 	r->done[byte] |= bit;
 	return 1;
+}
+
+int
+journal_failed(const struct journal_results *r, uint32_t index)
+{
+	return journal_done(r, index) &&
+	       (r->bad[index / 8] & (1u << (index % 8)));
 }
 
 int
@@ -193,10 +203,12 @@ take(struct journal_results *r, const char *line, size_t len,
 		return;
 	}
 	set_done(r, task);
-	if (ok)
+	if (ok) {
 		r->ok++;
-	else
+	} else {
 		r->failed++;
+		r->bad[task / 8] |= (uint8_t)(1u << (task % 8));
+	}
 }
 
 /* Does any line of TEXT end with a checksum?  Then every line must (a
@@ -432,6 +444,7 @@ journal_results_free(struct journal_results *r)
 	}
 	free(r->lines);
 	free(r->done);
+	free(r->bad);
 	free(r->cuts);
 	memset(r, 0, sizeof(*r));
 }

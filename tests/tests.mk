@@ -39,7 +39,8 @@ FUZZ_SECONDS ?= 20
 FUZZ_FLAGS := -g -O1 -fsanitize=fuzzer,address,undefined \
 	-fno-sanitize-recover=undefined
 FUZZ_SRC := common/ctl.c common/jcheck.c common/jpos.c common/util.c \
-	common/batch.c common/batchtext.c common/plugins.c common/statedir.c \
+	common/batch.c common/batchtext.c common/taskgraph.c common/plugins.c \
+	common/statedir.c \
 	common/proto.c common/wire.c common/jparse.c common/rauth.c
 FUZZ_BIN := $(OBJ)/fuzz/fuzz_request $(OBJ)/fuzz/fuzz_batch $(OBJ)/fuzz/fuzz_json \
 	$(OBJ)/fuzz/fuzz_rauth
