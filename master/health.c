@@ -386,6 +386,7 @@ health_worker_failed(struct master *m, struct worker *w)
 
 	if (m->static_world) {
 		static_failed(m, w);
+		persist(m);
 		return;
 	}
 	switch (n->state) {
@@ -739,6 +740,8 @@ rec_of(const struct node *n, struct opstate_rec *r)
 	r->last_failure = n->last_strike != 0 ? n->last_strike + wall_offset
 					      : 0;
 	r->probe_delay = n->probe_delay;
+	r->next_probe = n->state == N_INACTIVE && n->probe_at > 0 ?
+			n->probe_at + wall_offset : 0;
 }
 
 /* Save the nodes' records if any has changed since the last save. */
@@ -863,9 +866,11 @@ restore_node(struct master *m, struct node *n, const struct opstate_rec *r,
 	to = restored_state(m, n, was, &why);
 	node_restore(n, to, why ? why : r->reason, was, &m->events);
 	if (to == N_INACTIVE) {
+		/* Its probes go on where they were (at once if one is due). */
 		if (n->probe_delay <= 0)
 			n->probe_delay = m->cfg.probe_min;
-		n->probe_at = ft_now() + n->probe_delay;
+		n->probe_at = r->next_probe > 0 ? r->next_probe - wall_offset
+						: ft_now() + n->probe_delay;
 		retire_workers(m, n, "node inactive");
 	} else if (to == N_DOWN) {
 		retire_workers(m, n, "node coming back");

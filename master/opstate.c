@@ -35,6 +35,7 @@ put_rec(struct jsonl *j, const struct opstate_rec *r)
 	jsonl_int(j, "episode_reboots", r->episode_reboots);
 	jsonl_secs(j, "last_failure", r->last_failure);
 	jsonl_secs(j, "probe_delay", r->probe_delay);
+	jsonl_secs(j, "next_probe", r->next_probe);
 	jsonl_end(j);
 }
 
@@ -84,7 +85,8 @@ opstate_rec_equal(const struct opstate_rec *a, const struct opstate_rec *b)
 	       a->failures == b->failures &&
 	       a->episode_reboots == b->episode_reboots &&
 	       a->last_failure == b->last_failure &&
-	       a->probe_delay == b->probe_delay;
+	       a->probe_delay == b->probe_delay &&
+	       a->next_probe == b->next_probe;
 }
 
 /* ---- reading ---- */
@@ -109,6 +111,7 @@ static const struct jfield node_fields[] = {
 	{ "episode_reboots", JT_INT, 1 },
 	{ "last_failure", JT_NUMBER, 1 },
 	{ "probe_delay", JT_NUMBER, 1 },
+	{ "next_probe", JT_NUMBER, 1 },
 	{ "crc", JT_STRING, 1 },
 	{ NULL, 0, 0 },
 };
@@ -190,7 +193,7 @@ node_fields_ok(const json_t *o, struct opstate_rec *rec, char *why,
 	static const char *const counts[] = { "reboots", "failures",
 					       "episode_reboots" };
 	static const char *const times[] = { "last_reboot", "last_failure",
-					     "probe_delay" };
+					     "probe_delay", "next_probe" };
 	struct jerr e = { "", "" };
 	size_t i;
 	int bad = jcheck_object(o, "", node_fields, &e) == -1;
@@ -220,6 +223,7 @@ node_fields_ok(const json_t *o, struct opstate_rec *rec, char *why,
 	rec->episode_reboots = (int)jget_int(o, "episode_reboots", 0);
 	rec->last_failure = jget_num(o, "last_failure", 0);
 	rec->probe_delay = jget_num(o, "probe_delay", 0);
+	rec->next_probe = jget_num(o, "next_probe", 0);
 	return 0;
 }
 
@@ -367,6 +371,25 @@ struct opstate {
 	size_t nrecs;			/* records in body */
 };
 
+/* Write TEXT as O's file, synced, if the lease is still ours: 0, or an
+ * errno.  *LOST (and *CUR) when another epoch has the lease. */
+static int
+write_text(struct opstate *o, const struct ft_buf *text, int *lost,
+	   struct lease_rec *cur)
+{
+	int rc = o->store->lease ? lease_check(o->store->lease,
+					       o->store->epoch, cur) : 0;
+
+	*lost = rc == 1;
+	if (rc == -1)
+		return errno ? errno : EIO;
+	if (rc == 1)
+		return 0;
+	if (ft_write_file_durable(o->path, text->data, text->len, 1) == -1)
+		return errno;
+	return 0;
+}
+
 /* The thread: write the newest text whole, each time there is one. */
 static void *
 writer(void *arg)
@@ -378,31 +401,23 @@ writer(void *arg)
 	int err, lost;
 
 	pthread_mutex_lock(&o->mu);
-	for (;;) {
-		while (!o->stop && o->todo_gen == 0)
+	while (o->todo_gen != 0 || !o->stop) {
+		if (o->todo_gen == 0) {
 			pthread_cond_wait(&o->cv, &o->mu);
-		if (o->todo_gen == 0)
-			break;		/* stopping, and nothing left */
+			continue;
+		}
 		ft_buf_free(&text);
 		text = o->todo;
 		memset(&o->todo, 0, sizeof(o->todo));
 		gen = o->todo_gen;
 		o->todo_gen = 0;
 		pthread_mutex_unlock(&o->mu);
-		err = lost = 0;
-		if (o->store->lease)
-			lost = lease_check(o->store->lease, o->store->epoch,
-					   &cur);
-		if (lost == -1)
-			err = errno ? errno : EIO;
-		else if (!lost && ft_write_file_durable(o->path, text.data,
-							text.len, 1) == -1)
-			err = errno;
+		err = write_text(o, &text, &lost, &cur);
 		pthread_mutex_lock(&o->mu);
 		o->done_gen = gen;
 		o->done_seq++;
 		o->done_err = err;
-		if (lost == 1) {
+		if (lost) {
 			o->lost = 1;
 			o->lost_to = cur;
 		}

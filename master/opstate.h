@@ -12,7 +12,7 @@
  *   {"node":"node2","state":"drained","drained":true,
  *    "reason":"drained by an operator","reboots":1,
  *    "last_reboot":1767225600.5,"failures":0,"episode_reboots":0,
- *    "last_failure":0,"probe_delay":0,"crc":"..."}
+ *    "last_failure":0,"probe_delay":0,"next_probe":0,"crc":"..."}
  *
  * Writing: the file is replaced whole (a temporary file written and
  * synced, renamed over it, the directory synced) by a thread of its own,
@@ -58,6 +58,7 @@ struct opstate_rec {
 	int episode_reboots;		/* ladder reboots in this episode */
 	double last_failure;		/* the episode's last event (epoch), 0 */
 	double probe_delay;		/* inactive: seconds between probes */
+	double next_probe;		/* inactive: its next probe (epoch), 0 */
 };
 
 /* A line that was not taken: its number (1-based; 0: the whole file). */

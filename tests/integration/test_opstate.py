@@ -10,6 +10,7 @@ import json
 import os
 import signal
 import subprocess
+import time
 
 import pytest
 
@@ -292,6 +293,35 @@ def test_inactive_stays_inactive_with_its_reason(make_cluster):
     restart_master(c)
     settled(c, {})
     assert {r["worker"] for r in run_spread(c, 60)} & node2
+    c.stop()
+    assert_no_leftovers(c)
+
+
+def test_an_inactive_node_is_probed_on_its_own_time(make_cluster):
+    """The backoff of a node given up on goes on across a restart: its
+    probe comes when it was due (8 s after it was given up on), not a
+    whole backoff after the new master's start."""
+    c = make_cluster(nodes=2, probe_min_s=8, probe_max_s=8, **FAST)
+    c.start()
+    for k in range(2):
+        _, pid = wait_until(lambda: worker_of(c, "node2")[1] and
+                            worker_of(c, "node2"), 30)
+        os.kill(pid, signal.SIGKILL)
+        if k == 0:
+            assert wait_until(lambda: node_row(c, "node2")["state"] ==
+                              "suspect", 30)
+    gone = wait_until(lambda: [e for e in c.events() if e["event"] ==
+                               "node_inactive" and e["node"] == "node2"], 30)
+    assert gone, c.master_log()[-2000:]
+    assert wait_until(lambda: saved(c)["node2"]["next_probe"] > 0, 10)
+    wait_until(lambda: time.time() > gone[0]["ts"] + 4, 10)
+    mark = restart_master(c)
+    up = events_since(c, mark, "master_up")[0]["ts"]
+    probe = wait_until(lambda: events_since(c, mark, "node_down", "node2"),
+                       60)
+    assert probe, c.master_log()[-2000:]
+    assert probe[0]["ts"] - up < 6, (up, probe, gone)
+    settled(c, {})
     c.stop()
     assert_no_leftovers(c)
 

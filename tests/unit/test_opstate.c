@@ -29,13 +29,14 @@
 #define NRECS 4
 
 static const struct opstate_rec base[NRECS] = {
-	{ "node1", "up", 0, "", 0, 0, 0, 0, 0, 0 },
+	{ "node1", "up", 0, "", 0, 0, 0, 0, 0, 0, 0 },
 	{ "node2", "drained", 1, "drained by an operator", 1,
-	  1767225600.5, 0, 1, 1767225601.25, 0 },
+	  1767225600.5, 0, 1, 1767225601.25, 0, 0 },
 	{ "node3", "inactive", 0, "worker 2 failed (2 in a row); node node3 "
-	  "has no \"bmc\" in the config", 0, 0, 2, 0, 1767225700.125, 60 },
+	  "has no \"bmc\" in the config", 0, 0, 2, 0, 1767225700.125, 60,
+	  1767225760.125 },
 	{ "gpu-7.rack2", "suspect", 0, "a \"quoted\"\nreason", 3,
-	  1767200000, 1, 0, 1767225800, 0 },
+	  1767200000, 1, 0, 1767225800, 0, 0 },
 };
 
 struct fx {
@@ -171,7 +172,8 @@ test_flipped_byte(void **state)
 
 #define GOOD "\"node\":\"n1\",\"state\":\"up\",\"drained\":false,"	\
 	"\"reason\":\"\",\"reboots\":0,\"last_reboot\":0,\"failures\":0,"	\
-	"\"episode_reboots\":0,\"last_failure\":0,\"probe_delay\":0"
+	"\"episode_reboots\":0,\"last_failure\":0,\"probe_delay\":0,"	\
+	"\"next_probe\":0"
 
 /* Parse into R a file of version VERSION whose header counts COUNT
  * nodes, then each of LINES (an object's members, no braces) as a
@@ -234,16 +236,17 @@ test_bad_records_refused(void **state)
 		"\"node\":\"n1\",\"state\":\"up\",\"drained\":false,"
 		"\"reason\":\"\",\"reboots\":-1,\"last_reboot\":0,"
 		"\"failures\":0,\"episode_reboots\":0,\"last_failure\":0,"
-		"\"probe_delay\":0" };
+		"\"probe_delay\":0,\"next_probe\":0" };
 	static const char *const missing[] = {
 		"\"node\":\"n1\",\"drained\":false,\"reason\":\"\","
 		"\"reboots\":0,\"last_reboot\":0,\"failures\":0,"
-		"\"episode_reboots\":0,\"last_failure\":0,\"probe_delay\":0" };
+		"\"episode_reboots\":0,\"last_failure\":0,\"probe_delay\":0,"
+		"\"next_probe\":0" };
 	static const char *const unnamed[] = {
 		"\"node\":\"\",\"state\":\"up\",\"drained\":false,"
 		"\"reason\":\"\",\"reboots\":0,\"last_reboot\":0,"
 		"\"failures\":0,\"episode_reboots\":0,\"last_failure\":0,"
-		"\"probe_delay\":0" };
+		"\"probe_delay\":0,\"next_probe\":0" };
 	static const char *const notjson[] = { "\"node\":" };
 	struct opstate_read r;
 
