@@ -87,6 +87,18 @@ def settled(c, want):
         (c.status()["nodes"], c.master_log()[-3000:])
 
 
+def kill_twice(c, node):
+    """SIGKILL NODE's worker, then its respawn: two failures in a row,
+    which give up on a node without a BMC (respawn_limit 1)."""
+    for k in range(2):
+        _, pid = wait_until(lambda: worker_of(c, node)[1] and
+                            worker_of(c, node), 30)
+        os.kill(pid, signal.SIGKILL)
+        if k == 0:
+            assert wait_until(lambda: node_row(c, node)["state"] ==
+                              "suspect", 30)
+
+
 def spread_batch(n=60, name="spread"):
     return {"name": name, "tasks": [
         exec_task("sleep 0.05; echo t$0", i) for i in range(n)]}
@@ -256,13 +268,7 @@ def test_inactive_stays_inactive_with_its_reason(make_cluster):
     runs nothing; undrain brings it back, for good."""
     c = make_cluster(nodes=3, probe_min_s=3600, probe_max_s=3600, **FAST)
     c.start()
-    for k in range(2):
-        _, pid = wait_until(lambda: worker_of(c, "node2")[1] and
-                            worker_of(c, "node2"), 30)
-        os.kill(pid, signal.SIGKILL)
-        if k == 0:
-            assert wait_until(lambda: node_row(c, "node2")["state"] ==
-                              "suspect", 30)
+    kill_twice(c, "node2")
     assert wait_until(lambda: node_row(c, "node2")["state"] == "inactive",
                       30), node_row(c, "node2")
     reason = node_row(c, "node2")["reason"]
@@ -303,13 +309,7 @@ def test_an_inactive_node_is_probed_on_its_own_time(make_cluster):
     whole backoff after the new master's start."""
     c = make_cluster(nodes=2, probe_min_s=8, probe_max_s=8, **FAST)
     c.start()
-    for k in range(2):
-        _, pid = wait_until(lambda: worker_of(c, "node2")[1] and
-                            worker_of(c, "node2"), 30)
-        os.kill(pid, signal.SIGKILL)
-        if k == 0:
-            assert wait_until(lambda: node_row(c, "node2")["state"] ==
-                              "suspect", 30)
+    kill_twice(c, "node2")
     gone = wait_until(lambda: [e for e in c.events() if e["event"] ==
                                "node_inactive" and e["node"] == "node2"], 30)
     assert gone, c.master_log()[-2000:]
