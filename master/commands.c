@@ -546,32 +546,108 @@ req_node(struct master *m, json_t *req, char *err, size_t n)
 	return nd;
 }
 
-/* drain {"node": NAME}: no new tasks for it; its running ones finish. */
+/* A drain or undrain waiting for the nodes' state that holds it to be on
+ * disk. */
+struct save_wait {
+	uint64_t client;
+	uint64_t gen;			/* the generation to wait for */
+	int node;
+	struct save_wait *next;
+};
+
+static struct save_wait *saves;
+
+/* Answer C's request about ND now if the nodes' state is on disk, else
+ * once it is.  As a command handler returns. */
+static int
+answer_saved(struct master *m, struct client *c, struct node *nd,
+	     json_t **ans)
+{
+	uint64_t gen = health_unsaved(m);
+	struct save_wait *w;
+
+	if (gen == 0) {
+		*ans = json_pack("{s:b, s:o}", "ok", 1, "node",
+				 node_row(m, nd));
+		return 0;
+	}
+	w = ft_calloc(1, sizeof(*w));
+	w->client = control_client_id(c);
+	w->gen = gen;
+	w->node = nd->id;
+	w->next = saves;
+	saves = w;
+	return 1;
+}
+
+/* W's state is on disk (ERR 0), or could not be written (ERR). */
+static void
+answer_save(struct master *m, const struct save_wait *w, int err)
+{
+	struct client *c = control_client(m->control, w->client);
+	const struct node *nd = &m->nodes[w->node];
+	char why[512];
+	json_t *ans;
+
+	if (c == NULL)
+		return;		/* gone meanwhile */
+	if (err) {
+		snprintf(why, sizeof(why), "node %s is %s, but the state dir "
+			 "did not take its record (%s/nodes.state: %s); it "
+			 "is written once the state dir takes writes again",
+			 nd->name, node_state_name(nd->state),
+			 m->cfg.state_dir, strerror(err));
+		ans = json_pack("{s:b, s:s, s:o}", "ok", 0, "error", why,
+				"node", node_row(m, nd));
+	} else {
+		ans = json_pack("{s:b, s:o}", "ok", 1, "node",
+				node_row(m, nd));
+	}
+	control_send(c, ans);
+	json_decref(ans);
+	control_resume(c);
+}
+
+void
+commands_state_saved(struct master *m, uint64_t gen, int err)
+{
+	struct save_wait **p = &saves, *w;
+
+	while ((w = *p) != NULL) {
+		if (w->gen > gen) {
+			p = &w->next;
+			continue;
+		}
+		*p = w->next;
+		answer_save(m, w, err);
+		free(w);
+	}
+}
+
+/* drain {"node": NAME}: no new tasks for it; its running ones finish.
+ * Answered once the drain is on disk. */
 static int
 cmd_drain(struct master *m, struct client *c, json_t *req, json_t **ans,
 	  char *err, size_t n)
 {
 	struct node *nd = req_node(m, req, err, n);
 
-	(void)c;
 	if (nd == NULL || health_drain(m, nd, err, n) == -1)
 		return -1;
-	*ans = json_pack("{s:b, s:o}", "ok", 1, "node", node_row(m, nd));
-	return 0;
+	return answer_saved(m, c, nd, ans);
 }
 
-/* undrain {"node": NAME}: back in service (an inactive node is probed). */
+/* undrain {"node": NAME}: back in service (an inactive node is probed).
+ * Answered once the change is on disk. */
 static int
 cmd_undrain(struct master *m, struct client *c, json_t *req, json_t **ans,
 	    char *err, size_t n)
 {
 	struct node *nd = req_node(m, req, err, n);
 
-	(void)c;
 	if (nd == NULL || health_undrain(m, nd, err, n) == -1)
 		return -1;
-	*ans = json_pack("{s:b, s:o}", "ok", 1, "node", node_row(m, nd));
-	return 0;
+	return answer_saved(m, c, nd, ans);
 }
 
 /* A reboot request waiting for its nodes to end their reboots. */
@@ -1045,6 +1121,12 @@ commands_close(struct master *m)
 
 		waits = w->next;
 		wait_free(w);
+	}
+	while (saves) {
+		struct save_wait *w = saves;
+
+		saves = w->next;
+		free(w);
 	}
 	intake_free(m);
 	remote_close(m->remote);

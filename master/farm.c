@@ -121,6 +121,12 @@ on_reboot_ended(void *ctx, struct node *n, int ok, const char *why)
 	commands_reboot_ended(ctx, n, ok, why);
 }
 
+static void
+on_state_saved(void *ctx, uint64_t gen, int err)
+{
+	commands_state_saved(ctx, gen, err);
+}
+
 /* ---- the batches' news ---- */
 
 static void
@@ -194,7 +200,10 @@ farm_init(struct master *m)
 		.ctx = m, .result = on_result, .dying = on_worker_dying,
 		.failed = on_worker_failed,
 	};
-	struct health_ops ho = { .ctx = m, .reboot_ended = on_reboot_ended };
+	struct health_ops ho = {
+		.ctx = m, .reboot_ended = on_reboot_ended,
+		.saved = on_state_saved,
+	};
 	struct batches_ops bo = {
 		.ctx = m, .queued = on_queued, .finished = on_finished,
 		.gang = on_gang, .gang_cancel = on_gang_cancel,
@@ -232,7 +241,11 @@ on_synced(void *ctx)
 static int
 on_retry(void *ctx)
 {
-	return farm_flush(ctx);
+	int rc = farm_flush(ctx);
+
+	if (health_retry_save(ctx) == -1)
+		rc = -1;
+	return rc;
 }
 
 static void

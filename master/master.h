@@ -23,6 +23,7 @@
  *   registry.c  the workers (slots): messages, death, respawn, dispatch
  *   batches.c   batches: submission, results.jsonl, completion, replay
  *   journal.c   reading results.jsonl back after a restart
+ *   opstate.c   the nodes' state (drains, the ladder) for the next master
  *   store.c     every write into the state dir: fencing, fsync, failures
  *   jobs.c      the phase engine of job batches
  *   gangs.c     gang tasks: their queue, attempts and results
