@@ -20,6 +20,7 @@
  *                                          drain, power-cycle, workers back
  *   ftfarm cancel -c CFG BATCH_ID [--json]
  *   ftfarm batch -c CFG BATCH_ID [--json]  one batch: state and counts
+ *   ftfarm forget -c CFG BATCH_ID          an ended batch forgotten now
  *   ftfarm watch  -c CFG                   a live view, redrawn in place
  *   ftfarm events -c CFG [--follow] [--since TS] [--type T]...
  *   ftfarm check  -c CFG [BATCH.json...]  validate without running anything
@@ -85,6 +86,7 @@ int cli_undrain(struct cli *c);
 int cli_reboot(struct cli *c);
 int cli_cancel(struct cli *c);
 int cli_batch(struct cli *c);
+int cli_forget(struct cli *c);
 int cli_watch(struct cli *c);
 int cli_events(struct cli *c);
 int cli_check(struct cli *c);

@@ -52,6 +52,9 @@ static const struct command {
 	  "Drain NODE, power-cycle it over its BMC, wait for its workers." },
 	{ "cancel", cli_cancel, 1, "cancel -c CFG BATCH_ID [--json]",
 	  "Drop a batch's queued tasks and kill its running ones." },
+	{ "forget", cli_forget, 1, "forget -c CFG BATCH_ID",
+	  "Forget an ended batch now: its directory, results and row go "
+	  "(retain_s does it by itself)." },
 	{ "batch", cli_batch, 1, "batch -c CFG BATCH_ID [--json]",
 	  "Show one batch: its state (waiting, running, finished, cancelled) "
 	  "and counts." },

@@ -148,11 +148,32 @@ cli_command_batch(const struct cli *c, json_t **batchp)
 
 /* ---- cat ---- */
 
+/* Batch ID has no results file: let the master say why when it can
+ * ("no batch 12", or that it was forgotten).  1 when it did (said), 0
+ * when the master knows the batch or cannot be asked. */
+static int
+why_not(struct cli *c, long id)
+{
+	json_t *req = ctl_request_new(CTL_BATCH), *ans;
+	char err[512];
+
+	json_object_set_new(req, "batch", json_integer(id));
+	ans = ctl_request(c->cfg.state_dir, req, 30, err, sizeof(err));
+	json_decref(req);
+	if (ans == NULL || json_is_true(json_object_get(ans, "ok"))) {
+		json_decref(ans);
+		return 0;
+	}
+	cli_err("%s", json_string_value(json_object_get(ans, "error")));
+	json_decref(ans);
+	return 1;
+}
+
 /* The result lines of batch ID, by task (an array of NTASKS, NULL where
  * there is none), from its results.jsonl.  NULL (said) when it cannot
  * be read. */
 static json_t **
-read_results(const struct cli *c, long id, size_t *ntasks)
+read_results(struct cli *c, long id, size_t *ntasks)
 {
 	char *path = ft_asprintf("%s/batches/%ld/results.jsonl",
 				 c->cfg.state_dir, id), *text, *line, *save;
@@ -161,8 +182,11 @@ read_results(const struct cli *c, long id, size_t *ntasks)
 
 	*ntasks = 0;
 	if ((text = ft_read_file(path, &len)) == NULL) {
-		cli_err("batch %ld: cannot read %s: %s", id, path,
-			strerror(errno));
+		int e = errno;
+
+		if (e != ENOENT || !why_not(c, id))
+			cli_err("batch %ld: cannot read %s: %s", id, path,
+				strerror(e));
 		free(path);
 		return NULL;
 	}

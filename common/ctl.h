@@ -49,7 +49,8 @@ enum ctl_role { CTL_ROLE_READ = 1, CTL_ROLE_SUBMIT, CTL_ROLE_ADMIN };
 	X(SUBSCRIBE, "subscribe", CTL_ROLE_READ, ctl_subscribe_fields)	\
 	X(ADD, "add", CTL_ROLE_SUBMIT, ctl_add_fields)			\
 	X(CLOSE, "close", CTL_ROLE_SUBMIT, ctl_wait_fields)		\
-	X(BATCH, "batch", CTL_ROLE_READ, ctl_wait_fields)
+	X(BATCH, "batch", CTL_ROLE_READ, ctl_wait_fields)		\
+	X(FORGET, "forget", CTL_ROLE_ADMIN, ctl_wait_fields)
 
 enum ctl_cmd {
 	CTL_INVALID = 0,

@@ -9,6 +9,16 @@
 #include <string.h>
 
 #define FT_ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
+/* Append VAL to the array ARR of N elements, room for CAP, grown as
+ * needed (ft_realloc). */
+#define FT_PUSH(arr, n, cap, val)					\
+	do {								\
+		if ((n) == (cap)) {					\
+			(cap) = (cap) ? 2 * (cap) : 16;			\
+			(arr) = ft_realloc((arr), (cap) * sizeof(*(arr))); \
+		}							\
+		(arr)[(n)++] = (val);					\
+	} while (0)
 
 /* Seconds on the monotonic clock. */
 double ft_now(void);

@@ -87,6 +87,7 @@ static void drain(struct batches *bs, struct batch *b);
 static void fail_task(struct batches *bs, struct batch *b, uint32_t index,
 		      uint32_t attempts, const char *reason, int loud);
 static void hold(struct batch *b, struct batch_text *bt);
+static void retain(struct batches *bs, long id, double at);
 static void resolve_waiting(struct batches *bs);
 
 void
@@ -104,26 +105,104 @@ batches_init(struct batches *bs, const struct ft_config *cfg,
 	bs->ops = *ops;
 }
 
-/* One past the highest batch directory in the state dir. */
+static int
+cmp_long(const void *a, const void *b)
+{
+	long x = *(const long *)a, y = *(const long *)b;
+
+	return (x > y) - (x < y);
+}
+
+/* What the batches directory holds, read in one pass: the ids without
+ * summary.json (to replay), ascending; the ended ones, by the time they
+ * ended (their summary's), for retention; the highest id. */
+struct scan {
+	long *open;
+	size_t nopen, capopen;
+	struct batch_ended *ended;
+	size_t nended, capended;
+	long max;
+};
+
+static int
+cmp_ended(const void *a, const void *b)
+{
+	const struct batch_ended *x = a, *y = b;
+
+	return (x->at > y->at) - (x->at < y->at);
+}
+
+/* Scan the batches directory into SC.  0, or -1 with ERR (it cannot be
+ * read; a missing one holds nothing). */
+static int
+scan(const struct batches *bs, struct scan *sc, char *err, size_t n)
+{
+	char *dir = ft_asprintf("%s/batches", bs->cfg->state_dir), *sum;
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	struct stat st;
+
+	memset(sc, 0, sizeof(*sc));
+	if (d == NULL) {
+		if (errno != ENOENT)
+			snprintf(err, n, "%s: %s", dir, strerror(errno));
+		free(dir);
+		return errno == ENOENT ? 0 : -1;
+	}
+	while ((e = readdir(d)) != NULL) {
+		char *end;
+		long id = strtol(e->d_name, &end, 10);
+
+		if (*end != '\0' || id <= 0 || e->d_name[0] == '0')
+			continue;
+		if (id > sc->max)
+			sc->max = id;
+		sum = ft_asprintf("%s/%s/summary.json", dir, e->d_name);
+		if (lstat(sum, &st) == 0) {
+			FT_PUSH(sc->ended, sc->nended, sc->capended,
+				((struct batch_ended){ id, (double)st.st_mtim.tv_sec +
+						 st.st_mtim.tv_nsec / 1e9 }));
+		} else {
+			FT_PUSH(sc->open, sc->nopen, sc->capopen, id);
+		}
+		free(sum);
+	}
+	closedir(d);
+	free(dir);
+	qsort(sc->open, sc->nopen, sizeof(*sc->open), cmp_long);
+	qsort(sc->ended, sc->nended, sizeof(*sc->ended), cmp_ended);
+	return 0;
+}
+
+/* The highest batch id ever given, as batches/last_id says (written by
+ * the reaper before it removes a forgotten batch's directory: reaper.h),
+ * or 0. */
+static long
+last_id(const struct batches *bs)
+{
+	char *path = ft_asprintf("%s/batches/last_id", bs->cfg->state_dir);
+	size_t len;
+	char *text = ft_read_file(path, &len);
+	long v = text ? strtol(text, NULL, 10) : 0;
+
+	free(text);
+	free(path);
+	return v > 0 ? v : 0;
+}
+
+/* One past the highest batch id given in the state dir: its directories
+ * and batches/last_id. */
 static long
 first_free_id(const struct batches *bs)
 {
-	char *dir = ft_asprintf("%s/batches", bs->cfg->state_dir);
-	DIR *d = opendir(dir);
-	struct dirent *e;
-	long max = 0;
+	char err[64];
+	struct scan sc;
+	long max = last_id(bs);
 
-	free(dir);
-	if (d == NULL)
-		return 1;
-	while ((e = readdir(d)) != NULL) {
-		char *end;
-		long v = strtol(e->d_name, &end, 10);
-
-		if (*end == '\0' && v > max)
-			max = v;
-	}
-	closedir(d);
+	if (scan(bs, &sc, err, sizeof(err)) == 0 && sc.max > max)
+		max = sc.max;
+	free(sc.open);
+	free(sc.ended);
 	return max + 1;
 }
 
@@ -350,10 +429,14 @@ batches_release(struct batches *bs, long id)
 
 	if (b == NULL)
 		return;
-	if (ft_rmtree(b->dir) == -1)
+	if (ft_rmtree(b->dir) == -1 && errno != ENOENT)
 		log_warn("%s", b->dir);
 	bs->v[id - bs->first] = NULL;
 	batch_free(b);
+	if (id == bs->next - 1 && id == bs->first + bs->n - 1) {
+		bs->next--;		/* the last given: it is given again */
+		bs->n--;
+	}
 	trim(bs);
 }
 
@@ -725,6 +808,7 @@ finish(struct batches *bs, struct batch *b)
 	log_info("batch %ld (%s) finished: %u ok, %u failed in %.3f s", b->id,
 		 b->name, b->ok, b->failed, b->seconds);
 	bs->nfinished++;
+	retain(bs, b->id, ft_wall());
 	if (bs->stats)
 		bs->stats->batches_finished++;
 	bs->ops.finished(bs->ops.ctx, b);
@@ -1598,6 +1682,127 @@ batches_close(struct batches *bs)
 	bs->neager = bs->capeager = 0;
 }
 
+/* ---- retention (retain_s, ftfarm forget) ---- */
+
+/* Batch ID ended at AT (wall clock): to forget retain_s later. */
+static void
+retain(struct batches *bs, long id, double at)
+{
+	if (bs->ends_head > 0 && bs->ends_head == bs->nends) {
+		bs->ends_head = bs->nends = 0;	/* all taken: start over */
+	} else if (bs->nends == bs->capends && bs->ends_head >= bs->nends / 2) {
+		memmove(bs->ends, bs->ends + bs->ends_head,
+			(bs->nends - bs->ends_head) * sizeof(*bs->ends));
+		bs->nends -= bs->ends_head;
+		bs->ends_head = 0;
+	}
+	FT_PUSH(bs->ends, bs->nends, bs->capends,
+		((struct batch_ended){ id, at }));
+}
+
+/* The directory of batch ID. */
+static char *
+dir_of(const struct batches *bs, long id)
+{
+	return ft_asprintf("%s/batches/%ld", bs->cfg->state_dir, id);
+}
+
+int
+batches_forgotten(const struct batches *bs, long id)
+{
+	char *dir;
+	struct stat st;
+	int gone;
+
+	if (id <= 0 || id >= bs->next || batches_find(bs, id))
+		return 0;
+	dir = dir_of(bs, id);
+	gone = lstat(dir, &st) == -1 && errno == ENOENT;
+	free(dir);
+	return gone;
+}
+
+/* Forget the ended batch ID (AT: when it ended, 0 unknown): out of
+ * memory, its directory renamed at once and removed off the loop
+ * (ops.forget).  0, or -1 when it has no directory (forgotten already). */
+static int
+forget(struct batches *bs, long id, double at)
+{
+	struct batch *b = batches_find(bs, id);
+	char *dir = dir_of(bs, id);
+	char *gone = ft_asprintf("%s/batches/forgotten.%ld",
+				 bs->cfg->state_dir, id);
+
+	if (store_check_lease(bs->store, 1) == -1 || rename(dir, gone) == -1) {
+		if (errno != ENOENT)
+			log_warn("%s", dir);
+		free(dir);
+		free(gone);
+		return -1;
+	}
+	free(dir);
+	if (b) {
+		bs->v[id - bs->first] = NULL;
+		batch_free(b);
+		bs->nfinished--;
+		trim(bs);
+	}
+	bs->forgotten++;
+	ev_batch_forgotten(bs->ev, id, at > 0 ? ft_wall() - at : -1);
+	/* Only the newest batch's directory holds the highest id given:
+	 * batches/last_id must say it before that one goes. */
+	bs->ops.forget(bs->ops.ctx, id, gone, id == bs->next - 1 ? id : 0);
+	return 0;
+}
+
+int
+batches_retain(struct batches *bs, double now)
+{
+	int count = 0;
+
+	while (bs->ends_head < bs->nends &&
+	       bs->ends[bs->ends_head].at + bs->cfg->retain <= now) {
+		struct batch_ended e = bs->ends[bs->ends_head++];
+
+		count += forget(bs, e.id, e.at) == 0;
+	}
+	if (count)
+		log_info("%d batches ended %.0f s ago or more forgotten "
+			 "(retain_s)", count, bs->cfg->retain);
+	return count;
+}
+
+int
+batches_forget(struct batches *bs, long id, char *err, size_t n)
+{
+	struct batch *b = batches_find(bs, id);
+	int finished = 0;
+	json_t *row;
+
+	if (b && b->state != B_FINISHED) {
+		snprintf(err, n, "batch %ld has not ended (it is %s): cancel it "
+			 "first", id, state_name(b->state));
+		return -1;
+	}
+	if (batches_forgotten(bs, id)) {
+		snprintf(err, n, "batch %ld was forgotten already", id);
+		return -1;
+	}
+	row = b ? NULL : batches_lookup(bs, id, &finished);
+	json_decref(row);
+	if (b == NULL && !finished) {
+		snprintf(err, n, row ? "batch %ld has not ended: it is being "
+			 "replayed" : "no batch %ld", id);
+		return -1;
+	}
+	if (forget(bs, id, 0) == -1) {
+		snprintf(err, n, "batch %ld: cannot forget it: %s", id,
+			 strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
 /* ---- the submitter's token ---- */
 
 long
@@ -1617,13 +1822,6 @@ batches_by_token(const struct batches *bs, const char *token)
 
 /* ---- replay after a restart (journal.h) ---- */
 
-static int
-cmp_long(const void *a, const void *b)
-{
-	long x = *(const long *)a, y = *(const long *)b;
-
-	return (x > y) - (x < y);
-}
 
 static int
 exists(const char *dir, const char *name)
@@ -1634,47 +1832,6 @@ exists(const char *dir, const char *name)
 
 	free(path);
 	return rc;
-}
-
-/* The ids of the batch directories without summary.json, ascending, in a
- * new array of *COUNT.  NULL with *COUNT 0 when there are none or the
- * directory cannot be read (ERR set then). */
-static long *
-unfinished(const struct batches *bs, size_t *count, char *err, size_t n)
-{
-	char *dir = ft_asprintf("%s/batches", bs->cfg->state_dir);
-	DIR *d = opendir(dir);
-	struct dirent *e;
-	long *ids = NULL;
-	size_t cap = 0;
-
-	*count = 0;
-	if (d == NULL) {
-		if (errno != ENOENT)
-			snprintf(err, n, "%s: %s", dir, strerror(errno));
-		free(dir);
-		return NULL;
-	}
-	while ((e = readdir(d)) != NULL) {
-		char *end, *sub;
-		long id = strtol(e->d_name, &end, 10);
-
-		if (*end != '\0' || id <= 0 || e->d_name[0] == '0')
-			continue;
-		sub = ft_asprintf("%s/%s", dir, e->d_name);
-		if (!exists(sub, "summary.json")) {
-			if (*count == cap) {
-				cap = cap ? cap * 2 : 16;
-				ids = ft_realloc(ids, cap * sizeof(*ids));
-			}
-			ids[(*count)++] = id;
-		}
-		free(sub);
-	}
-	closedir(d);
-	free(dir);
-	qsort(ids, *count, sizeof(*ids), cmp_long);
-	return ids;
 }
 
 /* Empty slots up to (not including) id END. */
@@ -2090,6 +2247,30 @@ replay_one(struct batches *bs, long id, struct replay_stats *st)
 	added_free(&a);
 }
 
+/* Remove the directories of batches read and not yet given an id
+ * (intake.h: new.N) when the master before stopped. */
+static void
+drop_new(struct batches *bs)
+{
+	char *dir = ft_asprintf("%s/batches", bs->cfg->state_dir), *sub;
+	DIR *d = opendir(dir);
+	struct dirent *e;
+
+	while (d && (e = readdir(d)) != NULL) {
+		if (strncmp(e->d_name, "new.", 4) != 0 ||
+		    store_check_lease(bs->store, 1) == -1)
+			continue;
+		sub = ft_asprintf("%s/%s", dir, e->d_name);
+		log_info("%s: a batch never accepted; removed", sub);
+		if (ft_rmtree(sub) == -1)
+			log_warn("%s", sub);
+		free(sub);
+	}
+	if (d)
+		closedir(d);
+	free(dir);
+}
+
 /* Remove batch directory ID, never accepted (no results.jsonl). */
 static void
 drop_unaccepted(struct batches *bs, long id)
@@ -2108,16 +2289,22 @@ int
 batches_replay(struct batches *bs, struct replay_stats *st, char *err,
 	       size_t n)
 {
+	struct scan sc;
 	size_t count, i;
 	long *ids;
 	long id;
 
 	memset(st, 0, sizeof(*st));
 	err[0] = '\0';
-	ids = unfinished(bs, &count, err, n);
-	if (err[0])
+	drop_new(bs);
+	if (scan(bs, &sc, err, n) == -1)
 		return -1;
-	bs->next = first_free_id(bs);
+	ids = sc.open;
+	count = sc.nopen;
+	bs->next = (sc.max > last_id(bs) ? sc.max : last_id(bs)) + 1;
+	for (i = 0; i < sc.nended; i++)
+		retain(bs, sc.ended[i].id, sc.ended[i].at);
+	free(sc.ended);
 	for (i = 0; i < count; i++) {
 		char *dir = ft_asprintf("%s/batches/%ld", bs->cfg->state_dir,
 					ids[i]);

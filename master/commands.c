@@ -16,6 +16,7 @@
 #include "http.h"
 #include "intake.h"
 #include "log.h"
+#include "reaper.h"
 #include "remote.h"
 #include "subs.h"
 
@@ -449,6 +450,18 @@ cmd_submit(struct master *m, struct client *c, json_t *req, json_t **ans,
 	return 1;
 }
 
+/* Why batch ID is not there, after PREFIX, into ERR: no such batch, or
+ * forgotten (its id was given; ids are never given again). */
+static void
+no_batch(struct master *m, long id, const char *prefix, char *err, size_t n)
+{
+	if (batches_forgotten(&m->batches, id))
+		snprintf(err, n, "%sbatch %ld was forgotten (retain_s, or ftfarm "
+			 "forget): its results are gone", prefix, id);
+	else
+		snprintf(err, n, "%sno batch %ld", prefix, id);
+}
+
 /* wait {"batch": ID}: answer when the batch has finished. */
 static int
 cmd_wait(struct master *m, struct client *c, json_t *req, json_t **ans,
@@ -459,7 +472,7 @@ cmd_wait(struct master *m, struct client *c, json_t *req, json_t **ans,
 	json_t *row = batches_lookup(&m->batches, id, &finished);
 
 	if (row == NULL) {
-		snprintf(err, n, "wait: no batch %ld", id);
+		no_batch(m, id, "wait: ", err, n);
 		return -1;
 	}
 	if (finished) {
@@ -482,10 +495,25 @@ cmd_batch(struct master *m, struct client *c, json_t *req, json_t **ans,
 
 	(void)c;
 	if (row == NULL) {
-		snprintf(err, n, "no batch %ld", id);
+		no_batch(m, id, "", err, n);
 		return -1;
 	}
 	*ans = json_pack("{s:b, s:o}", "ok", 1, "batch", row);
+	return 0;
+}
+
+/* forget {"batch": ID}: an ended batch out of memory, status and the
+ * state dir now, rather than retain_s after it ended. */
+static int
+cmd_forget(struct master *m, struct client *c, json_t *req, json_t **ans,
+	   char *err, size_t n)
+{
+	long id = (long)json_integer_value(json_object_get(req, "batch"));
+
+	(void)c;
+	if (batches_forget(&m->batches, id, err, n) == -1)
+		return -1;
+	*ans = json_pack("{s:b, s:I}", "ok", 1, "batch", (json_int_t)id);
 	return 0;
 }
 
@@ -959,6 +987,7 @@ static const cmd_fn handlers[CTL_NCMDS] = {
 	[CTL_ADD] = cmd_add,
 	[CTL_CLOSE] = cmd_close,
 	[CTL_BATCH] = cmd_batch,
+	[CTL_FORGET] = cmd_forget,
 };
 
 /* May UID send commands of ROLE?  Reading is for everyone; submitting
@@ -1095,6 +1124,8 @@ commands_open(struct master *m, char *err, size_t n)
 				     n)) == NULL)
 		return -1;
 	rc = intake_init(m, err, n);
+	if (rc == 0)
+		rc = reaper_start(m, err, n);
 	return rc;
 }
 
@@ -1129,6 +1160,7 @@ commands_close(struct master *m)
 		free(w);
 	}
 	intake_free(m);
+	reaper_stop(m);
 	remote_close(m->remote);
 	m->remote = NULL;
 	control_close(m->control);

@@ -60,6 +60,7 @@
 	E(task_failed, 0)						\
 	E(batch_cancelled, EVF_NOW)					\
 	E(batch_done, EVF_NOW)						\
+	E(batch_forgotten, 0)						\
 	E(gang_started, EVF_NOW)					\
 	E(gang_rank_dead, EVF_NOW)					\
 	E(gang_recovery, EVF_NOW)					\
@@ -131,6 +132,9 @@
 #define EV_FIELDS_batch_done(F)						\
 	F(int, batch) F(int, total) F(int, ok) F(int, failed)		\
 	F(num, seconds) F(ostr, error)
+/* An ended batch forgotten (retain_s, ftfarm forget): AGE seconds since
+ * it ended (-1: not known). */
+#define EV_FIELDS_batch_forgotten(F) F(int, batch) F(num, age)
 /* A gang task's attempt: its processes all said hello and started; one
  * of them was declared dead (and killed); the survivors were told of the
  * dead of EPOCH (DEAD ranks so far) and recover; the attempt ended. */

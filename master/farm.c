@@ -8,6 +8,7 @@
 #include "gangs.h"
 #include "health.h"
 #include "log.h"
+#include "reaper.h"
 #include "registry.h"
 #include "subs.h"
 #include "util.h"
@@ -150,6 +151,13 @@ on_results(void *ctx, long id)
 }
 
 static void
+on_forget(void *ctx, long id, char *dir, long last_id)
+{
+	(void)id;
+	reaper_remove(ctx, dir, last_id);
+}
+
+static void
 on_gang(void *ctx, uint32_t batch, uint32_t index, const json_t *job)
 {
 	gangs_submit(ctx, batch, index, job);
@@ -207,7 +215,7 @@ farm_init(struct master *m)
 	struct batches_ops bo = {
 		.ctx = m, .queued = on_queued, .finished = on_finished,
 		.gang = on_gang, .gang_cancel = on_gang_cancel,
-		.results = on_results,
+		.results = on_results, .forget = on_forget,
 	};
 	struct gangs_ops go = { .ctx = m, .ended = on_gang_ended };
 

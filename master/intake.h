@@ -2,10 +2,14 @@
  * intake: submitted batches read, checked and planned off the loop.
  *
  * A batch's bytes go to the intake thread, which writes batch.json into
- * the batch's directory (journal.h), checks the batch (batchtext.h, on two threads
- * when it is big) and, for a job, plans the job's first phase (which may
- * walk the job's inputs on a slow filesystem), and makes results.jsonl,
- * the mark of an accepted batch.  The loop meanwhile keeps
+ * a directory of its own (batches/new.N: journal.h), checks the batch
+ * (batchtext.h, on two threads when it is big), then asks the loop for
+ * its id (the loop checks the batches it runs after: its data) and
+ * renames the directory to it, so that a batch refused uses no id.  For
+ * a job it then plans the job's first phase (which may walk the job's
+ * inputs on a slow filesystem; a job refused there gives its id back: it
+ * was the last given), and makes results.jsonl, the mark of an accepted
+ * batch.  The loop meanwhile keeps
  * serving heartbeats and clients; it only queues what the thread hands
  * back (an ev_async wakes it), in the order the batches were submitted.
  */
