@@ -2248,7 +2248,8 @@ replay_one(struct batches *bs, long id, struct replay_stats *st)
 }
 
 /* Remove the directories of batches read and not yet given an id
- * (intake.h: new.N) when the master before stopped. */
+ * (intake.h: new.N), and of batches forgotten and not yet removed
+ * (reaper.h: forgotten.ID), when the master before stopped. */
 static void
 drop_new(struct batches *bs)
 {
@@ -2257,11 +2258,13 @@ drop_new(struct batches *bs)
 	struct dirent *e;
 
 	while (d && (e = readdir(d)) != NULL) {
-		if (strncmp(e->d_name, "new.", 4) != 0 ||
+		if ((strncmp(e->d_name, "new.", 4) != 0 &&
+		     strncmp(e->d_name, "forgotten.", 10) != 0) ||
 		    store_check_lease(bs->store, 1) == -1)
 			continue;
 		sub = ft_asprintf("%s/%s", dir, e->d_name);
-		log_info("%s: a batch never accepted; removed", sub);
+		log_info("%s: %s; removed", sub, e->d_name[0] == 'n' ?
+			 "a batch never accepted" : "a batch forgotten");
 		if (ft_rmtree(sub) == -1)
 			log_warn("%s", sub);
 		free(sub);
