@@ -1219,6 +1219,9 @@ open_batch(struct batches *bs, long id, char *err, size_t n)
 			 "given at submit (\"open\": true takes more)", id);
 	} else if (b && b->state == B_INTAKE) {
 		snprintf(err, n, "batch %ld is still being read", id);
+	} else if (b && b->state == B_WAITING) {
+		snprintf(err, n, "batch %ld waits for the batches it runs "
+			 "after: tasks are added once it runs", id);
 	} else if (b) {
 		snprintf(err, n, "batch %ld is closed: it has ended", id);
 	} else {
