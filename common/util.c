@@ -877,3 +877,17 @@ ft_recv_fd(int sock, void *buf, size_t len, int *fd)
 		memcpy(fd, CMSG_DATA(h), sizeof(int));
 	return n;
 }
+
+long long
+ft_parse_u32(const char **p, const char *end)
+{
+	long long v = 0;
+	const char *s = *p;
+
+	if (s == end || *s < '0' || *s > '9')
+		return -1;
+	while (s < end && *s >= '0' && *s <= '9' && v <= 0xffffffffLL)
+		v = v * 10 + (*s++ - '0');
+	*p = s;
+	return v > 0xffffffffLL ? -1 : v;
+}

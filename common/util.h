@@ -74,6 +74,10 @@ int ft_write_file_atomic(const char *path, const char *data, size_t len);
  * when SYNC: on disk once it returns 0. */
 int ft_write_file_durable(const char *path, const char *data, size_t len,
 			  int sync);
+/* The decimal number at *P (before END), up to UINT32_MAX; *P moves past
+ * its digits.  -1 when there are none or it is larger. */
+long long ft_parse_u32(const char **p, const char *end);
+
 /* fsync the directory DIR, or the one PATH is in.  0, or -1 with errno. */
 int ft_fsync_dir(const char *dir);
 int ft_fsync_parent(const char *path);

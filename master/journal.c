@@ -20,21 +20,6 @@
 
 /* ---- one line ---- */
 
-/* The digits at *P as a task index; *P moves past them.  -1 if none. */
-static long long
-number(const char **p, const char *end)
-{
-	long long v = 0;
-	const char *s = *p;
-
-	if (s == end || *s < '0' || *s > '9')
-		return -1;
-	while (s < end && *s >= '0' && *s <= '9' && v <= 0xffffffffLL)
-		v = v * 10 + (*s++ - '0');
-	*p = s;
-	return v > 0xffffffffLL ? -1 : v;
-}
-
 /* Task and status of a line as ftfarm writes it: {"task":N,...,
  * "status":"ok"|"failed",...  NULL, or why not. */
 static const char *
@@ -45,7 +30,7 @@ fields(const char *line, size_t len, uint32_t *task, int *ok)
 	long long t;
 
 	if (len < sizeof(key) || memcmp(line, key, sizeof(key) - 1) != 0 ||
-	    (t = number(&p, end)) < 0)
+	    (t = ft_parse_u32(&p, end)) < 0)
 		return "no task index";
 	s = memmem(p, (size_t)(end - p), st, sizeof(st) - 1);
 	if (s == NULL)
