@@ -136,7 +136,9 @@ json_t *ctl_request_new(enum ctl_cmd cmd);
  *       reads slowly gets them later;
  *   {"push": "dropped", "events": N}
  *       N events were skipped: the client read too slowly for them;
- *   {"push": "alive", "ts": T}   after 10 s without another push.
+ *   {"push": "alive", "ts": T}   after 10 s without another push;
+ *   {"push": "stopping"}   the master is stopping: the connection ends
+ *       after it (one that ends without it is a master gone astray).
  *
  * First comes the answer, {"ok": true, "oldest": TS} (TS: the oldest
  * event the master still holds, absent when none).  Past events are sent

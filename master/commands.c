@@ -1145,6 +1145,7 @@ commands_tick(struct master *m, double now)
 void
 commands_close(struct master *m)
 {
+	subs_stopping(m->subs);
 	while (add_waits) {
 		struct add_wait *w = add_waits;
 
