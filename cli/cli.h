@@ -90,10 +90,10 @@ int cli_forget(struct cli *c);
 int cli_watch(struct cli *c);
 int cli_events(struct cli *c);
 int cli_check(struct cli *c);
-/* The batch of exec tasks that submit's command-line form describes
- * (-- COMMAND ARG..., --each-line, --array), unchecked, in *BATCHP; 0, or
- * the exit status after printing the error. */
-int cli_command_batch(const struct cli *c, json_t **batchp);
+/* The text of the batch of exec tasks that submit's command-line form
+ * describes (-- COMMAND ARG..., --each-line, --array), unchecked,
+ * appended to OUT; 0, or the exit status after printing the error. */
+int cli_command_batch(const struct cli *c, struct ft_buf *out);
 int cli_cat(struct cli *c);
 int cli_probe(struct cli *c);
 int cli_rotate(struct cli *c);

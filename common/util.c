@@ -270,13 +270,16 @@ ft_rotate(const char *path, int keep)
 	return rc;
 }
 
-int
-ft_write_all(int fd, const void *buf, size_t n)
+/* Write all N bytes of BUF to FD: with send(MSG_NOSIGNAL) when SOCK.
+ * 0, or -1 with errno. */
+static int
+put_all(int fd, const void *buf, size_t n, int sock)
 {
 	const char *p = buf;
 
 	while (n > 0) {
-		ssize_t w = write(fd, p, n);
+		ssize_t w = sock ? send(fd, p, n, MSG_NOSIGNAL) :
+			    write(fd, p, n);
 
 		if (w == -1) {
 			if (errno == EINTR)
@@ -287,6 +290,18 @@ ft_write_all(int fd, const void *buf, size_t n)
 		n -= (size_t)w;
 	}
 	return 0;
+}
+
+int
+ft_write_all(int fd, const void *buf, size_t n)
+{
+	return put_all(fd, buf, n, 0);
+}
+
+int
+ft_send_all(int fd, const void *buf, size_t n)
+{
+	return put_all(fd, buf, n, 1);
 }
 
 char *

@@ -66,6 +66,10 @@ int ft_rotate(const char *path, int keep);
 
 /* Write all N bytes of BUF to FD (restarting on EINTR).  0 or -1. */
 int ft_write_all(int fd, const void *buf, size_t n);
+/* The same on the socket FD, never raising SIGPIPE: a peer that closed
+ * is -1 with EPIPE (or ECONNRESET), so the caller may still read what the
+ * peer said before it closed. */
+int ft_send_all(int fd, const void *buf, size_t n);
 /* Read a whole file into a new NUL-terminated buffer.  NULL with errno. */
 char *ft_read_file(const char *path, size_t *len);
 /* Write DATA to PATH atomically (temp file + rename).  0 or -1 with errno. */

@@ -425,7 +425,9 @@ cmd_submit(struct master *m, struct client *c, json_t *req, json_t **ans,
 				 "master takes 1 to %zu (control.max_batch_bytes)",
 				 (long long)len, m->cfg.control.max_batch);
 			json_decref(deps);
-			return -1;
+			*ans = json_pack("{s:b, s:s, s:i}", "ok", 0, "error", err,
+					 "exit", 2);
+			return 0;
 		}
 		if (token || deps)
 			pending_put(control_client_id(c), token, deps);
@@ -1024,7 +1026,9 @@ refused(struct master *m, struct client *c, const struct ctl_command *cmd)
 	control_error(c, msg);
 }
 
-/* Answer one request line. */
+/* Answer one request line.  A request that announced a body ("bytes")
+ * and is not reading it is the connection's last: the bytes that follow
+ * it cannot be told from request lines. */
 static void
 on_request(void *ctx, struct client *c, const char *line, size_t len)
 {
@@ -1032,7 +1036,7 @@ on_request(void *ctx, struct client *c, const char *line, size_t len)
 	const struct ctl_command *cmd;
 	json_t *req = NULL, *ans = NULL;
 	char err[512] = "";
-	int rc;
+	int rc = -1;
 
 	cmd = ctl_parse_request(line, len, &req, err, sizeof(err));
 	if (cmd == NULL) {
@@ -1051,6 +1055,8 @@ on_request(void *ctx, struct client *c, const char *line, size_t len)
 	else
 		control_hold(c);	/* answered later */
 out:
+	if (rc != 1 && json_is_object(req) && json_object_get(req, "bytes"))
+		control_end(c);
 	json_decref(ans);
 	json_decref(req);
 }
@@ -1139,6 +1145,7 @@ commands_tick(struct master *m, double now)
 void
 commands_close(struct master *m)
 {
+	subs_stopping(m->subs);
 	while (add_waits) {
 		struct add_wait *w = add_waits;
 

@@ -11,6 +11,7 @@
  *   commands.c  the control commands and the status answer
  *   subs.c      subscriptions: events and status pushed to clients
  *   remote.c    control clients over TCP, authenticated by MUNGE
+ *   mdecode.c   MUNGE credentials decoded on threads, off the loop
  *   control.c   the control socket and its clients
  *   http.c      the HTTP listener (/metrics, /status.json, the page),
  *               on its own thread, fed snapshots by the loop
