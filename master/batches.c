@@ -988,8 +988,11 @@ fail_task(struct batches *bs, struct batch *b, uint32_t index,
 	jsonl_str(o, "reason", reason);
 	jsonl_end(o);
 	line_added(bs, b);
-	ev_task_failed(bs->ev, (uint32_t)b->id, index, reason);
-	if (loud)
+	/* A cancelled batch's tasks are told of once, by batch_cancelled:
+	 * a million of them are not a million events and log lines. */
+	if (!b->cancelled)
+		ev_task_failed(bs->ev, (uint32_t)b->id, index, reason);
+	if (loud && !b->cancelled)
 		log_warnx("batch %ld task %u failed: %s", b->id, index, reason);
 	count(bs, b, index, 0, "", 0, reason);
 }
