@@ -63,6 +63,11 @@ int ft_rmtree(const char *path);
  * old files (PATH.KEEP is replaced; KEEP 0 removes PATH).  0, or -1 with
  * errno when a rename failed. */
 int ft_rotate(const char *path, int keep);
+/* The same for a log that other processes write with O_APPEND (they
+ * cannot be told to open it again): its bytes are copied to PATH.1 and
+ * PATH is cut to nothing, where those writers go on.  What they write
+ * between the copy and the cut is lost.  0, or -1 with errno. */
+int ft_rotate_shared(const char *path, int keep);
 
 /* Write all N bytes of BUF to FD (restarting on EINTR).  0 or -1. */
 int ft_write_all(int fd, const void *buf, size_t n);

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "batch.h"
@@ -942,6 +943,26 @@ cmd_close(struct master *m, struct client *c, json_t *req, json_t **ans,
 	return 0;
 }
 
+/* The log NAME of the state dir that other processes write (the
+ * launcher's, the supervisors'): rotated past log_max_bytes, or at once
+ * unless ONLY_BIG, by copying and cutting it (util.h). */
+static void
+rotate_shared(struct master *m, const char *name, int only_big)
+{
+	char *path = ft_asprintf("%s/%s", m->cfg.state_dir, name);
+	struct stat st;
+
+	if (lstat(path, &st) == 0 && S_ISREG(st.st_mode) &&
+	    (!only_big || (size_t)st.st_size > m->cfg.log_max_bytes) &&
+	    store_check_lease(&m->store, 0) == 0) {
+		if (ft_rotate_shared(path, m->cfg.log_keep) == -1)
+			log_warn("rotating %s", path);
+		else
+			log_info("rotated %s (%d kept)", name, m->cfg.log_keep);
+	}
+	free(path);
+}
+
 void
 commands_rotate(struct master *m, int only_big)
 {
@@ -959,6 +980,8 @@ commands_rotate(struct master *m, int only_big)
 		else
 			log_info("rotated events.jsonl (%d kept)", keep);
 	}
+	rotate_shared(m, "mpirun.log", only_big);
+	rotate_shared(m, "supervisor.log", only_big);
 }
 
 /* rotate: master.log and events.jsonl to .1, and on in new files. */
