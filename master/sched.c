@@ -517,6 +517,16 @@ sched_reclaim(struct sched *s)
 	return freed;
 }
 
+/* TID, whose last instance ended unfinished, waits again: at the front
+ * of its queue. */
+static void
+requeue(struct sched *s, struct sched_task *t, uint64_t tid)
+{
+	t->state = TASK_QUEUED;
+	s->nqueued++;
+	queue_push(s, t, tid, 1);
+}
+
 /* Instance (TID, ATTEMPT) was lost for REASON.  STARTED: it may have
  * been running (it counts against max_attempts); an instance still
  * waiting in a worker's queue does not. */
@@ -542,9 +552,7 @@ instance_lost(struct sched *s, int worker, uint64_t tid, uint32_t attempt,
 			s->ops.failed(s->ops.ctx, tid, why);
 		return;
 	}
-	t->state = TASK_QUEUED;
-	s->nqueued++;
-	queue_push(s, t, tid, 1);
+	requeue(s, t, tid);
 	if (s->ops.reassigned)
 		s->ops.reassigned(s->ops.ctx, tid, attempt, worker, reason);
 }
@@ -1228,6 +1236,26 @@ sched_done(struct sched *s, int worker, uint64_t tid, uint32_t attempt,
 	return SCHED_ACCEPTED;
 }
 
+int
+sched_interrupt(struct sched *s, int worker, uint64_t tid, uint32_t attempt)
+{
+	struct sched_task *t;
+	int i;
+
+	if (worker < 0 || worker >= s->nw)
+		return 0;
+	i = ring_find(&s->w[worker], tid, attempt);
+	if (i < 0)
+		return 0;	/* it ended, or was lost, meanwhile */
+	t = task_of(s, tid);
+	drop_instance(s, worker, i);
+	t->ninst--;
+	if (t->state == TASK_RUNNING && t->ninst == 0)
+		requeue(s, t, tid);
+	s->wake = 1;
+	return 1;
+}
+
 /* Instances of WORKER past their deadline are lost. */
 static void
 expire(struct sched *s, int worker, double now)
@@ -1438,4 +1466,17 @@ sched_oldest(const struct sched *s, int worker)
 	const struct sworker *w = &s->w[worker];
 
 	return w->n ? w->ring[w->head].tid : 0;
+}
+
+int
+sched_first(const struct sched *s, int worker, uint64_t *tid,
+	    uint32_t *attempt)
+{
+	const struct sworker *w = &s->w[worker];
+
+	if (w->n == 0)
+		return 0;
+	*tid = w->ring[w->head].tid;
+	*attempt = w->ring[w->head].attempt;
+	return 1;
 }

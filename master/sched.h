@@ -211,6 +211,13 @@ int sched_take(struct sched *s, int worker, double now,
 /* WORKER reported instance (TID, ATTEMPT), which ran SECONDS. */
 enum sched_verdict sched_done(struct sched *s, int worker, uint64_t tid,
 			      uint32_t attempt, double seconds, double now);
+/* WORKER gave instance (TID, ATTEMPT) back unfinished through no fault
+ * of the task (its job ends): the task waits again at the front of its
+ * queue, unless another instance of it runs, without counting against
+ * max_attempts; no callback is made.  1 if the instance was WORKER's, 0
+ * if not (it ended or was lost meanwhile). */
+int sched_interrupt(struct sched *s, int worker, uint64_t tid,
+		    uint32_t attempt);
 /* Fail every task that has not ended (no worker is left to run it). */
 void sched_fail_open(struct sched *s, const char *reason);
 /* Fail every task of BATCH that has not ended, for REASON: queued ones
@@ -230,5 +237,9 @@ uint64_t sched_ntasks(const struct sched *s);
 uint64_t sched_open(const struct sched *s);
 /* The oldest instance WORKER holds (0 if none). */
 uint64_t sched_oldest(const struct sched *s, int worker);
+/* The same with its attempt: 1 with *TID and *ATTEMPT (the one instance
+ * of WORKER's that may have started), 0 when it holds none. */
+int sched_first(const struct sched *s, int worker, uint64_t *tid,
+		uint32_t *attempt);
 
 #endif

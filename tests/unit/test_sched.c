@@ -787,6 +787,57 @@ test_worker_down_requeues_at_front(void **st)
 	sched_free(s);
 }
 
+/* The job's end: interrupted instances go back to the front of the
+ * queue, silently and without counting against max_attempts, however
+ * often; an instance that already ended is not the worker's any more. */
+static void
+test_interrupt_charges_nobody(void **st)
+{
+	struct sched_params prm;
+	struct sched *s;
+	struct sched_pick p, q;
+	uint64_t tid;
+	uint32_t attempt;
+	int round;
+
+	(void)st;
+	sched_params_default(&prm);
+	prm.max_attempts = 1;
+	s = mk(2, &prm);
+	add_n(s, 2, 100);
+	sched_worker_up(s, 0);
+	sched_worker_up(s, 1);
+	for (round = 1; round <= 5; round++) {
+		p = take1(s, 0, round);
+		assert_int_equal(p.tid, 1);	/* first again: the front */
+		assert_int_equal(p.attempt, round);
+		assert_int_equal(sched_first(s, 0, &tid, &attempt), 1);
+		assert_int_equal(tid, 1);
+		assert_int_equal(attempt, round);
+		assert_int_equal(sched_interrupt(s, 0, p.tid, p.attempt), 1);
+		assert_int_equal(sched_first(s, 0, &tid, &attempt), 0);
+		assert_int_equal(state(s, 1), TASK_QUEUED);
+		assert_int_equal(sched_task(s, 1)->failures, 0);
+		/* Twice, or by another worker: not its instance. */
+		assert_int_equal(sched_interrupt(s, 0, p.tid, p.attempt), 0);
+		assert_int_equal(sched_interrupt(s, 1, p.tid, p.attempt), 0);
+	}
+	assert_int_equal(R.n, 0);	/* no callback: the caller says it */
+	p = take1(s, 0, 10);
+	q = take1(s, 1, 10);
+	assert_int_equal(q.tid, 2);
+	assert_int_equal(sched_done(s, 0, p.tid, p.attempt, 1, 11),
+			 SCHED_ACCEPTED);
+	assert_int_equal(sched_interrupt(s, 0, p.tid, p.attempt), 0);
+	assert_int_equal(state(s, 1), TASK_DONE);
+	/* Another task's instance, on the other worker: back in the queue. */
+	assert_int_equal(sched_interrupt(s, 1, q.tid, q.attempt), 1);
+	assert_int_equal(state(s, 2), TASK_QUEUED);
+	assert_int_equal(sched_open(s), 1);
+	assert_int_equal(nkind(&R, EV_FAILED), 0);
+	sched_free(s);
+}
+
 static void
 test_max_attempts_fails_once(void **st)
 {
@@ -2043,6 +2094,7 @@ main(void)
 		cmocka_unit_test(test_unknown_reports),
 		cmocka_unit_test(test_worker_down_requeues_at_front),
 		cmocka_unit_test(test_max_attempts_fails_once),
+		cmocka_unit_test(test_interrupt_charges_nobody),
 		cmocka_unit_test(test_deadline_expiry_requeues),
 		cmocka_unit_test(test_deadline_fail_after_max_attempts),
 		cmocka_unit_test(test_late_result_for_queued_task),
