@@ -214,13 +214,14 @@ proto_put_result(struct ft_buf *b, const struct proto_result *m)
 	wire_put_bytes(b, m->err, m->err_len);
 	wire_put_i32(b, m->signal);
 	wire_put_bytes(b, m->value, m->value_len);
+	wire_put_u8(b, m->interrupted);
 }
 
 size_t
 proto_result_size(const struct proto_result *m)
 {
 	return 8 + 4 + 1 + 4 + 8 + 12 + m->reason_len + m->out_len +
-	       m->err_len + 4 + 4 + m->value_len;
+	       m->err_len + 4 + 4 + m->value_len + 1;
 }
 
 void
@@ -312,6 +313,7 @@ proto_next_result(struct proto_iter *it, struct proto_result *m)
 	m->err = wire_get_bytes(&r, &m->err_len);
 	m->signal = wire_get_i32(&r);
 	m->value = wire_get_bytes(&r, &m->value_len);
+	m->interrupted = wire_get_u8(&r);
 	return iter_step(it, &r);
 }
 

@@ -35,7 +35,8 @@
  *   agent -> slot      WELCOME output cap, silence limit
  *   agent -> slot      ASSIGN  count x (task id, attempt, spec, cpus, gpus, cpuset)
  *   slot -> agent      RESULT  count x (task id, attempt, ok, exit, seconds,
- *                               reason, stdout, stderr, signal, value)
+ *                               reason, stdout, stderr, signal, value,
+ *                               interrupted)
  *   agent -> slot      PING    sequence number
  *   slot -> agent      PONG    sequence number, running task id, queued
  *   agent -> slot      CANCEL  task id, attempt
@@ -52,7 +53,7 @@
 
 #include "util.h"
 
-#define FT_PROTO_VERSION 6
+#define FT_PROTO_VERSION 7
 /* What `ftfarm-worker --version` prints (with FT_PROTO_VERSION). */
 #define FT_WORKER_VERSION_FMT "ftfarm-worker protocol %d"
 /* Set in a worker's environment to its pid and its start time, so
@@ -142,6 +143,15 @@ struct proto_result {
 	int32_t signal;			/* that ended the task's process, 0 */
 	const char *value;		/* what the task returned ("value") */
 	size_t value_len;
+	uint8_t interrupted;		/* enum proto_interrupted: not a result */
+};
+
+/* A result that is none: the slot got SIGTERM (its job ends) and the
+ * instance goes back to the queue, charged to nobody. */
+enum proto_interrupted {
+	PROTO_FINISHED = 0,		/* a result of the task's own */
+	PROTO_INTERRUPTED,		/* it ran and was interrupted */
+	PROTO_UNSTARTED,		/* it never started */
 };
 
 struct proto_pong {

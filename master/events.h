@@ -31,6 +31,7 @@
  * F(type, key) per field, in the order they are written. */
 #define FT_EVENTS(E)							\
 	E(master_up, EVF_NOW)						\
+	E(master_stopping, EVF_NOW)					\
 	E(master_stopped, EVF_NOW)					\
 	E(worker_up, 0)							\
 	E(worker_respawned, 0)						\
@@ -57,6 +58,7 @@
 	E(task_assigned, EVF_TASK)					\
 	E(task_done, EVF_TASK)						\
 	E(task_reassigned, 0)						\
+	E(task_interrupted, EVF_NOW)					\
 	E(task_failed, 0)						\
 	E(batch_cancelled, EVF_NOW)					\
 	E(batch_done, EVF_NOW)						\
@@ -75,6 +77,9 @@
 #define EV_FIELDS_master_up(F)						\
 	F(int, pid) F(str, mpi) F(str, launch) F(int, epoch)		\
 	F(ostr, restart_reason)
+/* The master began to stop (REASON: a stop request, a signal; the end
+ * of a Slurm job named); RUNNING: the instances then out on workers. */
+#define EV_FIELDS_master_stopping(F) F(str, reason) F(int, running)
 #define EV_FIELDS_master_stopped(F)
 #define EV_FIELDS_worker_up(F)						\
 	F(int, worker) F(str, node) F(int, pid) F(str, host) F(int, respawns)
@@ -124,6 +129,13 @@
 	F(int, batch) F(int, task) F(int, attempt) F(int, worker)	\
 	F(str, host) F(str, status)
 #define EV_FIELDS_task_reassigned(F)					\
+	F(int, batch) F(int, task) F(int, attempt) F(int, worker)	\
+	F(str, host) F(str, reason)
+/* An instance that ran, or may have, when its job ended (its slot got
+ * SIGTERM) or the master stopped: the task goes back to the queue (or
+ * to the next master's replay), with no result line and no attempt
+ * charged. */
+#define EV_FIELDS_task_interrupted(F)					\
 	F(int, batch) F(int, task) F(int, attempt) F(int, worker)	\
 	F(str, host) F(str, reason)
 #define EV_FIELDS_task_failed(F) F(int, batch) F(int, task) F(str, reason)

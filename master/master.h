@@ -149,6 +149,7 @@ struct master {
 
 	int lost_ranks;			/* static world: ranks died (no finalize) */
 	int stopping;			/* 1: stopping workers, 2: leave the loop */
+	char stop_reason[160];		/* why, set with stopping = 1 */
 	double stop_deadline;
 	/* Something was sent: poll MPI eagerly for a while (set by the
 	 * loop; see master_kick). */

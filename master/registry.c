@@ -113,6 +113,7 @@ send_spawn(struct master *m, struct worker *w)
 	w->start = 0;
 	w->bye = 0;
 	w->killed = 0;
+	w->ending = 0;
 	w->heard = ft_now();
 	worker_set(w, W_STARTING, NULL, &m->events);
 	if (agents_relay(m, w->node, (uint32_t)w->id, w->spawn_gen,
@@ -456,6 +457,50 @@ settle_parked(struct master *m, double now)
 	}
 }
 
+/* Is R no result of its task's own: its slot got SIGTERM (the job ends)
+ * and gave it back, or, while the master stops, SIGTERM ended it (the
+ * job's end reached the task before its slot: it died of the signal, or
+ * exited 143 as one that handles it does)? */
+static int
+is_interrupted(const struct master *m, const struct proto_result *r)
+{
+	return r->interrupted != PROTO_FINISHED ||
+	       (m->stopping && !r->ok && (r->signal == SIGTERM ||
+					  r->exit_code == 128 + SIGTERM));
+}
+
+/* R of W is no result (is_interrupted): the task waits again, or for
+ * the next master's replay, with no line written and no attempt
+ * charged; task_interrupted says so of a task that had started (unless
+ * the stop already did: farm.c, stop_begins).  W's slot will run
+ * nothing more: its other instances go back too. */
+static void
+take_interrupted(struct master *m, struct worker *w,
+		 const struct proto_result *r)
+{
+	const struct sched_task *t = sched_task(m->sched, r->tid);
+	int said = m->stopping > 1 || r->interrupted == PROTO_UNSTARTED;
+	char why[200];
+
+	if (r->interrupted != PROTO_FINISHED)
+		snprintf(why, sizeof(why), "%.*s", (int)r->reason_len,
+			 r->reason ? r->reason : "");
+	else
+		snprintf(why, sizeof(why), "killed by SIGTERM as the master "
+			 "stops (%s)", m->stop_reason);
+	if (t && sched_interrupt(m->sched, w->id, r->tid, r->attempt) &&
+	    !said)
+		ev_task_interrupted(&m->events, t->batch, t->index, r->attempt,
+				    w->id, w->host, why);
+	if (w->ending || r->interrupted == PROTO_FINISHED)
+		return;
+	w->ending = 1;
+	log_info("worker %d on %s: its slot got SIGTERM (its job ends); it "
+		 "takes no more tasks", w->id, w->host);
+	sched_worker_release(m->sched, w->id, "its slot got SIGTERM (its job "
+			     "ends)", ft_now());
+}
+
 static void
 on_results(struct master *m, struct worker *w, const void *p, size_t n)
 {
@@ -467,7 +512,9 @@ on_results(struct master *m, struct worker *w, const void *p, size_t n)
 		goto bad;
 	while ((rc = proto_next_result(&it, &r)) == 1) {
 		m->counters.results_in++;
-		if (parked_is_kill(&r) && !m->stopping)
+		if (is_interrupted(m, &r))
+			take_interrupted(m, w, &r);
+		else if (parked_is_kill(&r) && !m->stopping)
 			parked_add(parked, w->id, w->spawn_gen,
 				   ft_now() + kill_grace(m), &r);
 		else

@@ -65,6 +65,8 @@ struct worker {
 	unsigned spawn_gen;		/* which spawn is the current one */
 	const char *doomed;		/* a failure found inside a tick, for after it */
 	int held;			/* its node takes no tasks now */
+	int ending;			/* its slot got SIGTERM (its job ends):
+					 * it takes no more tasks */
 	double heard;			/* its last message (monotonic) */
 	int reported_hung;		/* its agent killed it: no answer */
 	int agent_died;			/* it died with its node agent */

@@ -12,6 +12,7 @@
  */
 #include <dlfcn.h>
 #include <getopt.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -38,6 +39,23 @@ no_yield(void)
 			       "opal_progress_set_yield_when_idle");
 	if (set)
 		set(false);
+}
+
+/* The end of the job (Slurm's time limit, scancel) sends SIGTERM to
+ * every process of it at once.  The agent lives on, blocking it, so that
+ * what its slots then report (their tasks interrupted, runner.h) still
+ * reaches the master; the master's stop, or the SIGKILL that follows,
+ * ends it.  Blocked before MPI_Init: MPI's threads inherit the mask, and
+ * a thread that did not block it would take the signal's default.  The
+ * slots start with an empty mask (slotproc.c). */
+static void
+outlive_term(void)
+{
+	sigset_t set;
+
+	sigemptyset(&set);
+	sigaddset(&set, SIGTERM);
+	sigprocmask(SIG_BLOCK, &set, NULL);
 }
 
 int
@@ -71,6 +89,7 @@ main(int argc, char **argv)
 			return 2;
 	}
 	hugeheap_exec(argv);	/* relay buffers in huge pages */
+	outlive_term();
 	MPI_Init(&argc, &argv);
 	no_yield();
 	MPI_Comm_get_parent(&parent);

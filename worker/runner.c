@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "jparse.h"
+#include "proto.h"
 #include "util.h"
 
 struct runner {
@@ -22,6 +23,7 @@ struct runner {
 	pthread_mutex_t mu;
 	pthread_cond_t work;		/* tasks arrived, or stop */
 	pthread_cond_t sent;		/* the results taken went out */
+	pthread_cond_t ended;		/* runner_end was called */
 	int taking;			/* results taken, not yet sent */
 	int efd;			/* eventfd: readable once results are
 					 * due (see ring_due) */
@@ -40,6 +42,7 @@ struct runner {
 	size_t output_cap;
 	char node_env[280];		/* "FTFARM_NODE=<its node>" */
 	int stop;
+	int ending;			/* runner_end: the job ends */
 	int ran;			/* a task ran since the last trim */
 	atomic_int group;		/* the running task's process group, 0 */
 };
@@ -55,6 +58,11 @@ struct runner {
  * longer task's result, or the last of the queue, rings at once. */
 #define SHORT_TASK 0.0001
 #define HOLD_MAX 0.001
+/* How long a task killed by SIGTERM waits for the slot's own SIGTERM
+ * before it counts as failed: the job's end signals every process of it
+ * one after the other, children before their parents under Slurm's
+ * linuxproc tracking (a fraction of a millisecond apart here). */
+#define TERM_GRACE 0.5
 
 struct runner_task *
 runner_task_new(uint64_t tid, uint32_t attempt, const char *spec, size_t len,
@@ -236,8 +244,6 @@ run_one(struct runner *r, struct runner_task *t, struct runner_result *res)
 	if (p->run(&task, &res->res) == -1)
 		res->res.ok = 0;
 	atomic_store(&r->group, 0);
-	if (res->res.lost)
-		leave_with(t, &res->res);
 	if (res->res.value_len > FT_VALUE_MAX) {
 		free(res->res.value);
 		res->res.value = NULL;
@@ -251,6 +257,85 @@ run_one(struct runner *r, struct runner_task *t, struct runner_result *res)
 out:
 	res->seconds = ft_now() - t0;
 	json_decref(spec);
+}
+
+/* Has the slot a SIGTERM it has not read yet (blocked on every thread,
+ * it is pending for the process)? */
+static int
+term_pending(void)
+{
+	sigset_t set;
+
+	return sigpending(&set) == 0 && sigismember(&set, SIGTERM) == 1;
+}
+
+/* Did the task of RES die of SIGTERM (itself, or the shell that ran it
+ * reporting its child's death the shell's way)? */
+static int
+died_of_term(const struct ft_result *res)
+{
+	return res->signal == SIGTERM || res->exit_code == 128 + SIGTERM;
+}
+
+/* Wait (R's lock held) up to TERM_GRACE for runner_end.  1 if it came. */
+static int
+wait_end(struct runner *r)
+{
+	struct timespec until;
+
+	clock_gettime(CLOCK_MONOTONIC, &until);
+	until.tv_nsec += (long)(TERM_GRACE * 1e9);
+	until.tv_sec += until.tv_nsec / 1000000000L;
+	until.tv_nsec %= 1000000000L;
+	while (!r->ending && !r->stop)
+		if (pthread_cond_timedwait(&r->ended, &r->mu, &until) ==
+		    ETIMEDOUT)
+			break;
+	return r->ending;
+}
+
+/* Did task T, which ended as RES says, fail only because the job ends
+ * (R's lock held)?  A cancelled or successful one did not. */
+static int
+cut_short(struct runner *r, const struct runner_task *t,
+	  const struct ft_result *res)
+{
+	if (t->cancel || res->ok)
+		return 0;
+	return r->ending || term_pending() || (died_of_term(res) &&
+					       wait_end(r));
+}
+
+/* Task T ended as RES says (R's lock held).  One cut short by the job's
+ * end is interrupted, not failed (runner_end); one whose plugin lost the
+ * slot with it takes the slot down otherwise. */
+static void
+judge(struct runner *r, const struct runner_task *t,
+      struct runner_result *res)
+{
+	if (cut_short(r, t, &res->res)) {
+		res->interrupted = PROTO_INTERRUPTED;
+		snprintf(res->res.reason, sizeof(res->res.reason),
+			 "interrupted: SIGTERM (the job ends)");
+		return;
+	}
+	if (res->res.lost)
+		leave_with(t, &res->res);
+}
+
+/* Task T, taken from the queue after runner_end: reported unstarted. */
+static struct runner_result *
+unstarted(const struct runner_task *t)
+{
+	struct runner_result *res = ft_calloc(1, sizeof(*res));
+
+	res->tid = t->tid;
+	res->attempt = t->attempt;
+	res->res.exit_code = -1;
+	res->interrupted = PROTO_UNSTARTED;
+	snprintf(res->res.reason, sizeof(res->res.reason),
+		 "not started: SIGTERM (the job ends)");
+	return res;
 }
 
 /* Make the results descriptor readable (R's lock held). */
@@ -339,14 +424,17 @@ runner_main(void *arg)
 			r->tail = NULL;
 		r->queued--;
 		r->running = t;
-		pthread_mutex_unlock(&r->mu);
-
-		res = ft_calloc(1, sizeof(*res));
-		res->tid = t->tid;
-		res->attempt = t->attempt;
-		run_one(r, t, res);
-
-		pthread_mutex_lock(&r->mu);
+		if (r->ending) {
+			res = unstarted(t);
+		} else {
+			pthread_mutex_unlock(&r->mu);
+			res = ft_calloc(1, sizeof(*res));
+			res->tid = t->tid;
+			res->attempt = t->attempt;
+			run_one(r, t, res);
+			pthread_mutex_lock(&r->mu);
+			judge(r, t, res);
+		}
 		r->running = NULL;
 		if (t->cancel) {
 			clear_cancel_fd(r);
@@ -394,6 +482,7 @@ runner_start(const struct ft_plugins *pl)
 	pthread_condattr_init(&ca);
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
 	pthread_cond_init(&r->work, &ca);
+	pthread_cond_init(&r->ended, &ca);
 	pthread_cond_init(&r->sent, NULL);
 	pthread_condattr_destroy(&ca);
 	if (pthread_create(&r->thread, NULL, runner_main, r) != 0) {
@@ -542,6 +631,7 @@ runner_stop(struct runner *r)
 		cancel_running(r);
 	pthread_cond_signal(&r->work);
 	pthread_cond_broadcast(&r->sent);
+	pthread_cond_broadcast(&r->ended);
 	pthread_mutex_unlock(&r->mu);
 	pthread_join(r->thread, NULL);
 	while ((t = r->head) != NULL) {
@@ -551,10 +641,20 @@ runner_stop(struct runner *r)
 	runner_result_free(r->rhead);
 	pthread_mutex_destroy(&r->mu);
 	pthread_cond_destroy(&r->work);
+	pthread_cond_destroy(&r->ended);
 	pthread_cond_destroy(&r->sent);
 	close(r->efd);
 	close(r->cfd);
 	free(r);
+}
+
+void
+runner_end(struct runner *r)
+{
+	pthread_mutex_lock(&r->mu);
+	r->ending = 1;
+	pthread_cond_broadcast(&r->ended);
+	pthread_mutex_unlock(&r->mu);
 }
 
 uint64_t

@@ -4,6 +4,17 @@
  * The slot's main thread stays responsive to its agent; it pushes tasks
  * to the runner and takes finished results back.  Tasks run one at a time in
  * arrival order through their plugin's run().
+ *
+ * The end of a job (Slurm's time limit, scancel) sends SIGTERM to every
+ * process of it at once: the slot, its running task and that task's
+ * children.  The slot keeps SIGTERM blocked on every thread (its main
+ * thread reads it, then calls runner_end), so that a task that dies of
+ * it is not taken for a task that failed: the runner looks at the
+ * slot's pending signals too.  Slurm may signal the task first (its
+ * linuxproc tracking signals children before parents): a task that died
+ * of SIGTERM, or exited 143 (128 + 15, as a task that handles the signal
+ * should), waits TERM_GRACE for the slot's; a task that handles it and
+ * exits with another status before the slot has it reads as failed.
  */
 #ifndef FT_RUNNER_H
 #define FT_RUNNER_H
@@ -30,6 +41,7 @@ struct runner_result {
 	uint32_t attempt;
 	double seconds;
 	struct ft_result res;
+	uint8_t interrupted;		/* enum proto_interrupted */
 	struct runner_result *next;
 };
 
@@ -64,6 +76,11 @@ int runner_fd(const struct runner *r);
 double runner_held_until(struct runner *r);
 /* Drop a queued instance, or ask the running one to stop. */
 void runner_cancel(struct runner *r, uint64_t tid, uint32_t attempt);
+/* The job ends (the slot got SIGTERM): from now on no task starts, and
+ * a task that ends without success is reported interrupted, not failed
+ * (runner_result.interrupted); so are the tasks that wait, unstarted.
+ * A task that ends in success is reported as usual. */
+void runner_end(struct runner *r);
 /* Cancel everything, stop the thread, free the runner and leftovers. */
 void runner_stop(struct runner *r);
 /* The running task's id (0 if none) and the number queued. */

@@ -5,9 +5,11 @@
 #include <math.h>
 #include <poll.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/signalfd.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -33,6 +35,7 @@ struct slot {
 	int unsent;			/* results taken, not all written */
 	int welcomed;
 	int stop;
+	int sigfd;			/* SIGTERM (the job ends), or -1 */
 };
 
 /* Leave at once for WHY.  The running task's process group goes too:
@@ -232,6 +235,7 @@ queue_results(struct slot *s)
 			.err = r->res.err, .err_len = r->res.err_len,
 			.signal = r->res.signal,
 			.value = r->res.value, .value_len = r->res.value_len,
+			.interrupted = r->interrupted,
 		};
 
 		if (count > 0 &&
@@ -274,15 +278,45 @@ deliver(void *arg)
 	return rc;
 }
 
+/* SIGTERM comes through a descriptor, on no thread of ours: the end of
+ * the job sends it to the slot and to its task at once, and the slot must
+ * outlive its task to say the task was interrupted (runner.h).  Called
+ * before the runner thread starts, which inherits the mask.  S->sigfd,
+ * or -1 (SIGTERM then left as it was). */
+static void
+catch_term(struct slot *s)
+{
+	sigset_t set;
+
+	sigemptyset(&set);
+	sigaddset(&set, SIGTERM);
+	s->sigfd = signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
+	if (s->sigfd >= 0)
+		pthread_sigmask(SIG_BLOCK, &set, NULL);
+}
+
+/* SIGTERM came: the job ends.  The runner is told before the signal is
+ * taken, so that it sees the one or the other (runner.c). */
+static void
+on_term(struct slot *s)
+{
+	struct signalfd_siginfo si;
+
+	runner_end(s->runner);
+	while (read(s->sigfd, &si, sizeof(si)) == (ssize_t)sizeof(si))
+		;
+}
+
 /* Sleep until the socket or the runner has news, the results the runner
  * holds are due, or the silence limit.  Returns the socket's poll events
  * (0 if it has none). */
 static int
 wait_news(struct slot *s)
 {
-	struct pollfd fds[2] = {
+	struct pollfd fds[3] = {
 		{ .fd = s->fd, .events = POLLIN },
 		{ .fd = runner_fd(s->runner), .events = POLLIN },
+		{ .fd = s->sigfd, .events = POLLIN },
 	};
 	double held = runner_held_until(s->runner);
 	double now = ft_now();	/* after the loop's work: the wait is from here */
@@ -304,11 +338,13 @@ wait_news(struct slot *s)
 	left = fmax(left, 0) + WAKE_MARGIN;
 	ts.tv_sec = (time_t)left;
 	ts.tv_nsec = (long)((left - (double)ts.tv_sec) * 1e9);
-	if (ppoll(fds, 2, &ts, NULL) < 0) {
+	if (ppoll(fds, 3, &ts, NULL) < 0) {
 		if (errno != EINTR)
 			die(s, "poll failed");
 		return POLLIN;
 	}
+	if (fds[2].revents)
+		on_term(s);
 	return fds[0].revents;
 }
 
@@ -329,11 +365,12 @@ say_bye(struct slot *s)
 int
 slot_run(int fd, int id, const struct ft_plugins *pl)
 {
-	struct slot s = { .fd = fd, .id = id };
+	struct slot s = { .fd = fd, .id = id, .sigfd = -1 };
 	int news = POLLIN;
 
 	frame_reader_init(&s.in, FT_MSG_MAX);
 	pthread_mutex_init(&s.out_mu, NULL);
+	catch_term(&s);
 	s.runner = runner_start(pl);
 	if (s.runner == NULL)
 		die(&s, "cannot start the runner thread");
@@ -371,5 +408,7 @@ slot_run(int fd, int id, const struct ft_plugins *pl)
 	frame_reader_free(&s.in);
 	frame_writer_free(&s.out);
 	pthread_mutex_destroy(&s.out_mu);
+	if (s.sigfd >= 0)
+		close(s.sigfd);
 	return 0;
 }

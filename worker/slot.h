@@ -8,7 +8,9 @@
  * runner's descriptor with no wake-up of its own but its silence limit,
  * so an idle slot costs no CPU.  It leaves, killing its running task's
  * processes, when the agent closes the socket or falls silent for the
- * welcome's master_timeout.
+ * welcome's master_timeout.  SIGTERM does not end it: it is the end of
+ * the job, and from then on the slot reports its tasks interrupted
+ * (runner.h) until it is stopped or its agent goes.
  */
 #ifndef FT_SLOT_H
 #define FT_SLOT_H

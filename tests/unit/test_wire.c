@@ -577,11 +577,11 @@ static const char value1[] = "b64:gASVAAAA\0\xff";
 
 static const struct proto_result results[] = {
 	{ 1, 1, 1, 0, 0.25, "", 0, out1, sizeof(out1) - 1, "", 0, 0,
-	  value1, sizeof(value1) - 1 },
+	  value1, sizeof(value1) - 1, PROTO_FINISHED },
 	{ 2, 3, 0, 137, 1e-6, "signal 9", 8, "", 0, err1,
-	  sizeof(err1) - 1, 9, "", 0 },
+	  sizeof(err1) - 1, 9, "", 0, PROTO_INTERRUPTED },
 	{ UINT64_MAX, UINT32_MAX, 255, INT32_MIN, -1.0, "r", 1, "o", 1, "e", 1,
-	  INT32_MIN, "v", 1 },
+	  INT32_MIN, "v", 1, 255 },
 };
 
 /* Decode a result list: records at a clean end, or -1. */
@@ -642,6 +642,7 @@ test_result_list_round_trip(void **st)
 		assert_bytes(g->err, g->err_len, w->err, w->err_len);
 		assert_int_equal(g->signal, w->signal);
 		assert_bytes(g->value, g->value_len, w->value, w->value_len);
+		assert_int_equal(g->interrupted, w->interrupted);
 	}
 	free(m);
 	ft_buf_free(&b);
