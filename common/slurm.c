@@ -1,6 +1,7 @@
 /* slurm: the allocation's node list and tasks (see slurm.h). */
 #include "slurm.h"
 
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -224,4 +225,16 @@ slurm_names_free(char **names)
 	for (i = 0; names && names[i]; i++)
 		free(names[i]);
 	free(names);
+}
+
+const char *
+slurm_signal_reason(int signum, char *buf, size_t n)
+{
+	const char *job = getenv("SLURM_JOB_ID");
+
+	if (signum == SIGTERM && job && *job)
+		snprintf(buf, n, "SIGTERM: the end of Slurm job %.32s", job);
+	else
+		snprintf(buf, n, "signal %d", signum);
+	return buf;
 }

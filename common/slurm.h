@@ -31,4 +31,10 @@ int slurm_gpus(const char *job_gpus, const char *gpus_on_node,
 
 void slurm_names_free(char **names);
 
+/* Why signal SIGNUM ends a process, in words, into BUF: in a Slurm job
+ * (SLURM_JOB_ID set) SIGTERM is the job's end, which every process of it
+ * gets at once (its time limit, scancel, preemption): "SIGTERM: the end
+ * of Slurm job 812"; else "signal 15".  BUF. */
+const char *slurm_signal_reason(int signum, char *buf, size_t n);
+
 #endif

@@ -525,9 +525,12 @@ static int
 cmd_stop(struct master *m, struct client *c, json_t *req, json_t **ans,
 	 char *err, size_t n)
 {
-	(void)c, (void)req, (void)err, (void)n;
+	(void)req, (void)err, (void)n;
 	if (!m->stopping) {
 		log_info("stop requested");
+		snprintf(m->stop_reason, sizeof(m->stop_reason),
+			 "stop requested by uid %u",
+			 (unsigned)control_peer_uid(c));
 		m->stopping = 1;
 		master_kick(m);
 	}

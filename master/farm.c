@@ -1,6 +1,7 @@
 /* farm: the parts of the master wired together (see farm.h). */
 #include "farm.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -296,12 +297,43 @@ farm_free(struct master *m)
 	m->sched = NULL;
 }
 
+/* The stop begins: say why (master_stopping), and name each worker's
+ * first instance, the one that may have started, as interrupted: its
+ * task runs again under the next master (the replay), charged to
+ * nobody.  Written at once: a job that ends kills the master soon. */
+static void
+stop_begins(struct master *m)
+{
+	char why[200];
+	uint64_t tid;
+	uint32_t attempt;
+	int i, out = 0;
+
+	if (m->stop_reason[0] == '\0')
+		snprintf(m->stop_reason, sizeof(m->stop_reason), "stop");
+	for (i = 0; i < m->nworkers; i++)
+		out += sched_inflight(m->sched, i);
+	ev_master_stopping(&m->events, m->stop_reason, out);
+	snprintf(why, sizeof(why), "the master stops: %s", m->stop_reason);
+	for (i = 0; i < m->nworkers; i++) {
+		const struct sched_task *t;
+
+		if (!sched_first(m->sched, i, &tid, &attempt) ||
+		    (t = sched_task(m->sched, tid)) == NULL)
+			continue;
+		ev_task_interrupted(&m->events, t->batch, t->index, attempt,
+				    i, m->workers[i].host, why);
+	}
+	farm_flush(m);
+}
+
 /* Stopping: tell the workers, then wait for their byes (bounded).
  * Returns 1 once done. */
 static int
 cron_stop(struct master *m, double now)
 {
 	if (m->stopping == 1) {
+		stop_begins(m);
 		registry_stop_all(m);
 		m->stop_deadline = now + STOP_WAIT;
 		m->stopping = 2;

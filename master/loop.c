@@ -10,6 +10,7 @@
 #include "fence.h"
 #include "log.h"
 #include "registry.h"
+#include "slurm.h"
 #include "subs.h"
 
 /* After activity the loop polls MPI without sleeping for a while, then
@@ -280,7 +281,9 @@ on_signal(struct ev_loop *loop, ev_signal *w, int revents)
 		return;
 	}
 	if (!m->stopping) {
-		log_info("signal %d: stopping", w->signum);
+		slurm_signal_reason(w->signum, m->stop_reason,
+				    sizeof(m->stop_reason));
+		log_info("%s: stopping", m->stop_reason);
 		m->stopping = 1;
 	}
 }

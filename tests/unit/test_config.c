@@ -1,5 +1,6 @@
 /* Unit tests of common/config.c: real files, exact error lines. */
 #include <setjmp.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -679,6 +680,24 @@ test_slurm_gpus(void **state)
 	unsetenv("SLURM_TASKS_PER_NODE");
 }
 
+/* In a Slurm job SIGTERM is named as the end of that job. */
+static void
+test_slurm_signal_reason(void **state)
+{
+	char buf[80];
+
+	(void)state;
+	unsetenv("SLURM_JOB_ID");
+	assert_string_equal(slurm_signal_reason(SIGTERM, buf, sizeof(buf)),
+			    "signal 15");
+	setenv("SLURM_JOB_ID", "812", 1);
+	assert_string_equal(slurm_signal_reason(SIGTERM, buf, sizeof(buf)),
+			    "SIGTERM: the end of Slurm job 812");
+	assert_string_equal(slurm_signal_reason(SIGINT, buf, sizeof(buf)),
+			    "signal 2");
+	unsetenv("SLURM_JOB_ID");
+}
+
 /* A node's "gpus": ids or a count; refused when malformed. */
 static void
 test_node_gpus(void **state)
@@ -735,6 +754,7 @@ main(void)
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
 		T(test_missing_key),
 		T(test_slurm_gpus),
+		T(test_slurm_signal_reason),
 		T(test_node_gpus),
 		T(test_wrong_type),
 		T(test_unknown_key),
