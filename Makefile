@@ -60,7 +60,8 @@ WORKER := worker/main.c worker/agent.c worker/doze.c worker/slots.c \
 # ftfarm-slot, a node's worker slot: no MPI, compiled with cc.
 SLOT := worker/slot_main.c worker/slot.c worker/runner.c worker/zygote.c
 CLI := cli/main.c cli/err.c cli/commands.c cli/start.c cli/launch.c cli/supervise.c \
-	cli/nodes.c cli/watch.c cli/events.c cli/progress.c cli/tasks.c cli/remote.c
+	cli/nodes.c cli/watch.c cli/events.c cli/progress.c cli/tasks.c cli/remote.c \
+	cli/down.c
 PLUGINS := exec sleep wordcount relax python
 
 common_o = $(COMMON:%.c=$(OBJ)/%.o)

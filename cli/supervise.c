@@ -16,9 +16,11 @@
 #include <unistd.h>
 
 #include "ctl.h"
+#include "down.h"
 #include "hosts.h"
 #include "launch.h"
 #include "log.h"
+#include "slurm.h"
 #include "statedir.h"
 #include "util.h"
 
@@ -61,6 +63,7 @@ struct sup {
 	double ready_until;		/* ... until then */
 	int sigfd;
 	int stop_signal;		/* SIGTERM or SIGINT received */
+	char stop_why[160];		/* why we stop (the note, down.h) */
 	char ident[64];			/* the log's name for us */
 	char (*down)[160];		/* per node: why its host was left out
 					 * of the job (empty: it was not) */
@@ -289,6 +292,7 @@ take(struct sup *s, const struct lease_rec *expect)
 	s->heard = 0;
 	s->renewed = ft_now();
 	seen(s, &next);
+	down_forget(s->cfg->state_dir);
 	return 0;
 }
 
@@ -842,6 +846,19 @@ step_down(struct sup *s)
 	exit(3);
 }
 
+/* The job is gone: say why the cluster stopped to the clients that find
+ * it down (down.h), and take back the address a killed master left
+ * published, which nothing answers any more. */
+static void
+leave_note(struct sup *s)
+{
+	if (s->stop_why[0] == '\0')
+		snprintf(s->stop_why, sizeof(s->stop_why), "ftfarm stop");
+	sd_unlink(s, "control.tcp");
+	if (down_note(s->cfg->state_dir, s->epoch, s->stop_why) == -1)
+		log_warn("%s/%s", s->cfg->state_dir, DOWN_FILE);
+}
+
 /* `ftfarm stop` set the lease stopping: no more restarts.  Wait for the
  * launcher to end (the master is being stopped), kill what is left, set
  * the lease free, leave. */
@@ -863,6 +880,7 @@ finish_stop(struct sup *s)
 	n = kill_job(s, s->epoch);
 	if (n)
 		log_info("killed %d processes left by the job", n);
+	leave_note(s);
 	free_lease(s);
 	sd_unlink(s, SUP_PID_FILE);
 	sd_unlink(s, "mpirun.pid");
@@ -880,7 +898,10 @@ begin_stop(struct sup *s)
 	char err[256];
 	int i;
 
-	log_info("signal %d: stopping the cluster", s->stop_signal);
+	slurm_signal_reason(s->stop_signal, s->stop_why, sizeof(s->stop_why));
+	log_info("%s: stopping the cluster; running tasks go back to the "
+		 "queue, and its open batches go on at its next start",
+		 s->stop_why);
 	for (i = 0; i < SWAP_TRIES && s->rec.state == LEASE_ACTIVE &&
 	     s->rec.epoch == s->epoch; i++) {
 		next = s->rec;
