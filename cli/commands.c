@@ -14,6 +14,7 @@
 #include "batchtext.h"
 #include "cli.h"
 #include "ctl.h"
+#include "down.h"
 #include "gang_load.h"
 #include "jcheck.h"
 #include "jpos.h"
@@ -25,6 +26,7 @@
 #define WAIT_SLICE 30.0	/* a wait longer than this checks the master answers */
 #define PROBE_TIMEOUT 30.0	/* ... within this */
 #define RETRY_MAX 1.0		/* longest pause between two reconnections */
+#define DOWN_POLL 0.5		/* between looks at a down cluster's lease */
 
 /* How a call to the master ended. */
 enum call_end {
@@ -74,6 +76,19 @@ call_once(struct cli *c, json_t *req, const struct ctl_body *body,
 	return CALL_OK;
 }
 
+/* The master could not be reached (ERR): say so, or that the cluster is
+ * down when its lease says so (down.h). */
+static void
+say_broken(struct cli *c, const char *err)
+{
+	char why[512];
+
+	if (down_check(c->cfg.state_dir, why, sizeof(why)))
+		cli_err("cluster %s is down (%s)", c->cfg.name, why);
+	else
+		cli_err("%s", err);
+}
+
 json_t *
 cli_call_body(struct cli *c, json_t *req, const struct ctl_body *body,
 	      double timeout)
@@ -83,7 +98,7 @@ cli_call_body(struct cli *c, json_t *req, const struct ctl_body *body,
 
 	if (call_once(c, req, body, timeout, &ans, err, sizeof(err)) ==
 	    CALL_BROKEN)
-		cli_err("%s", err);
+		say_broken(c, err);
 	return ans;
 }
 
@@ -99,6 +114,12 @@ cli_call(struct cli *c, json_t *req, double timeout)
  * next one (saying so once), calling
  * again with a growing pause, up to a bound: --reconnect-timeout, or
  * lease_ms + start_timeout_s + restart_backoff_max_ms.
+ *
+ * Across a cluster's stop, and between two Slurm allocations of it: the
+ * cluster is down (down.h).  Without --reconnect-timeout the client says
+ * so and gives up; with it, it reads the lease until a supervisor holds
+ * it again (the next start), then calls as across a restart, all within
+ * that bound.
  */
 struct reconnect {
 	struct cli *c;
@@ -109,6 +130,8 @@ struct reconnect {
 	double until;			/* the bound of this outage; 0: none */
 	double orphan_since;		/* no supervisor nor standby seen since */
 	double pause;
+	int down;			/* gave up: the cluster is down ... */
+	char why[512];			/* ... why, in words */
 };
 
 static void
@@ -137,28 +160,88 @@ reconnect_ok(struct reconnect *r)
 	r->until = 0;
 }
 
+/* Does a supervisor hold the lease REC (read at NOW), or may a standby
+ * take it over? */
+static int
+lease_held(struct reconnect *r, const struct lease_rec *rec, double now)
+{
+	const struct ft_config *cfg = &r->c->cfg;
+
+	return sup_watch_alive(&r->watch, rec, cfg->lease, now) ||
+	       sup_standby_waiting(cfg->state_dir);
+}
+
+/* Has the lease REC been held by nobody for two lease periods?  (The
+ * lease names the supervisor a standby replaces until it has; a takeover
+ * under way is given that long to show.) */
+static int
+orphaned(struct reconnect *r, const struct lease_rec *rec, double now)
+{
+	if (lease_held(r, rec, now))
+		r->orphan_since = 0;
+	else if (r->orphan_since == 0)
+		r->orphan_since = now;
+	return r->orphan_since > 0 &&
+	       now - r->orphan_since >= 2 * r->c->cfg.lease;
+}
+
+/* Give up on a cluster that is down: r->why says why (lease read as RC,
+ * REC).  0. */
+static int
+give_up_down(struct reconnect *r, int rc, const struct lease_rec *rec)
+{
+	down_why(r->c->cfg.state_dir, rc, rec, r->why, sizeof(r->why));
+	r->down = 1;
+	return 0;
+}
+
+/* The cluster is down (lease read as RC, REC): 0 to give up, unless
+ * --reconnect-timeout gave a bound: then read the lease until a
+ * supervisor holds it again (1: call again) or the bound has passed
+ * (0). */
+static int
+down_wait(struct reconnect *r, int rc, struct lease_rec *rec)
+{
+	double now = ft_now();
+
+	if (r->c->reconnect < 0)
+		return give_up_down(r, rc, rec);
+	if (r->until == 0) {
+		r->until = now + r->c->reconnect;
+		fprintf(stderr, "ftfarm: cluster %s is down (%s); waiting up "
+			"to %g s for it to start (%s)\n", r->c->cfg.name,
+			down_why(r->c->cfg.state_dir, rc, rec, r->why,
+				 sizeof(r->why)), r->c->reconnect, r->what);
+	}
+	while (now < r->until) {
+		ft_sleep(fmin(DOWN_POLL, r->until - now));
+		now = ft_now();
+		rc = lease_read(&r->lease, rec);
+		if (rc == 0 && rec->state == LEASE_ACTIVE &&
+		    lease_held(r, rec, now)) {
+			r->orphan_since = 0;
+			r->pause = 0.05;
+			return 1;
+		}
+	}
+	return rc == -1 ? 0 : give_up_down(r, rc, rec);
+}
+
 /* The master is away: 1 after a pause when it is worth calling again (a
- * supervisor holds the lease, within the bound), 0 to give up. */
+ * supervisor holds the lease, within the bound), 0 to give up (r->down
+ * set when the cluster is down). */
 static int
 reconnect_wait(struct reconnect *r)
 {
 	const struct ft_config *cfg = &r->c->cfg;
 	struct lease_rec rec;
 	double now = ft_now(), bound = r->c->reconnect;
+	int rc;
 
-	if (!r->have_lease || lease_read(&r->lease, &rec) != 0 ||
-	    rec.state == LEASE_FREE || rec.state == LEASE_STOPPING)
+	if (!r->have_lease || (rc = lease_read(&r->lease, &rec)) == -1)
 		return 0;
-	/* A supervisor holds the lease, or a standby may take it over (the
-	 * lease names the supervisor it replaces until it has; a takeover
-	 * under way is given two lease periods to show). */
-	if (sup_watch_alive(&r->watch, &rec, cfg->lease, now) ||
-	    sup_standby_waiting(cfg->state_dir))
-		r->orphan_since = 0;
-	else if (r->orphan_since == 0)
-		r->orphan_since = now;
-	if (r->orphan_since > 0 && now - r->orphan_since >= 2 * cfg->lease)
-		return 0;
+	if (down_lease(rc, &rec) || orphaned(r, &rec, now))
+		return down_wait(r, rc, &rec);
 	if (r->until == 0) {
 		if (bound < 0)
 			bound = cfg->lease + cfg->start_timeout +
@@ -173,6 +256,15 @@ reconnect_wait(struct reconnect *r)
 	ft_sleep(fmin(r->pause, r->until - now));
 	r->pause = fmin(r->pause * 2, RETRY_MAX);
 	return 1;
+}
+
+/* The cluster is down (R gave up on it): say why, and THEN. */
+static void
+say_down(struct cli *c, const struct reconnect *r, const char *then)
+{
+	cli_err("cluster %s is down (%s); %s; with --reconnect-timeout S "
+		"this waits up to S seconds for its next start", c->cfg.name,
+		r->why, then);
 }
 
 /* Does the master answer a status request? */
@@ -281,7 +373,10 @@ submit_call(struct cli *c, json_t *req, const struct ctl_body *body,
 			continue;
 		/* Never connected: say why.  Cut off: say where the
 		 * results are. */
-		if (tries == 1 && strstr(err, "closed the connection") == NULL)
+		if (tries == 1 && r.down)
+			say_down(c, &r, "nothing was submitted");
+		else if (tries == 1 && strstr(err, "closed the connection") ==
+			 NULL)
 			cli_err("%s", err);
 		else
 			cli_err("the master stopped before it acknowledged %s; "
@@ -449,12 +544,18 @@ wait_call(struct cli *c, json_int_t id)
 			continue;
 		/* Never connected: say why.  Cut off: say where the
 		 * results are. */
-		if (tries == 1 && strstr(err, "closed the connection") == NULL)
+		if (tries == 1 && strstr(err, "closed the connection") == NULL &&
+		    !r.down)
 			cli_err("%s", err);
-		else
+		else if (tries > 1 || !r.down)
 			cli_err("the master stopped before batch %lld finished; "
 				"its results so far are in %s/batches/%lld",
 				(long long)id, c->cfg.state_dir, (long long)id);
+		if (r.down) {
+			snprintf(err, sizeof(err), "batch %lld goes on when it "
+				 "starts again", (long long)id);
+			say_down(c, &r, err);
+		}
 		c->status = 1;
 		break;
 	}

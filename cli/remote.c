@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "ctl.h"
+#include "down.h"
 #include "jcheck.h"
 #include "rauth.h"
 #include "util.h"
@@ -180,6 +181,13 @@ over_tcp(void *ctx, const char *state_dir, char *err, size_t n)
 	char host[256], port[16], why[512];
 	int fd, rc;
 
+	/* An address left by a master of a cluster now down (killed with
+	 * its job) may be dead, or someone else's by now. */
+	if (down_check(state_dir, why, sizeof(why))) {
+		ft_snprintf(err, n, "no master runs (the cluster is down: %s)",
+			    why);
+		return -1;
+	}
 	rc = published(state_dir, host, sizeof(host), port, sizeof(port), why,
 		       sizeof(why));
 	if (rc == 1)
