@@ -125,14 +125,24 @@ class Flow:
         assert r.returncode == 0, r.stderr
         self.log(f"check: {r.stdout.strip()}")
 
-    def sbatch(self, nodes=3, per_node=2):
+    def submit_job(self, nodes=3, per_node=2, extra=()):
+        """sbatch the holding form of scripts/ftfarm.sbatch for the
+        config (EXTRA: more sbatch options); the job id (self.jid)."""
         script = (f"#!/bin/sh\nexec {ROOT / 'scripts' / 'ftfarm.sbatch'} "
                   f"{self.config}\n")
         self.sl.env.update(FTFARM=self.ftfarm, FTFARM_TEST_TAG=self.tag)
         self.jid = self.sl.sbatch(script, [f"-N{nodes}",
                                            f"--ntasks-per-node={per_node}",
-                                           "--no-kill"])
+                                           "--no-kill", *extra])
         self.log(f"sbatch: job {self.jid}")
+        return self.jid
+
+    def sbatch(self, nodes=3, per_node=2, extra=(), submitted=False):
+        """Start the cluster as a Slurm job (or, SUBMITTED, wait for the
+        job self.jid already submitted) and wait until every worker is up,
+        as seen over TCP from the login host; the status."""
+        if not submitted:
+            self.submit_job(nodes, per_node, extra)
 
         def up():
             if not (self.state / "control.tcp").exists():
