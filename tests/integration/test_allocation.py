@@ -1,6 +1,8 @@
 """A cluster that outlives its Slurm allocation, on the Slurm cluster of
 network namespaces (slurm_cluster.py), seen from the login host with the
-master's socket masked (remote_client.masked).
+master's socket masked (remote_client.masked); and the same end of a job
+on this host alone, as Slurm's linuxproc tracking makes it (SIGTERM to
+every process of the job, children first), in every `make integration`.
 
 The time limit of the job that holds the cluster ends it mid-batch:
 Slurm sends SIGTERM to every process of the job (the supervisor, mpirun,
@@ -8,21 +10,24 @@ the master, the node agents, the slots and the tasks themselves), then
 SIGKILL after KillWait.  The tasks then running go back to the queue
 unfinished: no failed result line (a task that dies of the signal, one
 that traps it and exits 143, one that ignores it), a task_interrupted
-event each, nobody blamed.  Between that job and the next, clients are told the
-cluster is down (exit 1, at once); with --reconnect-timeout they wait, and
-go on once the next job of the same config (queued behind the first with
---dependency=singleton) is up: the submit is taken once, the wait answers
-when the batch ends, and every task of the batch ends exactly once across
-the two jobs.
+event each, nobody blamed.  Between that job and the next, clients are
+told the cluster is down (exit 1, at once); with --reconnect-timeout they
+wait, and go on once the next job of the same config (queued behind the
+first with --dependency=singleton) is up: the submit is taken once, the
+wait answers when the batch ends, and every task of the batch ends
+exactly once across the two jobs.
 """
 import json
+import os
+import signal
 import subprocess
 import time
 
 import pytest
 
 import remote_flow
-from conftest import check_exactly_once
+from conftest import (check_exactly_once, exec_task, pid_alive, proc_state,
+                      wait_until)
 from remote_client import masked
 from slurm_cluster import slurm_cluster_factory  # noqa: F401
 
@@ -64,22 +69,24 @@ def batch_file(f, name, tasks):
     return path
 
 
-def slow_batch(f, mark):
-    """Task 0 traps SIGTERM and exits 143 (128 + 15, as a program that
-    handles the signal should: also when its child dies of it first, as
-    Slurm signals children before their parents), task 1 ignores it, the
-    others die of it: slow while MARK is missing, quick once it is
-    there."""
+def cut_tasks(mark, n):
+    """N tasks: 0 traps SIGTERM and exits 143 (128 + 15, as a program
+    that handles the signal should: also when its child dies of it
+    first, as Slurm signals children before their parents), 1 ignores
+    it, the others die of it; slow while MARK is missing, quick once it
+    is there."""
     quick = 'if [ -e "$1" ]; then echo "$0"; exit 0; fi; '
 
     def task(body, i):
-        return {"type": "exec", "argv": ["sh", "-c", quick + body, str(i),
-                                         str(mark)]}
-    return batch_file(f, "cut", [
-        task('trap "exit 143" TERM; sleep 300 & wait $! || exit $?; '
-             'echo "$0"', 0),
-        task('trap "" TERM; sleep 300; echo "$0"', 1),
-        *(task(f'sleep {SLOW}; echo "$0"', i) for i in range(2, N))])
+        return exec_task(quick + body, i, mark)
+    return [task('trap "exit 143" TERM; sleep 300 & wait $! || exit $?; '
+                 'echo "$0"', 0),
+            task('trap "" TERM; sleep 300; echo "$0"', 1),
+            *(task(f'sleep {SLOW}; echo "$0"', i) for i in range(2, n))]
+
+
+def slow_batch(f, mark):
+    return batch_file(f, "cut", cut_tasks(mark, N))
 
 
 def popen_cli(f, *args):
@@ -149,6 +156,7 @@ def test_time_limit(slurm_cluster_factory, bins, open_dir):
     f = remote_flow.Flow(sl, bins["openmpi"], open_dir, log=lambda s: None)
     name = ["-J", f"farm{f.tag[:6]}"]
     mark = open_dir / "second-job"
+    waiter = submitter = None
     try:
         f.sbatch(2, 2, name)
         j1 = f.jid
@@ -192,15 +200,14 @@ def test_time_limit(slurm_cluster_factory, bins, open_dir):
         assert r.returncode == 0, r.stderr
         problems = check_exactly_once(results(f, 2), 10, lambda i: f"{i}\n")
         assert not problems, problems
-        assert sorted(p.name for p in (f.state / "batches").iterdir()) \
-            == ["1", "2"]
+        assert sorted(p.name for p in (f.state / "batches").iterdir()
+                      if p.name.isdigit()) == ["1", "2"]
         assert events(f, "journal_replayed")[-1]["pending"] == N - ndone
         f.stop()
         print(f"job {j1}: {ndone} of {N} done, {ncut} interrupted; "
               f"job {j2}: the rest, and a batch submitted between them")
     finally:
-        for p in ("waiter", "submitter"):
-            proc = locals().get(p)
+        for proc in (waiter, submitter):
             if proc is not None and proc.poll() is None:
                 proc.kill()
                 proc.communicate()
@@ -208,8 +215,116 @@ def test_time_limit(slurm_cluster_factory, bins, open_dir):
             sl.cmd(["scancel", str(f.jid)], timeout=10)
         for pid in remote_flow.tagged(f.tag):
             try:
-                import os
-                import signal
                 os.kill(pid, signal.SIGKILL)
             except OSError:
                 pass
+
+
+# ---- the same end of a job on this host alone ----
+
+def descendants(pid):
+    """PID's descendants, deepest first (the order in which Slurm's
+    linuxproc tracking signals a job's processes)."""
+    children = {}
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/stat") as f:
+                ppid = int(f.read().rsplit(")", 1)[1].split()[1])
+        except (OSError, IndexError, ValueError):
+            continue
+        children.setdefault(ppid, []).append(int(name))
+    out = []
+
+    def walk(p):
+        for k in children.get(p, []):
+            walk(k)
+            out.append(k)
+    walk(pid)
+    return out
+
+
+def end_job(sup):
+    """SIGTERM to the supervisor SUP's whole tree, children first, one
+    right after the other, as Slurm's time limit does."""
+    for pid in [*descendants(sup), sup]:
+        try:
+            os.kill(pid, signal.SIGTERM)
+        except ProcessLookupError:
+            pass
+
+
+def background(c, *args):
+    return subprocess.Popen([c.ftfarm, *map(str, args)], env=c.env,
+                            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+
+
+@pytest.mark.timeout(180)
+def test_sigterm_to_the_whole_job(make_cluster):
+    """SIGTERM to every process of the job, children first: no failed
+    line, the tasks cut short interrupted, nobody blamed, the whole job
+    gone by itself; clients say the cluster is down, and with
+    --reconnect-timeout go on at its next start."""
+    c = make_cluster(nodes=2, workers_per_node=2, heartbeat_ms=500)
+    c.start()
+    mark = c.dir / "second-start"
+    n = 24
+    rc, out, err = c.submit({"name": "cut", "tasks": cut_tasks(mark, n)},
+                            wait=False)
+    assert rc == 0, err
+    assert wait_until(lambda: len(c.results(1)) >= 4, 60), c.results(1)
+    sup = int((c.state_dir / "supervisor.pid").read_text().split()[0])
+    tree = descendants(sup)
+    end_job(sup)
+    # Every process of the job is gone by itself, well within Slurm's
+    # KillWait (30 s by default): nothing waits for its SIGKILL.
+    assert wait_until(lambda: not any(pid_alive(p) and proc_state(p) != "Z"
+                                      for p in [sup, *tree]), 20), \
+        [p for p in [sup, *tree] if pid_alive(p)]
+    done = c.results(1)
+    assert 0 < len(done) < n and all(r["status"] == "ok" for r in done), \
+        done
+    evs = c.events()
+    stop = [e for e in evs if e["event"] == "master_stopping"]
+    assert stop and stop[-1]["reason"] == "signal 15", stop
+    cut = {e["task"] for e in evs if e["event"] == "task_interrupted"}
+    assert {0, 1} <= cut and not cut & {r["task"] for r in done}, cut
+    assert not [e for e in evs if e["event"] in ("worker_blamed",
+                                                 "task_failed")]
+    note = json.loads((c.state_dir / "stopped.json").read_text())
+    assert note["reason"] == "signal 15", note
+
+    # Down: said at once, nothing taken.
+    later = c.write_batch({"name": "later", "tasks": [
+        exec_task('echo "$0"', i) for i in range(5)]})
+    r = c.cli("submit", "-c", c.config, later, timeout=30)
+    assert r.returncode == 1 and "is down (stopped " in r.stderr and \
+        "signal 15); nothing was submitted" in r.stderr, r.stderr
+    r = c.cli("wait", "-c", c.config, "1", timeout=30)
+    assert r.returncode == 1 and "batch 1 goes on when it starts again" \
+        in r.stderr, r.stderr
+    waiter = background(c, "wait", "-c", c.config, "1",
+                        "--reconnect-timeout", "120")
+    submitter = background(c, "submit", "-c", c.config, later,
+                           "--reconnect-timeout", "120")
+    try:
+        time.sleep(1)
+        assert waiter.poll() is None and submitter.poll() is None
+        mark.touch()
+        c.start()
+        out, err = submitter.communicate(timeout=120)
+        assert submitter.returncode == 0 and out.split()[0] == "2", err
+        out, err = waiter.communicate(timeout=120)
+        assert waiter.returncode == 0 and f"{n} ok, 0 failed" in err, err
+    finally:
+        for p in (waiter, submitter):
+            if p.poll() is None:
+                p.kill()
+                p.communicate()
+    problems = check_exactly_once(c.results(1), n, lambda i: f"{i}\n")
+    assert not problems, problems
+    assert c.cli("wait", "-c", c.config, "2").returncode == 0
+    assert not check_exactly_once(c.results(2), 5, lambda i: f"{i}\n")
+    assert not (c.state_dir / "stopped.json").exists()
