@@ -75,6 +75,19 @@ def all_pids():
             yield int(name)
 
 
+def children_map():
+    """{pid: [its children's pids]} of every live process (from /proc)."""
+    children = {}
+    for pid in all_pids():
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                ppid = int(f.read().rsplit(")", 1)[1].split()[1])
+        except (OSError, IndexError, ValueError):
+            continue
+        children.setdefault(ppid, []).append(pid)
+    return children
+
+
 def is_cluster_worker(tag, pid):
     """Is PID a worker slot (ftfarm-slot) of the cluster tagged TAG?"""
     want = f"FTFARM_TEST_TAG={tag}".encode()

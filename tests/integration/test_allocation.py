@@ -26,8 +26,8 @@ import time
 import pytest
 
 import remote_flow
-from conftest import (check_exactly_once, exec_task, pid_alive, proc_state,
-                      wait_until)
+from conftest import (check_exactly_once, children_map, exec_task, pid_alive,
+                      proc_state, wait_until)
 from remote_client import masked
 from slurm_cluster import slurm_cluster_factory  # noqa: F401
 
@@ -119,8 +119,9 @@ def check_cut(f, j1):
     stop = events(f, "master_stopping")
     assert stop and f"Slurm job {j1}" in stop[-1]["reason"], stop
     cut = {e["task"] for e in events(f, "task_interrupted")}
+    # (A task whose own child died of the signal first may still end
+    # well, and its line count, after the stop named it interrupted.)
     assert {0, 1} <= cut, explain(f, cut)
-    assert not cut & {r["task"] for r in done}, cut
     assert not events(f, "worker_blamed"), events(f, "worker_blamed")
     assert not events(f, "task_failed"), events(f, "task_failed")
     note = json.loads((f.state / "stopped.json").read_text())
@@ -225,16 +226,7 @@ def test_time_limit(slurm_cluster_factory, bins, open_dir):
 def descendants(pid):
     """PID's descendants, deepest first (the order in which Slurm's
     linuxproc tracking signals a job's processes)."""
-    children = {}
-    for name in os.listdir("/proc"):
-        if not name.isdigit():
-            continue
-        try:
-            with open(f"/proc/{name}/stat") as f:
-                ppid = int(f.read().rsplit(")", 1)[1].split()[1])
-        except (OSError, IndexError, ValueError):
-            continue
-        children.setdefault(ppid, []).append(int(name))
+    children = children_map()
     out = []
 
     def walk(p):
@@ -290,7 +282,7 @@ def test_sigterm_to_the_whole_job(make_cluster):
     stop = [e for e in evs if e["event"] == "master_stopping"]
     assert stop and stop[-1]["reason"] == "signal 15", stop
     cut = {e["task"] for e in evs if e["event"] == "task_interrupted"}
-    assert {0, 1} <= cut and not cut & {r["task"] for r in done}, cut
+    assert {0, 1} <= cut, cut
     assert not [e for e in evs if e["event"] in ("worker_blamed",
                                                  "task_failed")]
     note = json.loads((c.state_dir / "stopped.json").read_text())

@@ -16,6 +16,8 @@ import time
 import urllib.error
 import urllib.request
 
+from conftest import children_map
+
 CHROMEDRIVER = "/usr/bin/chromedriver"
 CHROMIUM = "/usr/bin/chromium"
 CHROME_ARGS = [
@@ -38,16 +40,7 @@ def free_port():
 
 def descendants(pid):
     """PIDs of every live descendant of PID (from /proc)."""
-    children = {}
-    for name in os.listdir("/proc"):
-        if not name.isdigit():
-            continue
-        try:
-            with open(f"/proc/{name}/stat") as f:
-                ppid = int(f.read().rsplit(")", 1)[1].split()[1])
-        except (OSError, ValueError, IndexError):
-            continue
-        children.setdefault(ppid, []).append(int(name))
+    children = children_map()
     out, todo = [], [pid]
     while todo:
         for c in children.get(todo.pop(), []):
