@@ -2,9 +2,12 @@
 their remote tracebacks, printed output, big arguments and values,
 interpreters kept alive in the slots, slots SIGKILLed under a map, calls
 that kill their slot (poison), a call's timeout, a master killed under
-running calls, and the executor's end (shutdown, cancel)."""
+running calls, the executor's end (shutdown, cancel), how a map sizes its
+tasks, and the calls of an older client."""
+import base64
 import json
 import os
+import pickle
 import signal
 import sys
 import threading
@@ -64,6 +67,11 @@ def raise_value_error(x):
 
 def results_of(c, batch):
     return c.results(batch)
+
+
+def pid_after(seconds):
+    time.sleep(seconds)
+    return os.getpid()
 
 
 @pytest.mark.timeout(300)
@@ -269,3 +277,60 @@ def test_futures_survive_a_standby_taking_over(make_cluster):
         != sup, "no standby took over"
     tasks = [r["task"] for r in results_of(c, batch)]
     assert sorted(tasks) == list(range(450))
+
+
+@pytest.mark.timeout(300)
+def test_a_map_starts_with_a_call_a_task_then_grows_its_tasks(
+        make_cluster):
+    c = two_slots(make_cluster)
+    with ftfarm.Executor(str(c.config)) as ex:
+        ex.submit(square, 1).result(60)         # an interpreter up
+        # Calls of unknown length go one a task at first: 8 calls of
+        # 0.3 s are 8 tasks, on both slots (16 calls a task, as before,
+        # left one slot idle).
+        before = len(results_of(c, ex.batch))
+        pids = list(ex.map(pid_after, [0.3] * 8))
+        assert len(set(pids)) == 2, pids
+        assert len(results_of(c, ex.batch)) - before == 8
+        # Short calls: the tasks grow towards CHUNK_MAX calls (as the
+        # slots time them, whatever the wait in the window).
+        before = len(results_of(c, ex.batch))
+        n = 200_000
+        assert list(ex.map(square, range(n))) == [x * x for x in range(n)]
+        tasks = len(results_of(c, ex.batch)) - before
+        assert tasks < n / 100, f"{tasks} tasks for {n} no-op calls"
+        batch = ex.batch
+    lines = results_of(c, batch)
+    assert len({r["task"] for r in lines}) == len(lines)
+    assert all(r["status"] == "ok" for r in lines)
+
+
+def python_task(fn, calls):
+    """A task of type python calling FN once per entry of CALLS, pickled
+    as given (no spool: both are small)."""
+    from ftfarm import _calls
+    spec = {"type": "python", "python": sys.executable}
+    _calls.Functions(None).put(spec, fn)
+    spec["args"] = base64.b64encode(pickle.dumps(calls)).decode()
+    return spec
+
+
+@pytest.mark.timeout(300)
+def test_an_older_clients_calls_are_answered_as_it_reads_them(
+        make_cluster):
+    c = two_slots(make_cluster)
+    old = [((3,), {}), ((4,), {})]              # (args, kwargs) pairs
+    new = ("args", [(3,), (4,)], None)
+    with ftfarm.Client(str(c.config)) as cl:
+        bid = cl.submit({"name": "formats", "tasks": [
+            python_task(square, old), python_task(square, new),
+            python_task(raise_value_error, new)]})
+        cl.wait(bid, timeout=120)
+        got = {r["task"]: r for r in cl.results(bid)}
+    values = {t: pickle.loads(base64.b64decode(r["value"][4:]))
+              for t, r in got.items()}
+    assert values[0] == [(0, 9), (0, 16)]       # the list it reads
+    assert values[1] == ("values", [9, 16])
+    assert [o[0] for o in values[2]] == [1, 1]
+    assert str(values[2][1][1]) == "no good: 4"
+    assert [got[t]["status"] for t in range(3)] == ["ok", "ok", "failed"]
