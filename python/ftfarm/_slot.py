@@ -31,7 +31,7 @@ SIGINT interrupts the call under way (KeyboardInterrupt in it; between
 calls it is ignored): the slot's way to cancel a task without losing the
 interpreter.
 """
-import base64
+import binascii
 import ctypes
 import json
 import os
@@ -39,13 +39,14 @@ import pickle
 import signal
 import struct
 import sys
-import traceback
 
 try:
     import cloudpickle
 except ImportError:  # said once the first task needs it
     cloudpickle = None
 
+# base64 (and its re) and traceback are not imported: some 10 ms of an
+# interpreter's start, which the slot's first call waits for.
 _HEAD = struct.Struct("<I")
 _FNS = {}          # (function, meta) unpickled, by their bytes (or file)
 _FNS_MAX = 64      # kept at most (a map sends the same one again and again)
@@ -62,6 +63,12 @@ def _die_with_parent():
     want = os.environ.get("FTFARM_SLOT_PID")
     if want and os.getppid() != int(want):
         os._exit(0)
+
+
+def _format_exc():
+    """The exception being handled and its traceback, as text."""
+    import traceback
+    return traceback.format_exc()
 
 
 def _read_exact(fd, n):
@@ -85,7 +92,7 @@ def _load(task, inline, file_key):
     """The bytes of TASK's INLINE key (base64) or of the file it names."""
     text = task.get(inline)
     if text is not None:
-        return base64.b64decode(text)
+        return binascii.a2b_base64(text)
     with open(task[file_key], "rb") as f:
         return f.read()
 
@@ -149,7 +156,7 @@ def _call(fn, args, kwargs, limit):
                            "(call_timeout)")
         return (1, err, "")
     except BaseException as e:      # SystemExit too: the call's own
-        tb = traceback.format_exc()
+        tb = _format_exc()
         return (1, e.with_traceback(None), tb)
 
 
@@ -184,7 +191,7 @@ def _pickled(outcomes):
 def _value(data, req, task):
     """DATA as the reply's value: inline, or a file in the task's dir."""
     if len(data) * 4 // 3 + 8 <= req.get("value_max", 65536):
-        return "b64:" + base64.b64encode(data).decode("ascii")
+        return "b64:" + binascii.b2a_base64(data, newline=False).decode()
     d = task.get("dir")
     if not d:
         raise RuntimeError(f"the value is {len(data)} bytes, too big to "
@@ -227,7 +234,7 @@ def _run_calls(fn, args, kwargs, limit):
                 values.append(fn(*a))
             return ("values", values)
         except BaseException as e:      # SystemExit too: the call's own
-            first = (1, e, traceback.format_exc())
+            first = (1, e, _format_exc())
             e.with_traceback(None)
             start = len(values) + 1
     outcomes = [(0, v) for v in values]
@@ -266,7 +273,7 @@ def _run(req):
         args, kwargs, compact = _split_calls(pickle.loads(
             _load(task, "args", "args_file")))
     except Exception as e:
-        tb = traceback.format_exc()
+        tb = _format_exc()
         outcome = (1, RuntimeError(f"cannot load the call: "
                                    f"{type(e).__name__}: {e}"), tb)
         return {"ok": False, "value": _value(_pickled([outcome]), req, task),
