@@ -20,6 +20,7 @@ call returned, else the list of their outcomes; "b64:..." or
 "file:PATH".
 """
 import base64
+import json
 import os
 import pickle
 import sys
@@ -89,6 +90,12 @@ def _put(spec, key, data, spool, prefix):
         spec[key + "_file"] = spool.write(prefix, data)
 
 
+def members(part):
+    """The dict PART as the members of a JSON object: its text without
+    the braces."""
+    return json.dumps(part, separators=(",", ":"))[1:-1]
+
+
 class Functions:
     """Functions pickled once each, by the function object (a function's
     state is taken when it is first sent, as Dask does)."""
@@ -102,12 +109,20 @@ class Functions:
 
     def put(self, spec, fn):
         """FN into SPEC ("fn" or "fn_file")."""
+        spec.update(self._entry(fn)[0])
+
+    def text(self, fn):
+        """FN as the members of a task's JSON ("fn": ... or "fn_file":
+        ...), ready made once per function."""
+        return self._entry(fn)[1]
+
+    def _entry(self, fn):
+        """(FN's part of a task, the same as JSON members)."""
         key = id(fn)
         with self._lock:
             hit = self._by_id.get(key)
             if hit is not None and hit[0]() is fn:
-                spec.update(hit[1])
-                return
+                return hit[1]
         if cloudpickle is None:
             raise Error("the Executor needs cloudpickle (Debian: "
                         "python3-cloudpickle)")
@@ -119,7 +134,7 @@ class Functions:
         _put(part, "fn", pickle.dumps((self._meta, inner),
                                       protocol=pickle.HIGHEST_PROTOCOL),
              self._spool, "f")
-        spec.update(part)
+        entry = (part, members(part))
         try:
             ref = weakref.ref(fn)
         except TypeError:       # a builtin: no weak reference, keep it
@@ -127,12 +142,27 @@ class Functions:
         with self._lock:
             if len(self._by_id) >= FUNCTIONS_KEPT:
                 self._by_id.clear()
-            self._by_id[key] = (ref, part)
+            self._by_id[key] = (ref, entry)
+        return entry
 
 
 def put_args(spec, calls, spool, keywords=True):
     """CALLS into SPEC ("args" or "args_file"): a list of (args, kwargs)
     pairs, or, without KEYWORDS, of args tuples."""
+    _put(spec, "args", _pickled_calls(calls, keywords), spool, "a")
+
+
+def args_text(calls, spool, keywords=True):
+    """CALLS (as put_args takes them) as the members of a task's JSON
+    ("args": ... or "args_file": ...)."""
+    data = _pickled_calls(calls, keywords)
+    if len(data) <= INLINE_MAX:
+        return '"args":"' + base64.b64encode(data).decode("ascii") + '"'
+    return '"args_file":' + json.dumps(spool.write("a", data))
+
+
+def _pickled_calls(calls, keywords):
+    """CALLS (see put_args) pickled as a task's "args" holds them."""
     if keywords:
         kwargs = [k for _, k in calls]
         calls = ("args", [a for a, _ in calls],
@@ -146,7 +176,7 @@ def put_args(spec, calls, spool, keywords=True):
             data = cloudpickle.dumps(calls, protocol=pickle.HIGHEST_PROTOCOL)
         except Exception as e:
             raise Error(f"cannot pickle the arguments: {e}") from None
-    _put(spec, "args", data, spool, "a")
+    return data
 
 
 def outcomes(value, n):

@@ -55,7 +55,7 @@ class _Task:
         self.keywords = keywords    # which of the two
         self.done = done            # done(outcomes or Error, seconds)
         self.futures = futures      # user futures (cancel, running)
-        self.spec = None
+        self.spec = None            # its JSON text, until it is sent
         self.index = None
 
 
@@ -103,6 +103,7 @@ class Executor(concurrent.futures.Executor):
         self._spool = _calls.Spool(os.path.join(
             self._cfg.state_dir, "batches", str(self._batch), "py"))
         self._fns = _calls.Functions(self._spool)
+        self._spec_keys = self._common_keys()
         self._slots = self._count_slots()
         self._subscribe(self._conn)
         self._reader = threading.Thread(target=self._read_loop,
@@ -186,19 +187,26 @@ class Executor(concurrent.futures.Executor):
             self._flush()
 
     def _spec(self, fn, calls, keywords):
-        """The task of CALLS of FN (_calls.py; KEYWORDS: see _Task)."""
-        spec = {"type": "python", "python": self._python}
-        self._fns.put(spec, fn)
-        _calls.put_args(spec, calls, self._spool, keywords)
-        spec["dir"] = self._spool.path
+        """The task of CALLS of FN as JSON (_calls.py; KEYWORDS: see
+        _Task): the executor's keys and the function's are made once."""
+        parts = [self._spec_keys, self._fns.text(fn),
+                 _calls.args_text(calls, self._spool, keywords)]
+        if self._timeout is not None:
+            parts.append('"timeout":' + json.dumps(
+                self._timeout * len(calls) + CHUNK_SLACK))
+        return "{" + ",".join(parts) + "}"
+
+    def _common_keys(self):
+        """The keys every task of the executor has, as JSON members."""
+        spec = {"type": "python", "python": self._python,
+                "dir": self._spool.path}
         if self._timeout is not None:
             spec["call_timeout"] = self._timeout
-            spec["timeout"] = self._timeout * len(calls) + CHUNK_SLACK
         if self._cpus != 1:
             spec["cpus"] = self._cpus
         if self._gpus:
             spec["gpus"] = self._gpus
-        return spec
+        return _calls.members(spec)
 
     # ---- sending ----
 
@@ -235,7 +243,7 @@ class Executor(concurrent.futures.Executor):
             if not all(f.set_running_or_notify_cancel() for f in t.futures):
                 continue
             t.index = self._next + len(tasks)
-            text = json.dumps(t.spec, separators=(",", ":"))
+            text = t.spec
             t.spec = None
             tasks.append((t, text))
             size += len(text)
