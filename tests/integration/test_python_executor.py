@@ -3,8 +3,9 @@ their remote tracebacks, printed output, big arguments and values,
 interpreters kept alive in the slots, slots SIGKILLed under a map, calls
 that kill their slot (poison), a call's timeout, a master killed under
 running calls, the executor's end (shutdown, cancel), how a map sizes its
-tasks, the calls of an older client, and what a slot's interpreter
-imports."""
+tasks, the calls of an older client, what a slot's interpreter imports,
+and, without a cluster, the slot's loop over a task's calls and the
+sizer of a map's tasks."""
 import base64
 import json
 import os
@@ -352,3 +353,57 @@ def test_a_slots_interpreter_imports_no_client_module():
     assert (ftfarm.Executor.__name__, Client.__name__) == \
         ("Executor", "Client")
     assert issubclass(RemoteTraceback, Exception)
+
+
+def add(a, b=0):
+    return a + b
+
+
+def test_a_slot_runs_calls_in_a_loop_and_tells_each_outcome():
+    # Without a cluster: the slot's loop over a task's calls (_slot.py).
+    from ftfarm import _calls, _slot
+    args = [(1,), (2,), (3,)]
+    assert _slot._run_calls(add, args, None, None) == ("values", [1, 2, 3])
+    # A call that raises in the plain loop: the calls after it still run.
+    outs = _slot._run_calls(lambda x: 10 // (2 - x), args, None, None)
+    assert [o[0] for o in outs] == [0, 1, 0] and outs[2][1] == -10
+    assert isinstance(outs[1][1], ZeroDivisionError)
+    assert "ZeroDivisionError" in outs[1][2] and outs[1][1].__traceback__ \
+        is None
+    # Keyword arguments, and a limit on each call.
+    assert _slot._run_calls(add, args, [{}, {"b": 10}, {}], None) == \
+        ("values", [1, 12, 3])
+    old = signal.signal(signal.SIGALRM, _slot._on_alarm)
+    try:
+        outs = _slot._run_calls(lambda s: time.sleep(s) or s,
+                                [(0,), (5,), (0.01,)], None, 0.3)
+    finally:
+        signal.signal(signal.SIGALRM, old)
+    assert [o[0] for o in outs] == [0, 1, 0]
+    assert isinstance(outs[1][1], TimeoutError)
+    # What the client reads of each form.
+    assert _calls.outcome(("values", [7, 8]), 1) == (0, 8)
+    assert _calls.returned(outs) is None and _calls.outcome(outs, 2)[1] \
+        == 0.01
+
+
+def test_map_sizes_grow_from_the_slots_time_and_stop_at_the_max():
+    from ftfarm.executor import CHUNK_MAX, CHUNK_SECONDS, _Sizer
+    s = _Sizer(None, 2)
+    assert s.size == 1
+    sizes = []
+    for _ in range(10):                 # 2 us a call, 100 us a task
+        s.seen(s.size, 100e-6 + s.size * 2e-6)
+        sizes.append(s.size)
+    assert sizes[:4] == [4, 16, 64, 256] and sizes[-1] == CHUNK_MAX
+    s = _Sizer(None, 2)
+    for _ in range(10):                 # a call of 50 ms: one a task
+        s.seen(s.size, 0.05 * s.size)
+    assert s.size == 1
+    s = _Sizer(None, 2)
+    for _ in range(20):                 # 1 ms a call
+        s.seen(s.size, 0.001 * s.size)
+    assert s.size == int(CHUNK_SECONDS / 0.001)
+    s = _Sizer(7, 2)
+    s.seen(7, 10.0)
+    assert s.size == 7                  # chunksize given: kept
