@@ -531,7 +531,7 @@ class _Sizer:
     CHUNK_SECONDS in a slot.  A call's time is the slot's: its task's run
     over its calls, not the time from submit to result, which holds the
     wait behind the window's other tasks (sized so, tasks of no-op calls
-    settled near 600 calls where 4096 run in 6 ms).  Calls on big
+    settled near 700 calls, where 4,096 run in 2 ms).  Calls on big
     arguments or values take the time their pickling takes, which keeps
     such tasks to some 20 MB."""
 
