@@ -10,13 +10,17 @@ the slot's interpreter) carries a function and a list of calls of it:
 "fn" is pickle((meta, cloudpickle(function))): META (the client's
 sys.path and working directory) is applied before the function is
 unpickled, so that a function of one of the client's own modules is found
-by reference.  "args" is the pickled list of (args, kwargs) pairs.  Each
-goes inline (base64) up to INLINE_MAX bytes, else as a file in the batch's
-spool directory, written here (the client shares the state dir with the
-cluster, as `ftfarm cat` does).  A task's value is the pickled list of its
-calls' outcomes (see _slot.py), "b64:..." or "file:PATH".
+by reference.  "args" is ("args", [args, ...], [kwargs, ...] or None)
+pickled: one call per args tuple (None: no keyword arguments in any).
+Each goes inline (base64) up to INLINE_MAX bytes, else as a file in the
+batch's spool directory, written here (the client shares the state dir
+with the cluster, as `ftfarm cat` does).  A task's value is its calls'
+outcomes pickled (see _slot.py): ("values", [value, ...]) when every
+call returned, else the list of their outcomes; "b64:..." or
+"file:PATH".
 """
 import base64
+import json
 import os
 import pickle
 import sys
@@ -86,6 +90,12 @@ def _put(spec, key, data, spool, prefix):
         spec[key + "_file"] = spool.write(prefix, data)
 
 
+def members(part):
+    """The dict PART as the members of a JSON object: its text without
+    the braces."""
+    return json.dumps(part, separators=(",", ":"))[1:-1]
+
+
 class Functions:
     """Functions pickled once each, by the function object (a function's
     state is taken when it is first sent, as Dask does)."""
@@ -99,12 +109,20 @@ class Functions:
 
     def put(self, spec, fn):
         """FN into SPEC ("fn" or "fn_file")."""
+        spec.update(self._entry(fn)[0])
+
+    def text(self, fn):
+        """FN as the members of a task's JSON ("fn": ... or "fn_file":
+        ...), ready made once per function."""
+        return self._entry(fn)[1]
+
+    def _entry(self, fn):
+        """(FN's part of a task, the same as JSON members)."""
         key = id(fn)
         with self._lock:
             hit = self._by_id.get(key)
             if hit is not None and hit[0]() is fn:
-                spec.update(hit[1])
-                return
+                return hit[1]
         if cloudpickle is None:
             raise Error("the Executor needs cloudpickle (Debian: "
                         "python3-cloudpickle)")
@@ -116,7 +134,7 @@ class Functions:
         _put(part, "fn", pickle.dumps((self._meta, inner),
                                       protocol=pickle.HIGHEST_PROTOCOL),
              self._spool, "f")
-        spec.update(part)
+        entry = (part, members(part))
         try:
             ref = weakref.ref(fn)
         except TypeError:       # a builtin: no weak reference, keep it
@@ -124,12 +142,33 @@ class Functions:
         with self._lock:
             if len(self._by_id) >= FUNCTIONS_KEPT:
                 self._by_id.clear()
-            self._by_id[key] = (ref, part)
+            self._by_id[key] = (ref, entry)
+        return entry
 
 
-def put_args(spec, calls, spool):
-    """CALLS (a list of (args, kwargs)) into SPEC ("args" or
-    "args_file")."""
+def put_args(spec, calls, spool, keywords=True):
+    """CALLS into SPEC ("args" or "args_file"): a list of (args, kwargs)
+    pairs, or, without KEYWORDS, of args tuples."""
+    _put(spec, "args", _pickled_calls(calls, keywords), spool, "a")
+
+
+def args_text(calls, spool, keywords=True):
+    """CALLS (as put_args takes them) as the members of a task's JSON
+    ("args": ... or "args_file": ...)."""
+    data = _pickled_calls(calls, keywords)
+    if len(data) <= INLINE_MAX:
+        return '"args":"' + base64.b64encode(data).decode("ascii") + '"'
+    return '"args_file":' + json.dumps(spool.write("a", data))
+
+
+def _pickled_calls(calls, keywords):
+    """CALLS (see put_args) pickled as a task's "args" holds them."""
+    if keywords:
+        kwargs = [k for _, k in calls]
+        calls = ("args", [a for a, _ in calls],
+                 kwargs if any(kwargs) else None)
+    else:
+        calls = ("args", calls, None)
     try:
         data = pickle.dumps(calls, protocol=pickle.HIGHEST_PROTOCOL)
     except Exception:
@@ -137,22 +176,49 @@ def put_args(spec, calls, spool):
             data = cloudpickle.dumps(calls, protocol=pickle.HIGHEST_PROTOCOL)
         except Exception as e:
             raise Error(f"cannot pickle the arguments: {e}") from None
-    _put(spec, "args", data, spool, "a")
+    return data
 
 
-def outcomes(value):
-    """The list of outcomes a task's VALUE holds.  Raises Error when it
-    cannot be read."""
+def outcomes(value, n):
+    """The outcomes of the N calls a task's VALUE holds: a list of N
+    outcomes, or ("values", [N values]) when every call returned (see
+    outcome()).  Raises Error when it cannot be read."""
     try:
         if value.startswith("b64:"):
-            return pickle.loads(base64.b64decode(value[4:]))
-        if value.startswith("file:"):
+            got = pickle.loads(base64.b64decode(value[4:]))
+        elif value.startswith("file:"):
             with open(value[5:], "rb") as f:
-                return pickle.loads(f.read())
+                got = pickle.loads(f.read())
+        else:
+            raise Error("a python task's value is neither inline nor a "
+                        "file")
+    except Error:
+        raise
     except Exception as e:
         raise Error(f"cannot read a call's value: {type(e).__name__}: "
                     f"{e}") from None
-    raise Error("a python task's value is neither inline nor a file")
+    values = returned(got)
+    outs = got if values is None else values
+    if type(outs) is not list or len(outs) != n:
+        raise Error(f"a python task of {n} calls gave back "
+                    f"{len(outs) if type(outs) is list else 'no list of'}"
+                    " outcomes")
+    return got
+
+
+def returned(outs):
+    """The list of values OUTS holds when every call returned, else
+    None."""
+    if type(outs) is tuple and len(outs) == 2 and outs[0] == "values":
+        return outs[1]
+    return None
+
+
+def outcome(outs, i):
+    """Outcome I of OUTS (what outcomes() returns): (0, value), or a
+    failure that exception() turns into what to raise."""
+    values = returned(outs)
+    return outs[i] if values is None else (0, values[i])
 
 
 def exception(outcome):

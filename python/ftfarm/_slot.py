@@ -11,16 +11,19 @@ each a frame of a little-endian u32 length and JSON::
 
 SPEC is the task as submitted (_calls.py): "fn" or "fn_file", a pickle of
 (meta, function pickled by cloudpickle) where meta has the client's
-"path" (sys.path) and "cwd"; "args" or "args_file", a pickled list of
-(args, kwargs) pairs, one call each; optionally "dir" and
-"call_timeout".  The value is the pickled list of
-their outcomes, one per call, in order::
+"path" (sys.path) and "cwd"; "args" or "args_file", ("args", [args,
+...], [kwargs, ...] or None) pickled, one call per args tuple;
+optionally "dir" and "call_timeout".  The value is ("values", [value,
+...]) pickled when every call returned, else the pickled list of their
+outcomes, one per call, in order::
 
     (0, value)                          the call returned
     (1, exception, traceback_text)      it raised
     (2, type_name, message, traceback)  it raised what cannot be pickled
 
-as "b64:..." or, past value_max, "file:PATH" in the task's "dir".  What
+as "b64:..." or, past value_max, "file:PATH" in the task's "dir".  (The
+calls of an older client, a pickled list of (args, kwargs) pairs, are
+answered with the list of outcomes, which is what it reads.)  What
 the calls print goes to the slot, which keeps it as the task's output.
 The interpreter leaves when its slot goes: at the slot's death the kernel
 kills it (PR_SET_PDEATHSIG), and it leaves when its socket closes.  A
@@ -28,7 +31,7 @@ SIGINT interrupts the call under way (KeyboardInterrupt in it; between
 calls it is ignored): the slot's way to cancel a task without losing the
 interpreter.
 """
-import base64
+import binascii
 import ctypes
 import json
 import os
@@ -36,13 +39,14 @@ import pickle
 import signal
 import struct
 import sys
-import traceback
 
 try:
     import cloudpickle
 except ImportError:  # said once the first task needs it
     cloudpickle = None
 
+# base64 (and its re) and traceback are not imported: some 10 ms of an
+# interpreter's start, which the slot's first call waits for.
 _HEAD = struct.Struct("<I")
 _FNS = {}          # (function, meta) unpickled, by their bytes (or file)
 _FNS_MAX = 64      # kept at most (a map sends the same one again and again)
@@ -59,6 +63,12 @@ def _die_with_parent():
     want = os.environ.get("FTFARM_SLOT_PID")
     if want and os.getppid() != int(want):
         os._exit(0)
+
+
+def _format_exc():
+    """The exception being handled and its traceback, as text."""
+    import traceback
+    return traceback.format_exc()
 
 
 def _read_exact(fd, n):
@@ -82,7 +92,7 @@ def _load(task, inline, file_key):
     """The bytes of TASK's INLINE key (base64) or of the file it names."""
     text = task.get(inline)
     if text is not None:
-        return base64.b64decode(text)
+        return binascii.a2b_base64(text)
     with open(task[file_key], "rb") as f:
         return f.read()
 
@@ -146,13 +156,14 @@ def _call(fn, args, kwargs, limit):
                            "(call_timeout)")
         return (1, err, "")
     except BaseException as e:      # SystemExit too: the call's own
-        tb = traceback.format_exc()
+        tb = _format_exc()
         return (1, e.with_traceback(None), tb)
 
 
 def _pickled(outcomes):
-    """The outcomes pickled (by cloudpickle when pickle cannot: a lambda
-    returned); those that cannot be at all are told in words."""
+    """The outcomes (what _run_calls returns) pickled (by cloudpickle when
+    pickle cannot: a lambda returned); those that cannot be at all are
+    told in words."""
     try:
         return pickle.dumps(outcomes, protocol=pickle.HIGHEST_PROTOCOL)
     except Exception:
@@ -161,6 +172,8 @@ def _pickled(outcomes):
         return cloudpickle.dumps(outcomes, protocol=pickle.HIGHEST_PROTOCOL)
     except Exception:
         pass
+    if type(outcomes) is tuple:
+        outcomes = [(0, v) for v in outcomes[1]]
     safe = []
     for o in outcomes:
         try:
@@ -178,7 +191,7 @@ def _pickled(outcomes):
 def _value(data, req, task):
     """DATA as the reply's value: inline, or a file in the task's dir."""
     if len(data) * 4 // 3 + 8 <= req.get("value_max", 65536):
-        return "b64:" + base64.b64encode(data).decode("ascii")
+        return "b64:" + binascii.b2a_base64(data, newline=False).decode()
     d = task.get("dir")
     if not d:
         raise RuntimeError(f"the value is {len(data)} bytes, too big to "
@@ -200,39 +213,87 @@ def _why(outcome):
     return f"{outcome[1]}: {outcome[2]}"[:120]
 
 
+def _split_calls(calls):
+    """(args tuples, kwargs dicts or None, whether the client reads
+    ("values", ...)) of the calls a task holds."""
+    if type(calls) is tuple and len(calls) == 3 and calls[0] == "args":
+        return calls[1], calls[2], True
+    return [c[0] for c in calls], [c[1] for c in calls], False
+
+
+def _run_calls(fn, args, kwargs, limit):
+    """Call FN once per args tuple of ARGS (with the kwargs of KWARGS, a
+    list or None), LIMIT seconds each (None: no limit), until one is
+    cancelled.  ("values", [value...]) when every call returned, else the
+    list of their outcomes.  Calls without a limit or keywords go in a
+    plain loop, left at the first that raises."""
+    values, first, start = [], None, 0
+    if limit is None and kwargs is None:
+        try:
+            for a in args:
+                values.append(fn(*a))
+            return ("values", values)
+        except BaseException as e:      # SystemExit too: the call's own
+            first = (1, e, _format_exc())
+            e.with_traceback(None)
+            start = len(values) + 1
+    outcomes = [(0, v) for v in values]
+    if first is not None:
+        outcomes.append(first)
+    for i in range(start, len(args)):
+        if _cancelled:
+            break
+        outcomes.append(_call(fn, args[i], kwargs[i] if kwargs else {},
+                              limit))
+    if len(outcomes) == len(args) and not any(o[0] for o in outcomes):
+        return ("values", [o[1] for o in outcomes])
+    return outcomes
+
+
+def _set_env(env):
+    """The task's environment entries ENV (a dict) in os.environ (not
+    again when they are those of the task before)."""
+    global _env
+    if env and env != _env:
+        os.environ.update(env)
+        _env = env
+
+
+_env = None         # the entries the last task set
+
+
 def _run(req):
     task = req["task"]
     if cloudpickle is None:
         return {"ok": False, "reason": "cloudpickle is not installed for "
                 f"{sys.executable} (Debian: python3-cloudpickle)"}
-    os.environ.update(req.get("env", {}))
+    _set_env(req.get("env"))
     try:
         fn = _function(task)
-        calls = pickle.loads(_load(task, "args", "args_file"))
+        args, kwargs, compact = _split_calls(pickle.loads(
+            _load(task, "args", "args_file")))
     except Exception as e:
-        tb = traceback.format_exc()
+        tb = _format_exc()
         outcome = (1, RuntimeError(f"cannot load the call: "
                                    f"{type(e).__name__}: {e}"), tb)
         return {"ok": False, "value": _value(_pickled([outcome]), req, task),
                 "reason": _why(outcome)}
-    limit = task.get("call_timeout")
     global _in_call, _cancelled
-    outcomes = []
     _cancelled = False
     _in_call = True
     try:
-        for a, k in calls:
-            if _cancelled:
-                break
-            outcomes.append(_call(fn, a, k, limit))
+        outcomes = _run_calls(fn, args, kwargs, task.get("call_timeout"))
     finally:
         _in_call = False
+    if not compact and type(outcomes) is tuple:
+        outcomes = [(0, v) for v in outcomes[1]]
     for stream in (sys.stdout, sys.stderr):
         try:
             stream.flush()
         except Exception:
             pass
-    bad = next((o for o in outcomes if o[0]), None)
+    bad = None if type(outcomes) is tuple else \
+        next((o for o in outcomes if o[0]), None)
     reply = {"ok": bad is None,
              "value": _value(_pickled(outcomes), req, task)}
     if bad is not None:

@@ -21,6 +21,7 @@ next one, so that a loop of submits makes few, large adds.
 """
 import collections
 import concurrent.futures
+import itertools
 import json
 import os
 import sys
@@ -34,24 +35,27 @@ ADD_MAX_TASKS = 4096          # tasks in one add
 ADD_MAX_BYTES = 1 << 20       # and bytes, about
 IN_FLIGHT = 2                 # adds sent and not yet acknowledged
 READ_SLICE = 1.0              # the reader looks at shutdown this often
-CHUNK_SECONDS = 0.02          # map: a chunk's time, aimed at
+CHUNK_SECONDS = 0.02          # map: a task's calls' time in its slot
+CHUNK_FIRST = 1               # map: calls in each first task
 CHUNK_MAX = 4096              # map: calls in one task, at most
 CHUNK_SLACK = 10.0            # a chunk's task timeout beyond its calls'
 SPLIT_REASONS = ("poison", "lost")      # a chunk failed so is split
 
 
 class _Task:
-    """One task: its calls, and what to do with their outcomes (a list,
-    one per call; or an Error for all of them)."""
+    """One task: its calls, and what to do with their outcomes (what
+    _calls.outcomes returns; or an Error for all of them)."""
 
-    __slots__ = ("fn", "calls", "done", "futures", "spec", "index")
+    __slots__ = ("fn", "calls", "keywords", "done", "futures", "spec",
+                 "index")
 
-    def __init__(self, fn, calls, done, futures=()):
+    def __init__(self, fn, calls, done, futures=(), keywords=True):
         self.fn = fn
-        self.calls = calls
-        self.done = done            # done(outcomes or Error)
+        self.calls = calls          # (args, kwargs) pairs, or args tuples
+        self.keywords = keywords    # which of the two
+        self.done = done            # done(outcomes or Error, seconds)
         self.futures = futures      # user futures (cancel, running)
-        self.spec = None
+        self.spec = None            # its JSON text, until it is sent
         self.index = None
 
 
@@ -81,7 +85,8 @@ class Executor(concurrent.futures.Executor):
         self._python = python or sys.executable
         self._reconnect_timeout = reconnect_timeout
         self._lock = threading.Lock()
-        self._wake = threading.Condition(self._lock)
+        self._wake = threading.Condition(self._lock)     # the sender's
+        self._settled = threading.Condition(self._lock)  # _finish's
         self._send_lock = threading.Lock()
         self._outbox = collections.deque()      # _Task, not sent yet
         self._open = {}             # index -> _Task, sent, unresolved
@@ -98,6 +103,7 @@ class Executor(concurrent.futures.Executor):
         self._spool = _calls.Spool(os.path.join(
             self._cfg.state_dir, "batches", str(self._batch), "py"))
         self._fns = _calls.Functions(self._spool)
+        self._spec_keys = self._common_keys()
         self._slots = self._count_slots()
         self._subscribe(self._conn)
         self._reader = threading.Thread(target=self._read_loop,
@@ -124,7 +130,7 @@ class Executor(concurrent.futures.Executor):
         """Call FN(*ARGS, **KWARGS) in a slot; its Future."""
         fut = concurrent.futures.Future()
 
-        def done(result):
+        def done(result, seconds=None):
             _settle(fut, result, 0)
         self._enqueue([_Task(fn, [(args, kwargs)], done, (fut,))])
         return fut
@@ -132,9 +138,10 @@ class Executor(concurrent.futures.Executor):
     def map(self, fn, *iterables, timeout=None, chunksize=None):
         """FN over the items of ITERABLES, like the built-in map, run in
         the slots: an iterator of the results in order.  The calls go in
-        tasks of CHUNKSIZE calls (None: sized so that a task takes some
-        20 ms, from the calls' times so far); the first tasks go out at
-        once, the rest as results are read, a bounded number in flight.
+        tasks of CHUNKSIZE calls (None: one call each at first, then as
+        many as run some 20 ms in a slot, from the calls' times so far);
+        the first tasks go out at once, the rest as results are read, a
+        bounded number in flight.
         TIMEOUT: seconds from this call after which a result not yet
         there raises TimeoutError."""
         if chunksize is not None and (type(chunksize) is not int or
@@ -145,27 +152,27 @@ class Executor(concurrent.futures.Executor):
         run.fill()
         return run.results(deadline)
 
-    def _chunk(self, fn, calls, sizer):
-        """A task of CALLS of FN: (a future of its outcomes, len)."""
+    def _chunk(self, fn, args, sizer):
+        """A task of calls of FN, one per args tuple of ARGS: (a future
+        of its outcomes, len)."""
         fut = concurrent.futures.Future()
-        t0 = time.monotonic()
 
-        def done(result):
-            if not isinstance(result, Error):
-                sizer.seen(len(calls), time.monotonic() - t0)
+        def done(result, seconds=None):
+            if seconds is not None and not isinstance(result, Error):
+                sizer.seen(len(args), seconds)
             try:
-                fut.set_result(_outcomes_or(result, len(calls)))
+                fut.set_result(_outcomes_or(result, len(args)))
             except concurrent.futures.InvalidStateError:
                 pass                # cancelled: its map was left
-        self._enqueue([_Task(fn, calls, done)])
-        return fut, len(calls)
+        self._enqueue([_Task(fn, args, done, keywords=False)])
+        return fut, len(args)
 
     def _enqueue(self, tasks, direct=True):
         """Queue TASKS to be sent (specs made here, on the caller's
         thread); send at once when no add is in flight, from this thread
         if DIRECT (the reader's must never wait to send)."""
         for t in tasks:
-            t.spec = self._spec(t.fn, t.calls)
+            t.spec = self._spec(t.fn, t.calls, t.keywords)
         with self._lock:
             if self._shutdown and direct:
                 raise RuntimeError("cannot schedule new futures after "
@@ -179,20 +186,27 @@ class Executor(concurrent.futures.Executor):
         if now:
             self._flush()
 
-    def _spec(self, fn, calls):
-        """The task of CALLS of FN (_calls.py)."""
-        spec = {"type": "python", "python": self._python}
-        self._fns.put(spec, fn)
-        _calls.put_args(spec, calls, self._spool)
-        spec["dir"] = self._spool.path
+    def _spec(self, fn, calls, keywords):
+        """The task of CALLS of FN as JSON (_calls.py; KEYWORDS: see
+        _Task): the executor's keys and the function's are made once."""
+        parts = [self._spec_keys, self._fns.text(fn),
+                 _calls.args_text(calls, self._spool, keywords)]
+        if self._timeout is not None:
+            parts.append('"timeout":' + json.dumps(
+                self._timeout * len(calls) + CHUNK_SLACK))
+        return "{" + ",".join(parts) + "}"
+
+    def _common_keys(self):
+        """The keys every task of the executor has, as JSON members."""
+        spec = {"type": "python", "python": self._python,
+                "dir": self._spool.path}
         if self._timeout is not None:
             spec["call_timeout"] = self._timeout
-            spec["timeout"] = self._timeout * len(calls) + CHUNK_SLACK
         if self._cpus != 1:
             spec["cpus"] = self._cpus
         if self._gpus:
             spec["gpus"] = self._gpus
-        return spec
+        return _calls.members(spec)
 
     # ---- sending ----
 
@@ -229,7 +243,7 @@ class Executor(concurrent.futures.Executor):
             if not all(f.set_running_or_notify_cancel() for f in t.futures):
                 continue
             t.index = self._next + len(tasks)
-            text = json.dumps(t.spec, separators=(",", ":"))
+            text = t.spec
             t.spec = None
             tasks.append((t, text))
             size += len(text)
@@ -287,21 +301,26 @@ class Executor(concurrent.futures.Executor):
             with self._lock:
                 self._unacked.pop(what[1], None)
                 self._inflight -= 1
-                self._wake.notify_all()
+                # Only a thread with work to do is woken: a wake-up here
+                # costs a call's round trip a CPU its slot wants.
+                if self._outbox:
+                    self._wake.notify()
+                if self._shutdown:
+                    self._settled.notify_all()
         elif what[0] == "close" and msg.get("ok") is not True:
             self._break(Error(msg.get("error") or "close was refused"))
 
     def _result(self, line):
         with self._lock:
             t = self._open.pop(line.get("task"), None)
-            if not self._open:
-                self._wake.notify_all()
+            if self._shutdown and not self._open:
+                self._settled.notify_all()
         if t is None:
             return                  # seen before a reconnection
         value = line.get("value")
         if value:
             try:
-                result = _calls.outcomes(value)
+                result = _calls.outcomes(value, len(t.calls))
             except Error as e:
                 result = e
         else:
@@ -311,7 +330,7 @@ class Executor(concurrent.futures.Executor):
                     SPLIT_REASONS):
                 self._split(t)
                 return
-        t.done(result)
+        t.done(result, line.get("seconds"))
 
     def _split(self, t):
         """T, a chunk that killed its slots, again as one task a call, so
@@ -321,8 +340,8 @@ class Executor(concurrent.futures.Executor):
         lock = threading.Lock()
 
         def part(i):
-            def done(result):
-                outs[i] = _outcomes_or(result, 1)[0]
+            def done(result, seconds=None):
+                outs[i] = _calls.outcome(_outcomes_or(result, 1), 0)
                 with lock:
                     left[0] -= 1
                     last = left[0] == 0
@@ -330,7 +349,7 @@ class Executor(concurrent.futures.Executor):
                     t.done(outs)
             return done
         try:
-            self._enqueue([_Task(t.fn, [c], part(i))
+            self._enqueue([_Task(t.fn, [c], part(i), keywords=t.keywords)
                            for i, c in enumerate(t.calls)], direct=False)
         except Error as e:
             t.done(e)
@@ -413,6 +432,7 @@ class Executor(concurrent.futures.Executor):
             self._outbox.clear()
             self._stop = True
             self._wake.notify_all()
+            self._settled.notify_all()
         for t in tasks:
             t.done(err)
 
@@ -442,7 +462,7 @@ class Executor(concurrent.futures.Executor):
         with self._lock:
             while (self._outbox or self._open or self._unacked) and \
                     self._broken is None:
-                self._wake.wait(READ_SLICE)
+                self._settled.wait(READ_SLICE)
             closing = self._broken is None and not self._closed
             self._closed = True
         if closing:
@@ -475,11 +495,11 @@ class _MapRun:
     def fill(self):
         """Send tasks while the window has room and items are left."""
         while not self.ended and self.sizer.room(self.window):
-            calls = [(a, {}) for a in _take(self.items, self.sizer.size)]
-            if not calls:
+            args = list(itertools.islice(self.items, self.sizer.size))
+            if not args:
                 self.ended = True
                 break
-            self.window.append(self.ex._chunk(self.fn, calls, self.sizer))
+            self.window.append(self.ex._chunk(self.fn, args, self.sizer))
 
     def results(self, deadline):
         """The results in order (a generator)."""
@@ -488,10 +508,14 @@ class _MapRun:
                 fut, n = self.window.popleft()
                 outs = fut.result(_left(deadline))
                 self.fill()
-                for i in range(n):
-                    if outs[i][0]:
-                        raise _calls.exception(outs[i])
-                    yield outs[i][1]
+                values = _calls.returned(outs)
+                if values is not None:
+                    yield from values
+                    continue
+                for out in outs:
+                    if out[0]:
+                        raise _calls.exception(out)
+                    yield out[1]
         finally:
             for fut, _ in self.window:
                 fut.cancel()
@@ -499,11 +523,21 @@ class _MapRun:
 
 class _Sizer:
     """How many calls a map puts in a task, and how many tasks it keeps in
-    flight."""
+    flight.
+
+    Unless the size is fixed, the first tasks hold CHUNK_FIRST calls each
+    (a call may take minutes: one slot must not get them all), and each
+    result lets the size grow up to fourfold, towards as many calls as run
+    CHUNK_SECONDS in a slot.  A call's time is the slot's: its task's run
+    over its calls, not the time from submit to result, which holds the
+    wait behind the window's other tasks (sized so, tasks of no-op calls
+    settled near 700 calls, where 4,096 run in 2 ms).  Calls on big
+    arguments or values take the time their pickling takes, which keeps
+    such tasks to some 20 MB."""
 
     def __init__(self, fixed, slots):
         self.fixed = fixed
-        self.size = fixed or 16
+        self.size = fixed or CHUNK_FIRST
         self.slots = slots
         self._per_call = None
 
@@ -513,7 +547,7 @@ class _Sizer:
             sum(n for _, n in window) < 16 * CHUNK_MAX
 
     def seen(self, calls, seconds):
-        """A task of CALLS calls took SECONDS from submit to its result."""
+        """A task of CALLS calls ran SECONDS in its slot."""
         if self.fixed:
             return
         per = seconds / calls
@@ -521,16 +555,6 @@ class _Sizer:
             0.5 * self._per_call + 0.5 * per
         want = int(CHUNK_SECONDS / max(self._per_call, 1e-7))
         self.size = max(1, min(CHUNK_MAX, 4 * self.size, want))
-
-
-def _take(items, n):
-    """Up to N items of the iterator ITEMS."""
-    out = []
-    for item in items:
-        out.append(item)
-        if len(out) == n:
-            break
-    return out
 
 
 def _left(deadline):
@@ -544,8 +568,8 @@ def _left(deadline):
 
 
 def _outcomes_or(result, n):
-    """RESULT (a list of outcomes) or, for an Error, N outcomes raising
-    it."""
+    """RESULT (what _calls.outcomes returns) or, for an Error, N outcomes
+    raising it."""
     if isinstance(result, Error):
         return [(1, result, "")] * n
     return result
@@ -558,7 +582,7 @@ def _settle(fut, result, i):
     if isinstance(result, Error):
         fut.set_exception(result)
         return
-    out = result[i]
+    out = _calls.outcome(result, i)
     if out[0] == 0:
         fut.set_result(out[1])
     else:

@@ -2,10 +2,16 @@
 their remote tracebacks, printed output, big arguments and values,
 interpreters kept alive in the slots, slots SIGKILLed under a map, calls
 that kill their slot (poison), a call's timeout, a master killed under
-running calls, and the executor's end (shutdown, cancel)."""
+running calls, the executor's end (shutdown, cancel), how a map sizes its
+tasks, the calls of an older client, what a slot's interpreter imports,
+and, without a cluster, the slot's loop over a task's calls and the
+sizer of a map's tasks."""
+import base64
 import json
 import os
+import pickle
 import signal
+import subprocess
 import sys
 import threading
 import time
@@ -64,6 +70,11 @@ def raise_value_error(x):
 
 def results_of(c, batch):
     return c.results(batch)
+
+
+def pid_after(seconds):
+    time.sleep(seconds)
+    return os.getpid()
 
 
 @pytest.mark.timeout(300)
@@ -269,3 +280,130 @@ def test_futures_survive_a_standby_taking_over(make_cluster):
         != sup, "no standby took over"
     tasks = [r["task"] for r in results_of(c, batch)]
     assert sorted(tasks) == list(range(450))
+
+
+@pytest.mark.timeout(300)
+def test_a_map_starts_with_a_call_a_task_then_grows_its_tasks(
+        make_cluster):
+    c = two_slots(make_cluster)
+    with ftfarm.Executor(str(c.config)) as ex:
+        ex.submit(square, 1).result(60)         # an interpreter up
+        # Calls of unknown length go one a task at first: 8 calls of
+        # 0.3 s are 8 tasks, on both slots (16 calls a task, as before,
+        # left one slot idle).
+        before = len(results_of(c, ex.batch))
+        pids = list(ex.map(pid_after, [0.3] * 8))
+        assert len(set(pids)) == 2, pids
+        assert len(results_of(c, ex.batch)) - before == 8
+        # Short calls: the tasks grow towards CHUNK_MAX calls (as the
+        # slots time them, whatever the wait in the window).
+        before = len(results_of(c, ex.batch))
+        n = 200_000
+        assert list(ex.map(square, range(n))) == [x * x for x in range(n)]
+        tasks = len(results_of(c, ex.batch)) - before
+        assert tasks < n / 100, f"{tasks} tasks for {n} no-op calls"
+        batch = ex.batch
+    lines = results_of(c, batch)
+    assert len({r["task"] for r in lines}) == len(lines)
+    assert all(r["status"] == "ok" for r in lines)
+
+
+def python_task(fn, calls):
+    """A task of type python calling FN once per entry of CALLS, pickled
+    as given (no spool: both are small)."""
+    from ftfarm import _calls
+    spec = {"type": "python", "python": sys.executable}
+    _calls.Functions(None).put(spec, fn)
+    spec["args"] = base64.b64encode(pickle.dumps(calls)).decode()
+    return spec
+
+
+@pytest.mark.timeout(300)
+def test_an_older_clients_calls_are_answered_as_it_reads_them(
+        make_cluster):
+    c = two_slots(make_cluster)
+    old = [((3,), {}), ((4,), {})]              # (args, kwargs) pairs
+    new = ("args", [(3,), (4,)], None)
+    with ftfarm.Client(str(c.config)) as cl:
+        bid = cl.submit({"name": "formats", "tasks": [
+            python_task(square, old), python_task(square, new),
+            python_task(raise_value_error, new)]})
+        cl.wait(bid, timeout=120)
+        got = {r["task"]: r for r in cl.results(bid)}
+    values = {t: pickle.loads(base64.b64decode(r["value"][4:]))
+              for t, r in got.items()}
+    assert values[0] == [(0, 9), (0, 16)]       # the list it reads
+    assert values[1] == ("values", [9, 16])
+    assert [o[0] for o in values[2]] == [1, 1]
+    assert str(values[2][1][1]) == "no good: 4"
+    assert [got[t]["status"] for t in range(3)] == ["ok", "ok", "failed"]
+
+
+def test_a_slots_interpreter_imports_no_client_module():
+    # ftfarm/__init__.py imports Client and Executor when first used: a
+    # slot's interpreter starts without them (some 50 ms less).
+    code = ("import sys, ftfarm._slot; print(' '.join(sorted(m for m in "
+            "sys.modules if m.startswith('ftfarm'))))")
+    out = subprocess.run(["/usr/bin/python3", "-c", code], check=True,
+                         capture_output=True, text=True, timeout=60,
+                         env={**os.environ,
+                              "PYTHONPATH": str(ROOT / "python")}).stdout
+    assert out.split() == ["ftfarm", "ftfarm._errors", "ftfarm._slot"]
+    from ftfarm import Client, RemoteTraceback      # there when asked for
+    assert (ftfarm.Executor.__name__, Client.__name__) == \
+        ("Executor", "Client")
+    assert issubclass(RemoteTraceback, Exception)
+
+
+def add(a, b=0):
+    return a + b
+
+
+def test_a_slot_runs_calls_in_a_loop_and_tells_each_outcome():
+    # Without a cluster: the slot's loop over a task's calls (_slot.py).
+    from ftfarm import _calls, _slot
+    args = [(1,), (2,), (3,)]
+    assert _slot._run_calls(add, args, None, None) == ("values", [1, 2, 3])
+    # A call that raises in the plain loop: the calls after it still run.
+    outs = _slot._run_calls(lambda x: 10 // (2 - x), args, None, None)
+    assert [o[0] for o in outs] == [0, 1, 0] and outs[2][1] == -10
+    assert isinstance(outs[1][1], ZeroDivisionError)
+    assert "ZeroDivisionError" in outs[1][2] and outs[1][1].__traceback__ \
+        is None
+    # Keyword arguments, and a limit on each call.
+    assert _slot._run_calls(add, args, [{}, {"b": 10}, {}], None) == \
+        ("values", [1, 12, 3])
+    old = signal.signal(signal.SIGALRM, _slot._on_alarm)
+    try:
+        outs = _slot._run_calls(lambda s: time.sleep(s) or s,
+                                [(0,), (5,), (0.01,)], None, 0.3)
+    finally:
+        signal.signal(signal.SIGALRM, old)
+    assert [o[0] for o in outs] == [0, 1, 0]
+    assert isinstance(outs[1][1], TimeoutError)
+    # What the client reads of each form.
+    assert _calls.outcome(("values", [7, 8]), 1) == (0, 8)
+    assert _calls.returned(outs) is None and _calls.outcome(outs, 2)[1] \
+        == 0.01
+
+
+def test_map_sizes_grow_from_the_slots_time_and_stop_at_the_max():
+    from ftfarm.executor import CHUNK_MAX, CHUNK_SECONDS, _Sizer
+    s = _Sizer(None, 2)
+    assert s.size == 1
+    sizes = []
+    for _ in range(10):                 # 2 us a call, 100 us a task
+        s.seen(s.size, 100e-6 + s.size * 2e-6)
+        sizes.append(s.size)
+    assert sizes[:4] == [4, 16, 64, 256] and sizes[-1] == CHUNK_MAX
+    s = _Sizer(None, 2)
+    for _ in range(10):                 # a call of 50 ms: one a task
+        s.seen(s.size, 0.05 * s.size)
+    assert s.size == 1
+    s = _Sizer(None, 2)
+    for _ in range(20):                 # 1 ms a call
+        s.seen(s.size, 0.001 * s.size)
+    assert s.size == int(CHUNK_SECONDS / 0.001)
+    s = _Sizer(7, 2)
+    s.seen(7, 10.0)
+    assert s.size == 7                  # chunksize given: kept
