@@ -40,7 +40,7 @@ COMMON := common/jpos.c common/jcheck.c common/config.c common/log.c \
 	common/util.c common/ctl.c common/proto.c common/jsonl.c \
 	common/batchtext.c common/statedir.c common/crc32c.c common/lease.c \
 	common/progress.c common/hosts.c common/slurm.c common/jparse.c \
-	common/rauth.c common/frame.c common/hugeheap.c
+	common/rauth.c common/frame.c common/hugeheap.c common/taskgraph.c
 # Code that calls MPI.
 COMMON_MPI := common/treq.c
 MASTER := master/main.c master/loop.c master/farm.c master/commands.c \
@@ -51,8 +51,10 @@ MASTER := master/main.c master/loop.c master/farm.c master/commands.c \
 	master/blame.c master/ladder.c master/bmc.c master/child.c \
 	master/stats.c master/subs.c master/evring.c \
 	master/http.c master/metrics.c master/expo.c master/page.c \
-	master/gangs.c master/grun.c master/pidwatch.c master/remote.c master/parked.c \
-	master/adds.c
+	master/gangs.c master/grun.c master/pidwatch.c master/remote.c \
+	master/mdecode.c master/parked.c \
+	master/adds.c master/deps.c master/opstate.c master/reaper.c \
+	master/replay.c
 WORKER := worker/main.c worker/agent.c worker/doze.c worker/slots.c \
 	worker/slotproc.c
 # ftfarm-slot, a node's worker slot: no MPI, compiled with cc.

@@ -8,6 +8,7 @@
  *                                          is gone)
  *   ftfarm stop   -c CFG                   stop them, leave no process behind
  *   ftfarm submit -c CFG BATCH.json [--wait] [--reconnect-timeout S]
+ *                 [--after ID,...] [--after-any ID,...]
  *   ftfarm wait   -c CFG BATCH_ID [--reconnect-timeout S]
  *   ftfarm wordcount -c CFG -o OUT [--shards N] [--reducers R]
  *                    [--delimiters FILE] INPUT...
@@ -20,6 +21,7 @@
  *   ftfarm cancel -c CFG BATCH_ID... [--json]
  *   ftfarm batch -c CFG BATCH_ID [--json] [--reconnect-timeout S]
  *                                          one batch: state and counts
+ *   ftfarm forget -c CFG BATCH_ID          an ended batch forgotten now
  *   ftfarm watch  -c CFG                   a live view, redrawn in place
  *   ftfarm events -c CFG [--follow] [--since TS] [--type T]...
  *   ftfarm check  -c CFG [BATCH.json...]  validate without running anything
@@ -64,6 +66,8 @@ struct cli {
 	int priority;			/* --priority */
 	const char *each_line;		/* --each-line FILE */
 	const char *array;		/* --array A-B */
+	const char *after;		/* --after ID[,ID...] */
+	const char *after_any;		/* --after-any ID[,ID...] */
 	int stderr_out;			/* --stderr */
 	int cmdline;			/* submit's operands are a command */
 	int argc;			/* operands after the options */
@@ -84,13 +88,14 @@ int cli_undrain(struct cli *c);
 int cli_reboot(struct cli *c);
 int cli_cancel(struct cli *c);
 int cli_batch(struct cli *c);
+int cli_forget(struct cli *c);
 int cli_watch(struct cli *c);
 int cli_events(struct cli *c);
 int cli_check(struct cli *c);
-/* The batch of exec tasks that submit's command-line form describes
- * (-- COMMAND ARG..., --each-line, --array), unchecked, in *BATCHP; 0, or
- * the exit status after printing the error. */
-int cli_command_batch(const struct cli *c, json_t **batchp);
+/* The text of the batch of exec tasks that submit's command-line form
+ * describes (-- COMMAND ARG..., --each-line, --array), unchecked,
+ * appended to OUT; 0, or the exit status after printing the error. */
+int cli_command_batch(const struct cli *c, struct ft_buf *out);
 int cli_cat(struct cli *c);
 int cli_probe(struct cli *c);
 int cli_rotate(struct cli *c);

@@ -219,6 +219,44 @@ new_token(char out[33])
 		snprintf(out + 2 * i, 3, "%02x", b[i]);
 }
 
+/* The ids of LIST ("3,4") as a JSON array into REQ's KEY.  0, or 2 after
+ * saying what is wrong with OPTION. */
+static int
+add_ids(json_t *req, const char *key, const char *option, const char *list)
+{
+	json_t *ids = json_array();
+	const char *p = list;
+
+	while (*p) {
+		char *end;
+		long long id = strtoll(p, &end, 10);
+
+		if (end == p || id < 1 || id > UINT32_MAX ||
+		    (*end != ',' && *end != '\0')) {
+			cli_err("--%s takes batch ids: ID[,ID...], not \"%s\"",
+				option, list);
+			json_decref(ids);
+			return 2;
+		}
+		json_array_append_new(ids, json_integer(id));
+		p = *end ? end + 1 : end;
+	}
+	json_object_set_new(req, key, ids);
+	return 0;
+}
+
+/* --after and --after-any into REQ, a submit.  0, or 2 (said). */
+static int
+add_deps(const struct cli *c, json_t *req)
+{
+	if (c->after && add_ids(req, "after", "after", c->after) != 0)
+		return 2;
+	if (c->after_any && add_ids(req, "after_any", "after-any",
+				    c->after_any) != 0)
+		return 2;
+	return 0;
+}
+
 /* Submit REQ (with LEN bytes of BODY; WHAT names it for messages) under
  * a token of its own: when the connection breaks before the answer, the
  * same bytes go again with the same token to the next master, which
@@ -314,35 +352,33 @@ check_batch(const json_t *batch, struct jerr *jerr)
 }
 
 /* Check the batch TEXT (LEN bytes, malloc'd: taken over) named NAME as
- * the master would, against c's config too.  0, or 2 after printing the
- * error (1 when the task types cannot be loaded).  *NTASKS: its tasks. */
+ * the master would, against c's config too, into BT (the caller's to
+ * free).  0, or 2 after printing the error (1 when the task types cannot
+ * be loaded), BT then empty. */
 static int
-cli_check_text(const struct cli *c, const char *name, char *text, size_t len,
-	       uint32_t *ntasks)
+check_text(const struct cli *c, const char *name, char *text, size_t len,
+	   struct batch_text *bt)
 {
-	struct batch_text bt;
 	struct ft_plugins pl;
 	char err[1024], *dir = ft_plugins_default_dir();
 	int rc = ft_plugins_load(&pl, dir, err, sizeof(err));
 
 	free(dir);
+	memset(bt, 0, sizeof(*bt));
 	if (rc == -1) {
 		free(text);
 		cli_err("%s", err);
 		return 1;
 	}
 	pl.other_jobs = check_gang_job;
-	if (batch_text_read(&bt, name, text, len, &pl, 2, err,
+	if (batch_text_read(bt, name, text, len, &pl, 2, err,
 			    sizeof(err)) == -1) {
 		fprintf(stderr, "%s\n", err);
 		rc = 2;
-	} else if (batch_text_fit(&bt, name, &c->cfg, err, sizeof(err)) == -1) {
+	} else if (batch_text_fit(bt, name, &c->cfg, err, sizeof(err)) == -1) {
 		fprintf(stderr, "%s\n", err);
-		batch_text_free(&bt);
+		batch_text_free(bt);
 		rc = 2;
-	} else {
-		*ntasks = bt.ntasks;
-		batch_text_free(&bt);
 	}
 	ft_plugins_free(&pl);
 	return rc;
@@ -354,14 +390,20 @@ cli_check_text(const struct cli *c, const char *name, char *text, size_t len,
 static int
 check_file(const struct cli *c, const char *path, uint32_t *ntasks)
 {
+	struct batch_text bt;
 	char *text;
 	size_t len;
+	int rc;
 
 	if ((text = ft_read_file(path, &len)) == NULL) {
 		fprintf(stderr, "%s: cannot read: %s\n", path, strerror(errno));
 		return 2;
 	}
-	return cli_check_text(c, path, text, len, ntasks);
+	if ((rc = check_text(c, path, text, len, &bt)) == 0) {
+		*ntasks = bt.ntasks;
+		batch_text_free(&bt);
+	}
+	return rc;
 }
 
 /* A line for each batch of BS whose wide task waits, and why. */
@@ -491,40 +533,72 @@ submitted(struct cli *c, json_t *ans, int wait)
 	return wait ? wait_batch(c, id) : 0;
 }
 
-static int
-cli_send_batch(struct cli *c, json_t *batch, int wait)
+/* Submit BODY (the bytes of a batch called NAME, WHAT in messages) as
+ * the bytes after a short request line, whatever its size: a line holds
+ * no batch.  The answer, or NULL with c->status set (said). */
+static json_t *
+submit_body(struct cli *c, const struct ctl_body *body, const char *name,
+	    const char *what)
 {
 	json_t *req = ctl_request_new(CTL_SUBMIT), *ans;
 
-	json_object_set_new(req, "batch", batch);
-	ans = submit_call(c, req, NULL, "the batch");
+	json_object_set_new(req, "bytes", json_integer((json_int_t)body->len));
+	json_object_set_new(req, "file", json_string(name));
+	if (add_deps(c, req) != 0) {
+		json_decref(req);
+		c->status = 2;
+		return NULL;
+	}
+	ans = submit_call(c, req, body, what);
 	json_decref(req);
+	return ans;
+}
+
+/* Submit the job batch BATCH (taken over): checked here, then sent as a
+ * body. */
+static int
+cli_send_batch(struct cli *c, json_t *batch, int wait)
+{
+	struct ctl_body body = { .fd = -1 };
+	char *text = json_dumps(batch, JSON_COMPACT);
+	json_t *ans;
+
+	json_decref(batch);
+	if (text == NULL) {
+		cli_err("out of memory");
+		return 1;
+	}
+	body.data = text;
+	body.len = strlen(text);
+	ans = submit_body(c, &body, "<command line>", "the batch");
+	free(text);
 	return submitted(c, ans, wait);
 }
 
 /* submit -c CFG [OPTION...] -- COMMAND ARG...: the batch the command line
- * makes (cli_command_batch), checked here as a file would be, then sent. */
+ * makes (cli_command_batch), checked here as a file would be, then sent
+ * as a file's bytes are. */
 static int
 submit_command(struct cli *c)
 {
-	json_t *batch;
-	uint32_t ntasks;
-	char *text;
-	int rc = cli_command_batch(c, &batch);
+	struct ft_buf text = { 0 };
+	struct ctl_body body = { .fd = -1 };
+	struct batch_text bt;
+	json_t *ans;
+	int rc = cli_command_batch(c, &text);
 
+	if (rc != 0) {
+		ft_buf_free(&text);
+		return rc;
+	}
+	rc = check_text(c, "<command line>", text.data, text.len, &bt);
 	if (rc != 0)
 		return rc;
-	if ((text = json_dumps(batch, JSON_COMPACT)) == NULL) {
-		json_decref(batch);
-		cli_err("out of memory");
-		return 1;
-	}
-	rc = cli_check_text(c, "<command line>", text, strlen(text), &ntasks);
-	if (rc != 0) {
-		json_decref(batch);
-		return rc;
-	}
-	return cli_send_batch(c, batch, c->wait);
+	body.data = bt.text;
+	body.len = bt.len;
+	ans = submit_body(c, &body, "<command line>", "the batch");
+	batch_text_free(&bt);
+	return submitted(c, ans, c->wait);
 }
 
 /* submit -c CFG BATCH.json [--wait]: the file's bytes go to the master,
@@ -533,9 +607,9 @@ int
 cli_submit(struct cli *c)
 {
 	struct ctl_body body = { .fd = -1 };
-	json_t *req, *ans;
 	uint32_t ntasks;
 	struct stat st;
+	json_t *ans;
 
 	if (c->cmdline)
 		return submit_command(c);
@@ -552,11 +626,7 @@ cli_submit(struct cli *c)
 		return check_file(c, c->argv[0], &ntasks);
 	}
 	body.len = (size_t)st.st_size;
-	req = ctl_request_new(CTL_SUBMIT);
-	json_object_set_new(req, "bytes", json_integer((json_int_t)body.len));
-	json_object_set_new(req, "file", json_string(c->argv[0]));
-	ans = submit_call(c, req, &body, c->argv[0]);
-	json_decref(req);
+	ans = submit_body(c, &body, c->argv[0], c->argv[0]);
 	close(body.fd);
 	return submitted(c, ans, c->wait);
 }

@@ -117,7 +117,8 @@ note_oldest(struct cli *c, json_t *ans, int have_since, double since)
 }
 
 /* Print the pushed events until "synced" (unless FOLLOW), an interrupt,
- * or the end of the connection.  The exit status. */
+ * or the master's stop.  The exit status: 1 (said) when the connection
+ * ended otherwise (the master died). */
 static int
 print_events(struct ctl_stream *s, int follow)
 {
@@ -137,9 +138,9 @@ print_events(struct ctl_stream *s, int follow)
 			rc = ctl_stream_next(s, -1, &msg, err, sizeof(err));
 		}
 		if (rc == -1) {
-			if (!follow)
-				cli_err("%s", err);
-			return follow ? 0 : 1;
+			fflush(stdout);
+			cli_err("%s", err);
+			return 1;
 		}
 		if (rc == 0)
 			continue;
@@ -150,7 +151,8 @@ print_events(struct ctl_stream *s, int follow)
 			cli_err("%lld events skipped: this reader was too slow",
 				(long long)json_number_value(json_object_get(
 					msg, "events")));
-		else if (cli_push_is(msg, "synced") && !follow)
+		else if ((cli_push_is(msg, "synced") && !follow) ||
+			 cli_push_is(msg, "stopping"))
 			stop = 1;
 		json_decref(msg);
 	}

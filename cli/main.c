@@ -24,11 +24,15 @@ static const struct command {
 	{ "stop", cli_stop, 1, "stop -c CFG",
 	  "Stop the cluster: supervisor, standby, master, workers, tasks." },
 	{ "submit", cli_submit, 1, "submit -c CFG BATCH.json [--wait] "
-	  "[--reconnect-timeout S]\n  ftfarm submit -c CFG [--wait] [--name N] "
+	  "[--reconnect-timeout S] [--after ID,...] [--after-any ID,...]\n"
+	  "  ftfarm submit -c CFG [--wait] [--name N] "
 	  "[--cpus K] [--gpus G] [--timeout S] [--priority P] "
+	  "[--after ID,...] [--after-any ID,...] "
 	  "[--each-line FILE | --array A-B] -- COMMAND ARG...",
 	  "Submit a batch file, or exec tasks typed on the command line, and "
-	  "print the batch id; --wait: exit 0 only when every task succeeded." },
+	  "print the batch id; --wait: exit 0 only when every task succeeded; "
+	  "--after: run once those batches succeeded (else never), "
+	  "--after-any: once they ended." },
 	{ "cat", cli_cat, 1, "cat -c CFG BATCH [TASK...] [--stderr]",
 	  "Print the tasks' standard output (or error) in task order." },
 	{ "wait", cli_wait, 1, "wait -c CFG BATCH_ID [--reconnect-timeout S]",
@@ -48,6 +52,9 @@ static const struct command {
 	  "Drain NODE, power-cycle it over its BMC, wait for its workers." },
 	{ "cancel", cli_cancel, 1, "cancel -c CFG BATCH_ID... [--json]",
 	  "Drop the batches' queued tasks and kill their running ones." },
+	{ "forget", cli_forget, 1, "forget -c CFG BATCH_ID",
+	  "Forget an ended batch now: its directory, results and row go "
+	  "(retain_s does it by itself)." },
 	{ "batch", cli_batch, 1, "batch -c CFG BATCH_ID [--json] "
 	  "[--reconnect-timeout S]",
 	  "Show one batch: its state (waiting, running, finished, cancelled) "
@@ -152,6 +159,8 @@ enum {
 	OPT_EACH_LINE,
 	OPT_ARRAY,
 	OPT_STDERR,
+	OPT_AFTER,
+	OPT_AFTER_ANY,
 };
 
 /* The whole number OPTARG of option NAME into *V, within LO..HI.  0, or
@@ -223,6 +232,8 @@ parse(struct cli *c, int argc, char **argv)
 		{ "each-line", required_argument, NULL, OPT_EACH_LINE },
 		{ "array", required_argument, NULL, OPT_ARRAY },
 		{ "stderr", no_argument, NULL, OPT_STDERR },
+		{ "after", required_argument, NULL, OPT_AFTER },
+		{ "after-any", required_argument, NULL, OPT_AFTER_ANY },
 		{ NULL, 0, NULL, 0 },
 	};
 	char *end;
@@ -261,6 +272,8 @@ parse(struct cli *c, int argc, char **argv)
 		case OPT_FOLLOW: c->follow = 1; break;
 		case OPT_SINCE: c->since = optarg; break;
 		case OPT_TYPE: add_types(c, optarg); break;
+		case OPT_AFTER: c->after = optarg; break;
+		case OPT_AFTER_ANY: c->after_any = optarg; break;
 		case OPT_NAME: case OPT_CPUS: case OPT_GPUS: case OPT_TIMEOUT:
 		case OPT_PRIORITY: case OPT_EACH_LINE: case OPT_ARRAY:
 		case OPT_STDERR:

@@ -1,5 +1,5 @@
 /* The ftfarm commands for nodes and batches an operator acts on or asks
- * about: nodes, drain, undrain, reboot, cancel, batch.  Each sends one
+ * about: nodes, drain, undrain, reboot, cancel, batch, forget.  Each sends one
  * request; --json prints the answer as it came (less "ok"). */
 #include <limits.h>
 #include <stdio.h>
@@ -241,5 +241,28 @@ cli_batch(struct cli *c)
 								     "failed")));
 	}
 	json_decref(ans);
+	return 0;
+}
+
+/* forget -c CFG BATCH_ID */
+int
+cli_forget(struct cli *c)
+{
+	json_t *req, *ans;
+	long long *ids, id;
+	int rc;
+
+	if ((rc = batch_ids(c, "forget -c CFG BATCH_ID", &ids, 1, 1)) != 0)
+		return rc;
+	id = ids[0];
+	free(ids);
+	req = ctl_request_new(CTL_FORGET);
+	json_object_set_new(req, "batch", json_integer(id));
+	ans = cli_call(c, req, ANSWER_TIMEOUT);
+	json_decref(req);
+	if (ans == NULL)
+		return c->status;
+	json_decref(ans);
+	printf("batch %lld forgotten\n", id);
 	return 0;
 }

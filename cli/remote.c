@@ -161,7 +161,7 @@ greet(int fd, const char *socket, char *err, size_t n)
 		return -1;
 	reply = rauth_reply(cred);
 	free(cred);
-	rc = ft_write_all(fd, reply, strlen(reply));
+	rc = ft_send_all(fd, reply, strlen(reply));
 	free(reply);
 	if (rc == -1) {
 		ft_snprintf(err, n, "the master closed the connection");

@@ -591,16 +591,69 @@ left_out(const struct sup *s, const json_t *w)
 	return 0;
 }
 
+/* Is status row W the worker of a node given up on (inactive), as a
+ * node a master before this one gave up on is, in the answer ANS? */
+static int
+given_up(const json_t *ans, const json_t *w)
+{
+	const char *node = json_string_value(json_object_get(w, "node"));
+	const char *ws = json_string_value(json_object_get(w, "state"));
+	const json_t *n;
+	size_t i;
+
+	if (node == NULL || ws == NULL || strcmp(ws, "inactive") != 0)
+		return 0;
+	json_array_foreach(json_object_get(ans, "nodes"), i, n) {
+		const char *name = json_string_value(json_object_get(n, "name"));
+		const char *st = json_string_value(json_object_get(n, "state"));
+
+		if (name && st && strcmp(name, node) == 0)
+			return strcmp(st, "inactive") == 0;
+	}
+	return 0;
+}
+
+/* The inactive nodes of answer ANS whose host was not left out, "node2
+ * (why), ..." into BUF. */
+static const char *
+inactive_list(const struct sup *s, const json_t *ans, char *buf, size_t n)
+{
+	const json_t *nd;
+	size_t i, len = 0;
+	int k;
+
+	buf[0] = '\0';
+	json_array_foreach(json_object_get(ans, "nodes"), i, nd) {
+		const char *name = json_string_value(json_object_get(nd, "name"));
+		const char *st = json_string_value(json_object_get(nd, "state"));
+		const char *why = json_string_value(json_object_get(nd,
+								    "reason"));
+		int out = 0;
+
+		for (k = 0; name && k < s->cfg->nnodes; k++)
+			out |= s->down[k][0] &&
+			       strcmp(s->cfg->nodes[k].name, name) == 0;
+		if (!name || !st || strcmp(st, "inactive") != 0 || out ||
+		    len >= n)
+			continue;
+		len += (size_t)snprintf(buf + len, n - len, "%s%s (%s)",
+					len ? ", " : "", name, why ? why : "");
+	}
+	return buf;
+}
+
 static const char *down_list(const struct sup *s, char *buf, size_t n);
 
 /* The first start: once every worker registered (but those of nodes
- * whose host was left out, named), tell `ftfarm start`. */
+ * whose host was left out, and those of nodes given up on, such as a
+ * node a master before this one left inactive; each named), tell
+ * `ftfarm start`. */
 static void
 check_ready(struct sup *s)
 {
 	json_t *req, *ans, *ws, *w;
-	size_t i, up = 0, out = 0;
-	char err[256], missing[1024];
+	size_t i, up = 0, out = 0, off = 0;
+	char err[256], missing[1024], inactive[1024];
 
 	if (!s->report_pending)
 		return;
@@ -619,14 +672,17 @@ check_ready(struct sup *s)
 
 		if (left_out(s, w))
 			out++;
+		else if (given_up(ans, w))
+			off++;
 		else
 			up += st && (strcmp(st, "idle") == 0 ||
 				     strcmp(st, "busy") == 0);
 	}
-	if (ans && up + out == json_array_size(ws)) {
+	if (ans && up > 0 && up + out + off == json_array_size(ws)) {
+		inactive_list(s, ans, inactive, sizeof(inactive));
 		log_info("epoch %llu: every worker registered", s->epoch);
 		report(s, 0, "cluster %s up: %zu worker%s on %d node%s (%s "
-		       "launch, %s)%s%s\nsupervisor pid %d (log: %s/%s)",
+		       "launch, %s)%s%s%s%s\nsupervisor pid %d (log: %s/%s)",
 		       s->cfg->name, up, up == 1 ? "" : "s",
 		       s->cfg->nnodes - s->ndown,
 		       s->cfg->nnodes - s->ndown == 1 ? "" : "s",
@@ -635,6 +691,9 @@ check_ready(struct sup *s)
 		       s->ndown ? "\nnodes missing (host did not answer; "
 				  "brought in when it does): " : "",
 		       down_list(s, missing, sizeof(missing)),
+		       inactive[0] ? "\nnodes inactive (given up on; probed "
+				     "again on their backoff, or `ftfarm "
+				     "undrain`): " : "", inactive,
 		       (int)getpid(), s->cfg->state_dir, SUP_LOG_FILE);
 	}
 	json_decref(ans);

@@ -7,6 +7,8 @@
  * progress bar, done/failed/total, rate and ETA; the workers and nodes;
  * the latest events.  q or Ctrl-C quits.  Otherwise: plain lines, one per
  * event and one per batch when it moves (at most every second), for logs.
+ * It ends with the master: 0 when it stopped, 1 (said) when the
+ * connection ended without its word.
  */
 #include <errno.h>
 #include <math.h>
@@ -52,6 +54,7 @@ struct view {
 	double status_at;		/* when it came (monotonic) */
 	int dirty;			/* the screen needs a redraw */
 	double drawn;			/* when it was last drawn */
+	int stopped;			/* the master said it stops */
 };
 
 static volatile sig_atomic_t quit, resized;
@@ -275,6 +278,8 @@ got(struct view *v, json_t *msg)
 		printf("(%lld events skipped: too slow a reader)\n",
 		       (long long)json_number_value(json_object_get(msg,
 								    "events")));
+	else if (cli_push_is(msg, "stopping"))
+		v->stopped = quit = 1;
 }
 
 /* ---- the screen ---- */
@@ -631,7 +636,10 @@ cli_watch(struct cli *c)
 	snprintf(err, sizeof(err), "the master closed the connection");
 	rc = run(&s, &v, err, sizeof(err));
 	term_restore();
-	if (rc != 0)
+	if (v.stopped) {
+		cli_err("the master stopped");
+		rc = 0;
+	} else if (rc != 0)
 		cli_err("%s", err);
 	ctl_stream_close(&s);
 	view_free(&v);

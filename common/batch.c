@@ -14,8 +14,38 @@ static const struct jfield batch_fields[] = {
 	{ "job", JT_OBJECT, 0 },
 	{ "priority", JT_INT, 0 },
 	{ "open", JT_BOOL, 0 },
+	{ "after", JT_ARRAY, 0 },
+	{ "after_any", JT_ARRAY, 0 },
 	{ NULL, 0, 0 },
 };
+
+int
+ft_check_ids(const json_t *obj, const char *path, const char *key,
+	     long long lo, struct jerr *err)
+{
+	const json_t *a = json_object_get(obj, key), *v;
+	char at[300], el[320];
+	size_t i;
+
+	if (a == NULL)
+		return 0;
+	jpath_key(at, sizeof(at), path, key);
+	if (!json_is_array(a))
+		return jerr_set(err, at, "expected an array, got %s",
+				jcheck_type_name(a));
+	json_array_foreach(a, i, v) {
+		jpath_index(el, sizeof(el), at, i);
+		if (!json_is_integer(v))
+			return jerr_set(err, el, "expected an integer, got %s",
+					jcheck_type_name(v));
+		if (json_integer_value(v) < lo ||
+		    json_integer_value(v) > UINT32_MAX)
+			return jerr_set(err, el, "must be %lld..%lu, got %lld",
+					lo, (unsigned long)UINT32_MAX,
+					(long long)json_integer_value(v));
+	}
+	return 0;
+}
 
 int
 ft_batch_top_key(const char *key)
@@ -28,8 +58,8 @@ ft_batch_top_key(const char *key)
 	return 0;
 }
 
-/* Check TASK's "cpus" and "gpus" at PATH (any task may carry them).  0, or
- * -1 with ERR. */
+/* Check TASK's "cpus", "gpus" and "after" at PATH (any task may carry
+ * them).  0, or -1 with ERR. */
 static int
 check_need(const json_t *task, const char *path, struct jerr *err)
 {
@@ -54,11 +84,11 @@ check_need(const json_t *task, const char *path, struct jerr *err)
 					lo[i], hi[i],
 					(long long)json_integer_value(v));
 	}
-	return 0;
+	return ft_check_ids(task, path, "after", 0, err);
 }
 
-/* Does TASK carry "cpus" or "gpus"?  One walk over its few keys, cheaper
- * than looking each up in its table. */
+/* Does TASK carry "cpus", "gpus" or "after"?  One walk over its few
+ * keys, cheaper than looking each up in its table. */
 static int
 has_need(const json_t *task)
 {
@@ -67,7 +97,8 @@ has_need(const json_t *task)
 
 	json_object_foreach((json_t *)task, k, v)
 		if ((k[0] == 'c' && strcmp(k, "cpus") == 0) ||
-		    (k[0] == 'g' && strcmp(k, "gpus") == 0))
+		    (k[0] == 'g' && strcmp(k, "gpus") == 0) ||
+		    (k[0] == 'a' && strcmp(k, "after") == 0))
 			return 1;
 	return 0;
 }
@@ -92,6 +123,7 @@ plugin_check(const struct ft_plugin *p, const json_t *task, const char *path,
 	own = json_copy((json_t *)task);
 	json_object_del(own, "cpus");
 	json_object_del(own, "gpus");
+	json_object_del(own, "after");
 	rc = p->validate(own, path, err);
 	json_decref(own);
 	return rc;
@@ -205,7 +237,9 @@ ft_batch_check_top(const json_t *batch, size_t ntasks,
 {
 	if (jcheck_object(batch, "", batch_fields, err) == -1 ||
 	    jcheck_int_range(batch, "", "priority", FT_BATCH_PRIO_MIN,
-			     FT_BATCH_PRIO_MAX, err) == -1)
+			     FT_BATCH_PRIO_MAX, err) == -1 ||
+	    ft_check_ids(batch, "", "after", 1, err) == -1 ||
+	    ft_check_ids(batch, "", "after_any", 1, err) == -1)
 		return -1;
 	if (json_object_get(batch, "job")) {
 		if (json_object_get(batch, "tasks"))
@@ -215,6 +249,12 @@ ft_batch_check_top(const json_t *batch, size_t ntasks,
 			return jerr_set(err, "open", "a job's batch cannot be "
 					"open: tasks are added to a batch of "
 					"tasks");
+		if (json_object_get(batch, "after") ||
+		    json_object_get(batch, "after_any"))
+			return jerr_set(err, json_object_get(batch, "after") ?
+					"after" : "after_any", "a job's batch "
+					"does not wait for others: only a "
+					"batch of tasks does");
 		return check_job(json_object_get(batch, "job"), pl, err);
 	}
 	if (json_is_true(json_object_get(batch, "open")))

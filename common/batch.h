@@ -32,8 +32,21 @@ void ft_batch_protect(const char *dir);
  * it ends once it is closed and every task has ended.
  */
 
+/*
+ * Dependencies.  A batch's "after": [IDS] runs once every task of those
+ * batches has succeeded (else it is cancelled without running a task),
+ * "after_any": [IDS] once they have ended, whatever their results.  A
+ * task's "after": [INDEXES] runs once those tasks of its batch have
+ * succeeded (else it fails without running); a cycle, or an index the
+ * batch does not have, is refused (taskgraph.h).
+ */
+
 /* Is KEY one a batch's top level may have? */
 int ft_batch_top_key(const char *key);
+/* OBJ's member KEY (at PATH), when present, must be an array of integers
+ * from LO to UINT32_MAX (ids, task indexes).  0, or -1 with ERR. */
+int ft_check_ids(const json_t *obj, const char *path, const char *key,
+		 long long lo, struct jerr *err);
 
 /* Check BATCH against the task types in PL.  0, or -1 with ERR. */
 int ft_batch_check(const json_t *batch, const struct ft_plugins *pl,

@@ -12,6 +12,7 @@
 #include "batchtext.h"
 
 #include <pthread.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,6 +22,7 @@
 #include "config.h"
 #include "jcheck.h"
 #include "jparse.h"
+#include "taskgraph.h"
 #include "jpos.h"
 #include "proto.h"
 #include "util.h"
@@ -299,6 +301,8 @@ end:
 
 struct part {
 	const char *text;
+	struct ft_buf deps;		/* records (task, count, idx...) of its
+					 * tasks with "after", as uint32 */
 	struct bt_span *spans;
 	const struct ft_plugins *pl;
 	const uint8_t *skip;		/* bit per task not to check, or NULL */
@@ -319,6 +323,90 @@ same_as(const char *text, const struct bt_span *sp,
 	       memcmp(text + last->off, text + sp->off, sp->len) == 0;
 }
 
+int
+batch_text_merge_after(struct batch_text *bt, const json_t *deps)
+{
+	const char *keys[2] = { "after", "after_any" };
+	json_t **lists[2] = { &bt->after, &bt->after_any };
+	int k;
+
+	if (deps == NULL)
+		return 0;
+	for (k = 0; k < 2; k++) {
+		json_t *more = json_object_get(deps, keys[k]);
+
+		if (json_array_size(more) == 0)
+			continue;
+		if (*lists[k] == NULL) {
+			*lists[k] = json_array();
+		} else {
+			json_t *own = json_copy(*lists[k]);
+
+			json_decref(*lists[k]);
+			*lists[k] = own;
+		}
+		json_array_extend(*lists[k], more);
+	}
+	return bt->job && (bt->after || bt->after_any) ? -1 : 0;
+}
+
+int
+batch_text_strip(const json_t *task, char **text)
+{
+	json_t *own;
+	char *s;
+	int fits;
+
+	if (json_object_get(task, "after") == NULL)
+		return 0;
+	own = json_copy((json_t *)task);
+	json_object_del(own, "after");
+	s = json_dumps(own, JSON_COMPACT | JSON_PRESERVE_ORDER);
+	json_decref(own);
+	fits = s != NULL && strlen(s) <= FT_SPEC_MAX;
+	if (fits && text)
+		*text = s;
+	else
+		free(s);
+	return fits;
+}
+
+/* Keep task I's "after" (checked, or NULL) in DEPS as a record: where it
+ * starts, or SIZE_MAX when there is none. */
+static size_t
+keep_after(struct ft_buf *deps, uint32_t i, const json_t *after)
+{
+	size_t at = deps->len, k;
+	uint32_t v;
+
+	if (json_array_size(after) == 0)
+		return SIZE_MAX;
+	v = i;
+	ft_buf_add(deps, &v, 4);
+	v = (uint32_t)json_array_size(after);
+	ft_buf_add(deps, &v, 4);
+	for (k = 0; k < json_array_size(after); k++) {
+		v = (uint32_t)json_integer_value(json_array_get(after, k));
+		ft_buf_add(deps, &v, 4);
+	}
+	return at;
+}
+
+/* The record at REC again, for task I (the same text).  Where the new
+ * one starts. */
+static size_t
+keep_again(struct ft_buf *deps, size_t rec, uint32_t i)
+{
+	uint32_t count;
+	size_t at = deps->len;
+
+	memcpy(&count, deps->data + rec + 4, 4);
+	ft_buf_add(deps, &i, 4);
+	ft_buf_reserve(deps, (size_t)(count + 1) * 4);
+	ft_buf_add(deps, deps->data + rec + 4, (size_t)(count + 1) * 4);
+	return at;
+}
+
 /* Check tasks FROM..TO of P, stopping at the first bad one.  A task
  * that is the same text as the last good one is good alike, and needs
  * what that one needs: batches of many identical tasks (the same command
@@ -331,6 +419,8 @@ check_part(void *arg)
 	char path[64];
 	uint32_t i;
 	int kind, cpus, gpus;
+
+	size_t last_rec = SIZE_MAX;
 
 	p->bad = UINT32_MAX;
 	for (i = p->from; i < p->to; i++) {
@@ -347,6 +437,8 @@ check_part(void *arg)
 			sp->kind = last->kind;
 			sp->cpus = last->cpus;
 			sp->gpus = last->gpus;
+			if (last_rec != SIZE_MAX)
+				last_rec = keep_again(&p->deps, last_rec, i);
 			continue;
 		}
 		t = jparse(p->text + sp->off, sp->len,
@@ -363,7 +455,7 @@ check_part(void *arg)
 			p->bad = i;
 			break;
 		}
-		if (sp->len > FT_SPEC_MAX) {
+		if (sp->len > FT_SPEC_MAX && !batch_text_strip(t, NULL)) {
 			jerr_set(&p->jerr, path, "task is %u bytes, more than %d",
 				 sp->len, FT_SPEC_MAX);
 			json_decref(t);
@@ -374,6 +466,7 @@ check_part(void *arg)
 		sp->kind = (int8_t)kind;
 		sp->cpus = (uint16_t)cpus;
 		sp->gpus = (uint8_t)gpus;
+		last_rec = keep_after(&p->deps, i, json_object_get(t, "after"));
 		json_decref(t);
 		last = sp;
 	}
@@ -389,6 +482,76 @@ check_error(const char *file, const char *text, size_t len,
 
 	jcheck_format(jerr, file, jp, err, n);
 	jpos_free(jp);
+}
+
+/* The tasks of G, the batch's tasks BASE on, each wait only for a task
+ * before it (an add's: tasks the batch has, or earlier ones of the add):
+ * no cycle can be made.  0, or -1 with *TASK and WHY. */
+static int
+check_earlier(const struct taskgraph *g, uint32_t base, uint32_t *task,
+	      char *why, size_t n)
+{
+	uint32_t i, k;
+
+	for (i = 0; i < g->n; i++)
+		for (k = g->off[i]; k < g->off[i + 1]; k++)
+			if (g->idx[k] >= base + i) {
+				*task = i;
+				snprintf(why, n, "task %u is not before it (it is "
+					 "task %u): a task added waits only for "
+					 "tasks the batch has", g->idx[k],
+					 base + i);
+				return -1;
+			}
+	return 0;
+}
+
+/* BT's tasks' "after" lists from the records of its NT PARTS (in task
+ * order), checked (taskgraph.h): none, no graph.  0, or -1 with ERR. */
+static int
+build_graph(struct batch_text *bt, struct part *parts, int nt,
+	    const char *file, char *err, size_t n)
+{
+	struct taskgraph_builder b;
+	struct jerr jerr;
+	char why[200], at[64];
+	uint32_t i = 0, task, rec[2];
+	int k, any = 0;
+
+	for (k = 0; k < nt; k++)
+		any |= parts[k].deps.len > 0;
+	if (!any)
+		return 0;
+	taskgraph_init(&b);
+	for (k = 0; k < nt; k++) {
+		size_t off = 0;
+
+		while (off < parts[k].deps.len) {
+			memcpy(rec, parts[k].deps.data + off, 8);
+			while (i < rec[0]) {
+				taskgraph_add(&b, NULL, 0);
+				i++;
+			}
+			taskgraph_add(&b, (const uint32_t *)(void *)
+				      (parts[k].deps.data + off + 8), rec[1]);
+			i++;
+			off += 8 + (size_t)rec[1] * 4;
+		}
+	}
+	while (i < bt->ntasks) {
+		taskgraph_add(&b, NULL, 0);
+		i++;
+	}
+	taskgraph_take(&b, &bt->graph);
+	if (bt->base > 0 ? check_earlier(&bt->graph, bt->base, &task, why,
+					 sizeof(why)) == 0 :
+	    taskgraph_check(&bt->graph, &task, why, sizeof(why)) == 0)
+		return 0;
+	jpath_index(at, sizeof(at), "tasks", task);
+	jpath_key(jerr.path, sizeof(jerr.path), at, "after");
+	snprintf(jerr.msg, sizeof(jerr.msg), "%s", why);
+	check_error(file, bt->text, bt->len, &jerr, err, n);
+	return -1;
 }
 
 /* Check every task of BT, on up to THREADS threads.  0, or -1 with ERR
@@ -426,8 +589,15 @@ check_tasks(struct batch_text *bt, const char *file,
 	for (k = 0; k < nt && first == NULL; k++)
 		if (parts[k].bad != UINT32_MAX)
 			first = &parts[k];
-	if (first == NULL)
-		return 0;
+	if (first == NULL) {
+		int rc = build_graph(bt, parts, nt, file, err, n);
+
+		for (k = 0; k < nt; k++)
+			ft_buf_free(&parts[k].deps);
+		return rc;
+	}
+	for (k = 0; k < nt; k++)
+		ft_buf_free(&parts[k].deps);
 	if (first->syntax)
 		jcheck_json_error(file, bt->text, bt->spans[first->bad].off,
 				  bt->spans[first->bad].len, &first->je, err, n);
@@ -489,6 +659,8 @@ batch_text_scan(struct batch_text *bt, const char *file, char *text,
 	bt->job = json_incref(json_object_get(t.obj, "job"));
 	bt->priority = (int)jget_int(t.obj, "priority", 0);
 	bt->open = json_is_true(json_object_get(t.obj, "open"));
+	bt->after = json_incref(json_object_get(t.obj, "after"));
+	bt->after_any = json_incref(json_object_get(t.obj, "after_any"));
 	json_decref(t.obj);
 	return 0;
 fail:
@@ -580,5 +752,8 @@ batch_text_free(struct batch_text *bt)
 	free(bt->name);
 	spans_free(bt->spans, bt->spans_mapped);
 	json_decref(bt->job);
+	json_decref(bt->after);
+	json_decref(bt->after_any);
+	taskgraph_free(&bt->graph);
 	memset(bt, 0, sizeof(*bt));
 }

@@ -18,6 +18,7 @@
 #include <stdint.h>
 
 #include "plugins.h"
+#include "taskgraph.h"
 
 /* One task's bytes in the text, its "timeout" (0: none given; float as
  * in the scheduler's task table), its type (the index of its plugin, -1
@@ -38,6 +39,10 @@ struct batch_text {
 	json_t *job;			/* the "job" object, or NULL */
 	int priority;			/* "priority", default 0 */
 	int open;			/* "open": more tasks may come */
+	json_t *after, *after_any;	/* the batches it runs after, or NULL */
+	struct taskgraph graph;		/* its tasks' "after" (n 0: none) */
+	uint32_t base;			/* its first task's index in its batch
+					 * (an add's): set before the check */
 	struct bt_span *spans;		/* the tasks, in order */
 	size_t spans_mapped;		/* bytes of their own mapping, or 0 */
 	uint32_t ntasks;
@@ -74,5 +79,14 @@ batch_text_spec(const struct batch_text *bt, uint32_t i, uint32_t *len)
 	return bt->text + bt->spans[i].off;
 }
 void batch_text_free(struct batch_text *bt);
+/* Add the lists of DEPS ({"after": [IDS], "after_any": [IDS]}, checked,
+ * or NULL: a request's own, beside the batch's) to BT's.  0, or -1 when
+ * BT is a job's batch (a job does not wait: put it in a batch after). */
+int batch_text_merge_after(struct batch_text *bt, const json_t *deps);
+/* TASK (checked) without its "after" (a fan-in's list may make a task
+ * too long to send; its worker does not read the list): 1 when that fits
+ * in FT_SPEC_MAX, with *TEXT (when TEXT is not NULL) the compact JSON,
+ * malloc'd; 0 when TASK has no "after" or is too long even so. */
+int batch_text_strip(const json_t *task, char **text);
 
 #endif

@@ -32,6 +32,7 @@ static const struct jfield top_fields[] = {
 	{ "heartbeat_timeout_ms", JT_INT, 0 },
 	{ "task_timeout_s", JT_NUMBER, 0 },
 	{ "open_idle_s", JT_NUMBER, 0 },
+	{ "retain_s", JT_NUMBER, 0 },
 	{ "slow_timeout_s", JT_NUMBER, 0 },
 	{ "start_timeout_s", JT_NUMBER, 0 },
 	{ "max_attempts", JT_INT, 0 },
@@ -134,6 +135,7 @@ static const struct {
 } num_limits[] = {
 	{ "task_timeout_s", FT_TASK_TIMEOUT_MAX },
 	{ "open_idle_s", 1e8 },
+	{ "retain_s", 1e10 },
 	{ "slow_timeout_s", 1e7 },
 	{ "start_timeout_s", 3600 },
 	{ "reboot_wait_s", 86400 },
@@ -214,6 +216,7 @@ parse_limits(const json_t *root, struct ft_config *cfg, struct jerr *err)
 		(double)jget_int(root, "heartbeat_timeout_ms", hb * 3 / 4) / 1000;
 	cfg->task_timeout = jget_num(root, "task_timeout_s", 3600);
 	cfg->open_idle = jget_num(root, "open_idle_s", 600);
+	cfg->retain = jget_num(root, "retain_s", 7 * 86400);
 	cfg->slow_timeout = jget_num(root, "slow_timeout_s", 60);
 	cfg->start_timeout = jget_num(root, "start_timeout_s", 60);
 	cfg->max_attempts = (int)jget_int(root, "max_attempts", 3);

@@ -87,6 +87,7 @@ struct ft_config {
 	double heartbeat_timeout;	/* "heartbeat_timeout_ms" / 1000, default 3/4 heartbeat */
 	double task_timeout;		/* "task_timeout_s", default 3600 */
 	double open_idle;		/* "open_idle_s", default 600 */
+	double retain;			/* "retain_s", default 7 days */
 	double slow_timeout;		/* "slow_timeout_s", default 60 */
 	double start_timeout;		/* "start_timeout_s", default 60 */
 	int max_attempts;		/* "max_attempts", default 3, 1..100 */

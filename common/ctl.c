@@ -2,8 +2,11 @@
 #include "ctl.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <poll.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -31,6 +34,8 @@ static const struct jfield ctl_submit_fields[] = {
 	{ "token", JT_STRING, 0 },	/* the client's name for this submission:
 					 * sent again after a lost answer, it
 					 * gets the same batch id */
+	{ "after", JT_ARRAY, 0 },	/* batches it runs after (all ok) */
+	{ "after_any", JT_ARRAY, 0 },	/* ... or once they end */
 	{ NULL, 0, 0 },
 };
 
@@ -305,54 +310,205 @@ ctl_call(int fd, json_t *req, double timeout, char *err, size_t n)
 	return ctl_call_body(fd, req, NULL, timeout, err, n);
 }
 
-/* Send the LEN bytes of the file FROM to TO.  0, or -1 with errno
- * (ENODATA: the file ended before LEN bytes). */
+/*
+ * Sending a request.  The master may answer before it has read all of a
+ * request (a line or a body past its bounds, a refused submission) and
+ * close the connection: the client must not die of SIGPIPE writing the
+ * rest, and must read that answer.  So the request goes out on the
+ * socket made nonblocking, never raising SIGPIPE, while poll also
+ * watches for the master's first bytes.
+ */
+
+/* What is left to send of one request. */
+struct sender {
+	int fd;
+	const char *line;		/* the request line, newline included */
+	size_t line_len, line_off;
+	const struct ctl_body *body;	/* or NULL */
+	size_t body_off;
+	char chunk[65536];		/* file bytes read, when sendfile fails */
+	size_t chunk_len, chunk_off;
+	int plain;			/* no sendfile: pread and send */
+};
+
+/* send(2) of what is left of BUF (LEN bytes, *OFF sent) without SIGPIPE.
+ * 0 when all is sent, 1 when the socket is full, -1 with errno. */
 static int
-send_file(int to, int from, size_t len)
+send_buf(int fd, const char *buf, size_t len, size_t *off)
 {
-	char buf[65536];
-	off_t off = 0;
-	ssize_t w;
+	while (*off < len) {
+		ssize_t w = send(fd, buf + *off, len - *off, MSG_NOSIGNAL);
 
-	while ((size_t)off < len) {
-		w = sendfile(to, from, &off, len - (size_t)off);
-		if (w < 0 && errno == EINTR)
+		if (w == -1 && errno == EINTR)
 			continue;
-		if (w < 0 && (errno == EINVAL || errno == ENOSYS))
-			break;		/* no sendfile here: read and write */
-		if (w <= 0) {
-			if (w == 0)
-				errno = ENODATA;
-			return -1;
-		}
-	}
-	while ((size_t)off < len) {
-		size_t want = len - (size_t)off < sizeof(buf) ?
-			      len - (size_t)off : sizeof(buf);
-
-		w = pread(from, buf, want, off);
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w <= 0) {
-			if (w == 0)
-				errno = ENODATA;
-			return -1;
-		}
-		if (ft_write_all(to, buf, (size_t)w) == -1)
-			return -1;
-		off += w;
+		if (w == -1)
+			return errno == EAGAIN ? 1 : -1;
+		*off += (size_t)w;
 	}
 	return 0;
 }
 
-static int
-send_body(int fd, const struct ctl_body *b)
+/* sendfile(2) of COUNT bytes of FROM at *OFF to the socket TO, with
+ * SIGPIPE held back: a SIGPIPE it raises is taken, unless one was
+ * pending already (it may raise one and still return the bytes it sent
+ * before the peer closed).  As sendfile. */
+static ssize_t
+sendfile_quiet(int to, int from, off_t *off, size_t count)
 {
-	if (b == NULL || b->len == 0)
+	sigset_t pipe, old, pending;
+	struct timespec zero = { 0, 0 };
+	int had, e;
+	ssize_t w;
+
+	sigemptyset(&pipe);
+	sigaddset(&pipe, SIGPIPE);
+	pthread_sigmask(SIG_BLOCK, &pipe, &old);
+	sigpending(&pending);
+	had = sigismember(&pending, SIGPIPE);
+	w = sendfile(to, from, off, count);
+	e = errno;
+	sigpending(&pending);
+	if (!had && sigismember(&pending, SIGPIPE))
+		while (sigtimedwait(&pipe, NULL, &zero) == -1 && errno == EINTR)
+			;
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	errno = e;
+	return w;
+}
+
+/* Read S's next file bytes into its chunk: 1 with some, 0 at the body's
+ * end, -1 with errno (ENODATA: the file ended before its length). */
+static int
+fill_chunk(struct sender *s)
+{
+	size_t want = s->body->len - s->body_off;
+	ssize_t r;
+
+	if (want == 0)
 		return 0;
+	if (want > sizeof(s->chunk))
+		want = sizeof(s->chunk);
+	do
+		r = pread(s->body->fd, s->chunk, want, (off_t)s->body_off);
+	while (r == -1 && errno == EINTR);
+	if (r <= 0) {
+		if (r == 0)
+			errno = ENODATA;
+		return -1;
+	}
+	s->chunk_len = (size_t)r;
+	s->chunk_off = 0;
+	s->body_off += (size_t)r;
+	return 1;
+}
+
+/* Send what the socket takes of S's file body by pread and send: as
+ * send_file. */
+static int
+send_plain(struct sender *s)
+{
+	int rc;
+
+	for (;;) {
+		if (s->chunk_off == s->chunk_len && (rc = fill_chunk(s)) != 1)
+			return rc;
+		if ((rc = send_buf(s->fd, s->chunk, s->chunk_len,
+				   &s->chunk_off)) != 0)
+			return rc;
+	}
+}
+
+/* Send what the socket takes of S's file body: 0 when all is sent, 1
+ * when the socket is full, -1 with errno (ENODATA: the file ended before
+ * its length). */
+static int
+send_file(struct sender *s)
+{
+	const struct ctl_body *b = s->body;
+	off_t off;
+	ssize_t w;
+
+	while (!s->plain && s->body_off < b->len) {
+		off = (off_t)s->body_off;
+		w = sendfile_quiet(s->fd, b->fd, &off, b->len - s->body_off);
+		if (w == -1 && errno == EINTR)
+			continue;
+		if (w == -1 && (errno == EINVAL || errno == ENOSYS)) {
+			s->plain = 1;	/* no sendfile here */
+			break;
+		}
+		if (w == -1)
+			return errno == EAGAIN ? 1 : -1;
+		if (w == 0) {
+			errno = ENODATA;
+			return -1;
+		}
+		s->body_off = (size_t)off;
+	}
+	return s->plain ? send_plain(s) : 0;
+}
+
+/* Send what the socket takes of S now: 0 when all is sent, 1 when it is
+ * full, -1 with errno. */
+static int
+sender_step(struct sender *s)
+{
+	const struct ctl_body *b = s->body;
+	int rc = send_buf(s->fd, s->line, s->line_len, &s->line_off);
+
+	if (rc != 0 || b == NULL || b->len == 0)
+		return rc;
 	if (b->fd >= 0)
-		return send_file(fd, b->fd, b->len);
-	return ft_write_all(fd, b->data, b->len);
+		return send_file(s);
+	return send_buf(s->fd, b->data, b->len, &s->body_off);
+}
+
+/* Send LINE (LEN bytes, its newline included) and BODY (or NULL) on FD
+ * within TIMEOUT seconds (<= 0: no limit).  0 when all was sent; 1 when the
+ * master spoke or closed the connection first (its answer, if any, is
+ * to be read; ERR says it closed); -1 with ERR. */
+static int
+send_request(int fd, const char *line, size_t len, const struct ctl_body *body,
+	     double timeout, char *err, size_t n)
+{
+	struct sender s = { .fd = fd, .line = line, .line_len = len,
+			    .body = body };
+	double end = timeout > 0 ? ft_now() + timeout : 0;
+	int flags = fcntl(fd, F_GETFL), rc;
+
+	if (flags == -1 || fcntl(fd, F_SETFL, flags | O_NONBLOCK) == -1)
+		return ft_snprintf(err, n, "fcntl: %s", strerror(errno)), -1;
+	while ((rc = sender_step(&s)) == 1) {
+		struct pollfd p = { .fd = fd, .events = POLLIN | POLLOUT };
+		int ms = end > 0 ? (int)ceil((end - ft_now()) * 1000) : -1;
+
+		if (end > 0 && ms <= 0) {
+			errno = ETIMEDOUT;
+			break;
+		}
+		if (poll(&p, 1, ms) == -1 && errno != EINTR)
+			break;
+		if (p.revents & POLLIN) {
+			rc = 2;		/* it answers before the end */
+			break;
+		}
+	}
+	fcntl(fd, F_SETFL, flags);
+	if (rc == 0 || rc == 2)
+		return rc ? 1 : 0;
+	if (errno == EPIPE || errno == ECONNRESET) {
+		ft_snprintf(err, n, "the master closed the connection");
+		return 1;
+	}
+	if (errno == ENODATA)
+		ft_snprintf(err, n, "the file got shorter while it was sent");
+	else if (errno == ETIMEDOUT)
+		ft_snprintf(err, n, "the master did not take the request in "
+			    "%.0f s", timeout);
+	else
+		ft_snprintf(err, n, "cannot send to the master: %s",
+			    strerror(errno));
+	return -1;
 }
 
 json_t *
@@ -363,6 +519,7 @@ ctl_call_body(int fd, json_t *req, const struct ctl_body *body,
 	json_error_t jerr;
 	json_t *ans = NULL;
 	char *text;
+	size_t len;
 
 	json_object_set_new(req, "v", json_integer(FT_CTL_VERSION));
 	text = json_dumps(req, JSON_COMPACT);
@@ -370,17 +527,11 @@ ctl_call_body(int fd, json_t *req, const struct ctl_body *body,
 		ft_snprintf(err, n, "cannot encode the request");
 		return NULL;
 	}
-	if (ft_write_all(fd, text, strlen(text)) == -1 ||
-	    ft_write_all(fd, "\n", 1) == -1 || send_body(fd, body) == -1) {
-		if (errno == ENODATA)
-			ft_snprintf(err, n, "the file got shorter while it was "
-				    "sent");
-		else
-			ft_snprintf(err, n, "cannot send to the master: %s",
-				    strerror(errno));
-		goto out;
-	}
-	if (read_line(fd, &line, timeout, err, n) == -1)
+	len = strlen(text);
+	text = ft_realloc(text, len + 2);
+	memcpy(text + len++, "\n", 2);
+	if (send_request(fd, text, len, body, timeout, err, n) == -1 ||
+	    read_line(fd, &line, timeout, err, n) == -1)
 		goto out;
 	ans = json_loadb(line.data, line.len, 0, &jerr);
 	if (ans == NULL || !json_is_object(ans)) {
@@ -449,9 +600,9 @@ ctl_stream_send(struct ctl_stream *s, json_t *req, char *err, size_t n)
 		ft_snprintf(err, n, "cannot encode the request");
 		return -1;
 	}
-	rc = ft_write_all(s->fd, text, strlen(text));
+	rc = ft_send_all(s->fd, text, strlen(text));
 	if (rc == 0)
-		rc = ft_write_all(s->fd, "\n", 1);
+		rc = ft_send_all(s->fd, "\n", 1);
 	if (rc == -1)
 		ft_snprintf(err, n, "cannot send to the master: %s",
 			    strerror(errno));

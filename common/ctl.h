@@ -49,7 +49,8 @@ enum ctl_role { CTL_ROLE_READ = 1, CTL_ROLE_SUBMIT, CTL_ROLE_ADMIN };
 	X(SUBSCRIBE, "subscribe", CTL_ROLE_READ, ctl_subscribe_fields)	\
 	X(ADD, "add", CTL_ROLE_SUBMIT, ctl_add_fields)			\
 	X(CLOSE, "close", CTL_ROLE_SUBMIT, ctl_wait_fields)		\
-	X(BATCH, "batch", CTL_ROLE_READ, ctl_wait_fields)
+	X(BATCH, "batch", CTL_ROLE_READ, ctl_wait_fields)		\
+	X(FORGET, "forget", CTL_ROLE_ADMIN, ctl_wait_fields)
 
 enum ctl_cmd {
 	CTL_INVALID = 0,
@@ -84,11 +85,17 @@ const struct ctl_command *ctl_parse_request(const char *line, size_t len,
 json_t *ctl_request_new(enum ctl_cmd cmd);
 
 /*
- * submit carries its batch either inline, {"batch": {...}}, or as the
- * bytes of a batch file right after the request line, {"bytes": N,
- * "file": NAME}: the master reads the file's own bytes, so that a batch of
- * many tasks is parsed once, on the master's side.  An error answer may
- * carry "exit": the CLI's exit status for it (2: bad input).
+ * submit carries its batch either inline, {"batch": {...}} (bounded by
+ * the request line's bound, max_request_bytes), or as the bytes of a
+ * batch file right after the request line, {"bytes": N, "file": NAME}:
+ * the master reads the file's own bytes, so that a batch of many tasks
+ * is parsed once, on the master's side.  ftfarm sends every batch so,
+ * those it makes of a command line too.  An error answer may carry
+ * "exit": the CLI's exit status for it (2: bad input, or a request past
+ * a bound).  A request line past max_request_bytes, or a submit whose
+ * "bytes" pass max_batch_bytes, is answered with an error naming the
+ * bound ("exit": 2) and the connection closed, what follows unread; so
+ * is any refused request that announced bytes.
  */
 
 /*
@@ -129,7 +136,9 @@ json_t *ctl_request_new(enum ctl_cmd cmd);
  *       reads slowly gets them later;
  *   {"push": "dropped", "events": N}
  *       N events were skipped: the client read too slowly for them;
- *   {"push": "alive", "ts": T}   after 10 s without another push.
+ *   {"push": "alive", "ts": T}   after 10 s without another push;
+ *   {"push": "stopping"}   the master is stopping: the connection ends
+ *       after it (one that ends without it is a master gone astray).
  *
  * First comes the answer, {"ok": true, "oldest": TS} (TS: the oldest
  * event the master still holds, absent when none).  Past events are sent

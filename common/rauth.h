@@ -24,6 +24,10 @@
 #define RAUTH_NONCE_HEX 32		/* 16 random bytes, in hex */
 #define RAUTH_MAX_LINE 4096		/* a greeting line, newline excluded */
 #define RAUTH_TIMEOUT 10.0		/* seconds to finish the greeting */
+/* Seconds the master waits for munged to decode a credential before it
+ * refuses the client ("munged did not answer within 5 s"): less than
+ * the RAUTH_TIMEOUT a client waits for the verdict. */
+#define RAUTH_MUNGE_WAIT 5.0
 
 /* Where the first line of BUF (LEN bytes) ends: its length without the
  * newline; -1 when no newline has come yet within RAUTH_MAX_LINE bytes;

@@ -270,13 +270,66 @@ ft_rotate(const char *path, int keep)
 	return rc;
 }
 
+/* Copy the file FROM into a new file TO (0600).  0, or -1 with errno. */
+static int
+copy_file(const char *from, const char *to)
+{
+	int in = open(from, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	int out = in < 0 ? -1 : open(to, O_WRONLY | O_CREAT | O_TRUNC |
+				      O_CLOEXEC | O_NOFOLLOW, 0600);
+	ssize_t n = 0;
+	int rc = -1, e;
+
+	if (in >= 0 && out >= 0) {
+		while ((n = copy_file_range(in, NULL, out, NULL, 1 << 20,
+					    0)) > 0)
+			;
+		rc = n == 0 ? 0 : -1;
+	}
+	e = errno;
+	if (in >= 0)
+		close(in);
+	if (out >= 0)
+		close(out);
+	errno = e;
+	return rc;
+}
+
 int
-ft_write_all(int fd, const void *buf, size_t n)
+ft_rotate_shared(const char *path, int keep)
+{
+	char *from, *to;
+	int k, rc = 0;
+
+	for (k = keep; k >= 2; k--) {
+		from = ft_asprintf("%s.%d", path, k - 1);
+		to = ft_asprintf("%s.%d", path, k);
+		if (rename(from, to) == -1 && errno != ENOENT)
+			rc = -1;
+		free(from);
+		free(to);
+	}
+	if (keep > 0) {
+		to = ft_asprintf("%s.1", path);
+		if (copy_file(path, to) == -1 && errno != ENOENT)
+			rc = -1;
+		free(to);
+	}
+	if (truncate(path, 0) == -1 && errno != ENOENT)
+		rc = -1;
+	return rc;
+}
+
+/* Write all N bytes of BUF to FD: with send(MSG_NOSIGNAL) when SOCK.
+ * 0, or -1 with errno. */
+static int
+put_all(int fd, const void *buf, size_t n, int sock)
 {
 	const char *p = buf;
 
 	while (n > 0) {
-		ssize_t w = write(fd, p, n);
+		ssize_t w = sock ? send(fd, p, n, MSG_NOSIGNAL) :
+			    write(fd, p, n);
 
 		if (w == -1) {
 			if (errno == EINTR)
@@ -287,6 +340,18 @@ ft_write_all(int fd, const void *buf, size_t n)
 		n -= (size_t)w;
 	}
 	return 0;
+}
+
+int
+ft_write_all(int fd, const void *buf, size_t n)
+{
+	return put_all(fd, buf, n, 0);
+}
+
+int
+ft_send_all(int fd, const void *buf, size_t n)
+{
+	return put_all(fd, buf, n, 1);
 }
 
 char *
@@ -876,4 +941,18 @@ ft_recv_fd(int sock, void *buf, size_t len, int *fd)
 	    h->cmsg_len == CMSG_LEN(sizeof(int)))
 		memcpy(fd, CMSG_DATA(h), sizeof(int));
 	return n;
+}
+
+long long
+ft_parse_u32(const char **p, const char *end)
+{
+	long long v = 0;
+	const char *s = *p;
+
+	if (s == end || *s < '0' || *s > '9')
+		return -1;
+	while (s < end && *s >= '0' && *s <= '9' && v <= 0xffffffffLL)
+		v = v * 10 + (*s++ - '0');
+	*p = s;
+	return v > 0xffffffffLL ? -1 : v;
 }

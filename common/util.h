@@ -9,6 +9,16 @@
 #include <string.h>
 
 #define FT_ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
+/* Append VAL to the array ARR of N elements, room for CAP, grown as
+ * needed (ft_realloc). */
+#define FT_PUSH(arr, n, cap, val)					\
+	do {								\
+		if ((n) == (cap)) {					\
+			(cap) = (cap) ? 2 * (cap) : 16;			\
+			(arr) = ft_realloc((arr), (cap) * sizeof(*(arr))); \
+		}							\
+		(arr)[(n)++] = (val);					\
+	} while (0)
 
 /* Seconds on the monotonic clock. */
 double ft_now(void);
@@ -53,9 +63,18 @@ int ft_rmtree(const char *path);
  * old files (PATH.KEEP is replaced; KEEP 0 removes PATH).  0, or -1 with
  * errno when a rename failed. */
 int ft_rotate(const char *path, int keep);
+/* The same for a log that other processes write with O_APPEND (they
+ * cannot be told to open it again): its bytes are copied to PATH.1 and
+ * PATH is cut to nothing, where those writers go on.  What they write
+ * between the copy and the cut is lost.  0, or -1 with errno. */
+int ft_rotate_shared(const char *path, int keep);
 
 /* Write all N bytes of BUF to FD (restarting on EINTR).  0 or -1. */
 int ft_write_all(int fd, const void *buf, size_t n);
+/* The same on the socket FD, never raising SIGPIPE: a peer that closed
+ * is -1 with EPIPE (or ECONNRESET), so the caller may still read what the
+ * peer said before it closed. */
+int ft_send_all(int fd, const void *buf, size_t n);
 /* Read a whole file into a new NUL-terminated buffer.  NULL with errno. */
 char *ft_read_file(const char *path, size_t *len);
 /* Write DATA to PATH atomically (temp file + rename).  0 or -1 with errno. */
@@ -64,6 +83,10 @@ int ft_write_file_atomic(const char *path, const char *data, size_t len);
  * when SYNC: on disk once it returns 0. */
 int ft_write_file_durable(const char *path, const char *data, size_t len,
 			  int sync);
+/* The decimal number at *P (before END), up to UINT32_MAX; *P moves past
+ * its digits.  -1 when there are none or it is larger. */
+long long ft_parse_u32(const char **p, const char *end);
+
 /* fsync the directory DIR, or the one PATH is in.  0, or -1 with errno. */
 int ft_fsync_dir(const char *dir);
 int ft_fsync_parent(const char *path);

@@ -39,25 +39,6 @@ adds_put_close(struct jsonl *j, uint32_t total)
 	jsonl_end(j);
 }
 
-/* The decimal number at *P (within END), moving *P past it; -1 when there
- * is none or it passes UINT32_MAX. */
-static long long
-number(const char **p, const char *end)
-{
-	long long v = 0;
-	const char *s = *p;
-
-	if (s == end || *s < '0' || *s > '9')
-		return -1;
-	while (s < end && *s >= '0' && *s <= '9') {
-		v = v * 10 + (*s++ - '0');
-		if (v > UINT32_MAX)
-			return -1;
-	}
-	*p = s;
-	return v;
-}
-
 /* Does LINE (LEN bytes) begin with HEAD?  *P: past it. */
 static int
 starts(const char *line, size_t len, const char *head, const char **p)
@@ -81,12 +62,12 @@ record(const char *line, size_t len, const struct adds_ops *ops)
 	size_t blen;
 
 	if (starts(line, len, CLOSE_HEAD, &p)) {
-		if ((v = number(&p, end)) < 0 || p != end)
+		if ((v = ft_parse_u32(&p, end)) < 0 || p != end)
 			return -1;
 		ops->close(ops->ctx, (uint32_t)v);
 		return 0;
 	}
-	if (!starts(line, len, ADD_HEAD, &p) || (v = number(&p, end)) < 0 ||
+	if (!starts(line, len, ADD_HEAD, &p) || (v = ft_parse_u32(&p, end)) < 0 ||
 	    (size_t)(end - p) < strlen(ADD_BODY) ||
 	    memcmp(p, ADD_BODY, strlen(ADD_BODY)) != 0)
 		return -1;

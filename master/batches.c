@@ -12,7 +12,9 @@
 
 #include "adds.h"
 #include "batch.h"
+#include "batch_int.h"
 #include "ctl.h"
+#include "deps.h"
 #include "jobs.h"
 #include "journal.h"
 #include "jsonl.h"
@@ -24,55 +26,8 @@
 #define TRIM_IDLE 1.0		/* seconds without a finished batch before
 				 * freed memory goes back */
 
-/* A batch's life: its bytes being read; its tasks running; every task
- * ended, its last lines on their way to the disk; finished (summary.json
- * written). */
-enum bstate { B_INTAKE = 1, B_RUNNING, B_ENDING, B_FINISHED };
-
-struct batch {
-	long id;
-	enum bstate state;
-	char *name;
-	char *dir;
-	char *token;			/* the submitter's, or NULL */
-	uint32_t total, ok, failed;	/* ended tasks (results in memory) */
-	uint32_t d_ok, d_failed;	/* of them, lines done (store.h) */
-	struct ft_buf kinds;		/* 'o'/'f' per line not yet done */
-	size_t kinds_off;		/* kinds consumed at the front */
-	uint64_t counted;		/* lines of out counted as done */
-	uint32_t reassigned;		/* instances lost and queued again */
-	double t0, seconds;		/* monotonic start, duration */
-	char *results;			/* results.jsonl's path */
-	struct jsonl out;		/* results.jsonl, until finished */
-	char *text;			/* the specs of a batch of tasks */
-	char **phases;			/* the specs of each phase of a job */
-	int nphases;
-	const struct ft_plugin *plugin;	/* the planner of a job batch, or NULL */
-	char *gang;			/* the job type of a gang batch, or NULL */
-	json_t *gang_job;		/* its job, until handed over */
-	struct job *job;		/* while running */
-	int cancelled;			/* an operator cancelled it */
-	int priority;			/* "priority": its tasks' order */
-	char *error;			/* why its job failed, once finished */
-	json_t *result;			/* its job's summary, once finished */
-	/* An open batch (batch.h): more tasks may come until it is closed;
-	 * tasks.jsonl is their journal (adds.h). */
-	int open;
-	struct jsonl adds;		/* tasks.jsonl, once opened */
-	uint64_t records;		/* put in it by this master */
-	struct chunk *chunks;		/* the added tasks' specs */
-	int nchunks, capchunks;
-	double touched;			/* monotonic: last add or watch */
-	int watchers;			/* clients streaming its results */
-	int eager;			/* on the eager list (batches_eager) */
-};
-
-/* The specs of one add: tasks FIRST .. FIRST + COUNT - 1 point into
- * TEXT, freed once LEFT of them are left to end. */
-struct chunk {
-	char *text;
-	uint32_t first, count, left;
-};
+static void fail_task(struct batches *bs, struct batch *b, uint32_t index,
+		      uint32_t attempts, const char *reason, int loud);
 
 void
 batches_init(struct batches *bs, const struct ft_config *cfg,
@@ -87,29 +42,6 @@ batches_init(struct batches *bs, const struct ft_config *cfg,
 	bs->sched = sched;
 	bs->ev = ev;
 	bs->ops = *ops;
-}
-
-/* One past the highest batch directory in the state dir. */
-static long
-first_free_id(const struct batches *bs)
-{
-	char *dir = ft_asprintf("%s/batches", bs->cfg->state_dir);
-	DIR *d = opendir(dir);
-	struct dirent *e;
-	long max = 0;
-
-	free(dir);
-	if (d == NULL)
-		return 1;
-	while ((e = readdir(d)) != NULL) {
-		char *end;
-		long v = strtol(e->d_name, &end, 10);
-
-		if (*end == '\0' && v > max)
-			max = v;
-	}
-	closedir(d);
-	return max + 1;
 }
 
 struct batch *
@@ -135,7 +67,7 @@ batch_finished(const struct batch *b)
 uint32_t
 batch_total(const struct batch *b)
 {
-	return b->total;
+	return b->total + (b->held ? b->held->ntasks : 0);
 }
 
 uint32_t
@@ -166,6 +98,8 @@ static const char *
 state_name(enum bstate s)
 {
 	switch (s) {
+	case B_WAITING:
+		return "waiting";
 	case B_FINISHED:
 		return "finished";
 	default:
@@ -181,7 +115,7 @@ batch_json(const struct batch *b)
 
 	ctl_row_int(o, &c[CTL_B_ID], b->id);
 	ctl_row_str(o, &c[CTL_B_NAME], b->name);
-	ctl_row_int(o, &c[CTL_B_TOTAL], b->total);
+	ctl_row_int(o, &c[CTL_B_TOTAL], batch_total(b));
 	ctl_row_int(o, &c[CTL_B_DONE], b->d_ok + b->d_failed);
 	ctl_row_int(o, &c[CTL_B_OK], b->d_ok);
 	ctl_row_int(o, &c[CTL_B_FAILED], b->d_failed);
@@ -195,6 +129,10 @@ batch_json(const struct batch *b)
 		    batch_finished(b) ? b->seconds : ft_now() - b->t0);
 	if (b->open)
 		json_object_set_new(o, "open", json_true());
+	if (b->after)
+		json_object_set(o, "after", b->after);
+	if (b->after_any)
+		json_object_set(o, "after_any", b->after_any);
 	if (b->plugin || b->gang)
 		json_object_set_new(o, "job", json_string(
 			b->plugin ? b->plugin->name : b->gang));
@@ -238,7 +176,7 @@ batches_reserve(struct batches *bs, char **dir)
 	struct batch *b = ft_calloc(1, sizeof(*b));
 
 	if (bs->next == 0)
-		bs->next = first_free_id(bs);
+		bs->next = 1;		/* no replay: an empty state dir */
 	if (bs->n == 0)
 		bs->first = bs->next;
 	if (bs->first + bs->n != bs->next) {
@@ -295,6 +233,15 @@ batch_free(struct batch *b)
 	free(b->gang);
 	free(b->name);
 	free(b->dir);
+	deps_free(b->deps);
+	for (i = 0; i < b->nstripped; i++)
+		free(b->stripped[i]);
+	free(b->stripped);
+	json_decref(b->after);
+	json_decref(b->after_any);
+	if (b->held)
+		batch_text_free(b->held);
+	free(b->held);
 	free(b);
 }
 
@@ -320,10 +267,14 @@ batches_release(struct batches *bs, long id)
 
 	if (b == NULL)
 		return;
-	if (ft_rmtree(b->dir) == -1)
+	if (ft_rmtree(b->dir) == -1 && errno != ENOENT)
 		log_warn("%s", b->dir);
 	bs->v[id - bs->first] = NULL;
 	batch_free(b);
+	if (id == bs->next - 1 && id == bs->first + bs->n - 1) {
+		bs->next--;		/* the last given: it is given again */
+		bs->n--;
+	}
 	trim(bs);
 }
 
@@ -341,27 +292,79 @@ kind_of(struct batches *bs, uint64_t tid, int kind)
 		stats_type(bs->stats, kind)->submitted++;
 }
 
-/* Queue the tasks of BT, whose specs are spans of its text, but those
- * DONE has (NULL: none). */
+/* SPEC (*LEN bytes, a task too long to send with its "after") without
+ * its "after", kept by B until it ends; *LEN its length. */
+static const char *
+strip_after(struct batch *b, const char *spec, uint32_t *len)
+{
+	json_t *t = json_loadb(spec, *len, 0, NULL);
+	char *text = NULL;
+
+	if (t == NULL || !batch_text_strip(t, &text)) {
+		json_decref(t);
+		return spec;	/* checked at submit: cannot happen */
+	}
+	json_decref(t);
+	b->stripped = ft_realloc(b->stripped, (size_t)(b->nstripped + 1) *
+				 sizeof(*b->stripped));
+	b->stripped[b->nstripped++] = text;
+	*len = (uint32_t)strlen(text);
+	return text;
+}
+
+/* Queue task INDEX of B, SP its spec.  A spec too long to send only for
+ * its "after" (a fan-in's) goes without it (batchtext.h). */
 static void
-queue_text(struct batches *bs, struct batch *b, struct batch_text *bt,
+queue_spec(struct batches *bs, struct batch *b, uint32_t index,
+	   const struct deps_spec *sp)
+{
+	struct sched_need need = { sp->cpus ? sp->cpus : 1, sp->gpus,
+				   b->priority };
+	const char *spec = sp->spec;
+	uint32_t len = sp->len;
+	uint64_t tid;
+
+	if (len > FT_SPEC_MAX)
+		spec = strip_after(b, spec, &len);
+	tid = sched_add_need(bs->sched, (uint32_t)b->id, index, spec, len,
+			     sp->timeout > 0 ? sp->timeout :
+			     bs->cfg->task_timeout, &need);
+	kind_of(bs, tid, sp->kind);
+}
+
+/* Queue the tasks of BT, whose specs are spans of its text, but those
+ * DONE has (NULL: none).  A task with an "after" is held until its
+ * tasks have succeeded (deps.h); one doomed already fails at the next
+ * batch_drain(). */
+void
+batch_queue_text(struct batches *bs, struct batch *b, struct batch_text *bt,
 	   const struct journal_results *done)
 {
-	uint32_t i;
+	const struct taskgraph *g = &bt->graph;
+	uint32_t i, blame;
 
 	for (i = 0; i < bt->ntasks; i++) {
 		const struct bt_span *sp = &bt->spans[i];
-		struct sched_need need = { sp->cpus ? sp->cpus : 1, sp->gpus,
-					   b->priority };
-		uint64_t tid;
+		struct deps_spec ds = { bt->text + sp->off, sp->len,
+					sp->timeout, sp->kind, sp->gpus,
+					sp->cpus };
+		uint32_t index = b->total + i;
 
-		if (done && journal_done(done, b->total + i))
+		if (done && journal_done(done, index))
 			continue;
-		tid = sched_add_need(bs->sched, (uint32_t)b->id, b->total + i,
-				     bt->text + sp->off, sp->len,
-				     sp->timeout > 0 ? sp->timeout :
-				     bs->cfg->task_timeout, &need);
-		kind_of(bs, tid, sp->kind);
+		if (g->n && g->off[i + 1] > g->off[i]) {
+			enum deps_news news;
+
+			if (b->deps == NULL)
+				b->deps = deps_new();
+			news = deps_hold(b->deps, index, g->idx + g->off[i],
+					 g->off[i + 1] - g->off[i], &ds, &blame);
+			if (news == DEPS_DOOMED)
+				deps_doom(b->deps, index, blame);
+			if (news != DEPS_READY)
+				continue;
+		}
+		queue_spec(bs, b, index, &ds);
 	}
 	b->total += bt->ntasks;
 }
@@ -369,8 +372,8 @@ queue_text(struct batches *bs, struct batch *b, struct batch_text *bt,
 /* Queue TASKS (a phase of B's job), printed into one buffer that B keeps
  * until it ends, but those DONE has (NULL: none).  0, or -1 with ERR when
  * a task is too big to send. */
-static int
-queue_phase(struct batches *bs, struct batch *b, json_t *tasks,
+int
+batch_queue_phase(struct batches *bs, struct batch *b, json_t *tasks,
 	    const struct journal_results *done, char *err, size_t n)
 {
 	size_t count = json_array_size(tasks), i, *off;
@@ -462,7 +465,7 @@ batches_accept(struct batches *bs, long id, struct batch_text *bt,
 	b->priority = bt->priority;
 	b->open = bt->open;
 	if (open_results(b, err, n) == -1 ||
-	    (job && queue_phase(bs, b, tasks, NULL, err, n) == -1)) {
+	    (job && batch_queue_phase(bs, b, tasks, NULL, err, n) == -1)) {
 		jsonl_close(&b->out);
 		return -1;
 	}
@@ -478,23 +481,28 @@ batches_accept(struct batches *bs, long id, struct batch_text *bt,
 			json_object_get(bt->job, "type")));
 		json_decref(tasks);
 		batch_text_free(bt);
+	} else if (bt->after || bt->after_any) {
+		batch_hold(b, bt);		/* resolve_waiting decides, below */
 	} else {
-		queue_text(bs, b, bt, NULL);
+		batch_queue_text(bs, b, bt, NULL);
 		b->text = bt->text;	/* the specs point into it */
 		bt->text = NULL;
 		batch_text_free(bt);
 	}
 	if (bs->stats)
 		bs->stats->batches_submitted++;
-	ev_batch_submitted(bs->ev, b->id, b->name, b->total,
+	ev_batch_submitted(bs->ev, b->id, b->name, batch_total(b),
 			   b->plugin ? b->plugin->name : b->gang);
-	log_info("batch %ld (%s): %u tasks", b->id, b->name, b->total);
+	log_info("batch %ld (%s): %u tasks%s", b->id, b->name, batch_total(b),
+		 b->state == B_WAITING ? ", after other batches" : "");
 	if (b->gang && bs->ops.gang)
 		bs->ops.gang(bs->ops.ctx, (uint32_t)b->id, 0, b->gang_job);
 	else
 		bs->ops.queued(bs->ops.ctx);
 	json_decref(b->gang_job);
 	b->gang_job = NULL;
+	if (b->state == B_WAITING)
+		batch_resolve_waiting(bs);
 	return 0;
 }
 
@@ -638,9 +646,11 @@ finish(struct batches *bs, struct batch *b)
 	log_info("batch %ld (%s) finished: %u ok, %u failed in %.3f s", b->id,
 		 b->name, b->ok, b->failed, b->seconds);
 	bs->nfinished++;
+	batch_retain(bs, b->id, ft_wall());
 	if (bs->stats)
 		bs->stats->batches_finished++;
 	bs->ops.finished(bs->ops.ctx, b);
+	batch_resolve_waiting(bs);
 	evict(bs);
 	bs->trim_due = ft_now() + TRIM_IDLE;
 }
@@ -685,8 +695,8 @@ count_done(struct batches *bs, struct batch *b)
 
 /* Write what B holds; count what is done; finish B once every line is
  * as durable as the policy wants (or ask for the sync it waits for). */
-static void
-settle(struct batches *bs, struct batch *b)
+void
+batch_settle(struct batches *bs, struct batch *b)
 {
 	if (b->state != B_RUNNING && b->state != B_ENDING)
 		return;
@@ -706,7 +716,7 @@ static void
 ending(struct batches *bs, struct batch *b)
 {
 	b->state = B_ENDING;
-	settle(bs, b);
+	batch_settle(bs, b);
 }
 
 /* Queue the next phase of B's job (TASKS taken over); a phase that cannot
@@ -716,7 +726,7 @@ next_phase(struct batches *bs, struct batch *b, json_t *tasks)
 {
 	char err[512] = "";
 
-	if (queue_phase(bs, b, tasks, NULL, err, sizeof(err)) == -1) {
+	if (batch_queue_phase(bs, b, tasks, NULL, err, sizeof(err)) == -1) {
 		json_decref(tasks);
 		if (job_fail(b->job, err) == JOB_FAILED)
 			ending(bs, b);
@@ -771,6 +781,43 @@ chunk_ended(struct batch *b, uint32_t index)
 	}
 }
 
+/* Hand out B's tasks that its deps made ready (queued) or doomed (failed
+ * without running, naming the task they waited for).  A failure counted
+ * meanwhile adds its own news to the queue, which this loop takes: a
+ * chain of a million tasks fails in a loop, not a recursion. */
+void
+batch_drain(struct batches *bs, struct batch *b)
+{
+	struct deps_spec ds;
+	uint32_t index, blame;
+	enum deps_news news;
+	int queued = 0;
+	long id = b->id;
+	char why[96];
+
+	if (b->draining)
+		return;
+	b->draining = 1;
+	while ((news = deps_next(b->deps, &index, &ds, &blame)) != DEPS_NONE) {
+		if (news == DEPS_READY) {
+			queue_spec(bs, b, index, &ds);
+			queued = 1;
+			continue;
+		}
+		if (blame == DEPS_CANCELLED)
+			snprintf(why, sizeof(why), "cancelled");
+		else
+			snprintf(why, sizeof(why), "after task %u, which "
+				 "failed", blame);
+		fail_task(bs, b, index, 0, why, 0);
+		if (batches_find(bs, id) != b)
+			return;		/* it ended (and went) */
+	}
+	b->draining = 0;
+	if (queued)
+		bs->ops.queued(bs->ops.ctx);
+}
+
 /* Count task INDEX of B as ended (OK, its output or REASON), finishing B
  * after its last task, or moving a job to its next phase. */
 static void
@@ -786,6 +833,14 @@ count(struct batches *bs, struct batch *b, uint32_t index, int ok,
 	ft_buf_add(&b->kinds, ok ? "o" : "f", 1);
 	if (b->nchunks)
 		chunk_ended(b, index);
+	if (b->deps) {
+		long id = b->id;
+
+		deps_ended(b->deps, index, ok);
+		batch_drain(bs, b);
+		if (batches_find(bs, id) != b || b->state != B_RUNNING)
+			return;		/* the tasks drain failed ended it */
+	}
 	if (b->job == NULL) {
 		if (b->ok + b->failed == b->total && !b->open)
 			ending(bs, b);
@@ -913,16 +968,16 @@ batches_gang_ended(struct batches *bs, uint32_t batch, uint32_t index,
 	count(bs, b, index, ok, "", 0, ok ? NULL : reason);
 }
 
-void
-batches_fail(struct batches *bs, uint32_t batch, uint32_t index,
-	     uint32_t attempts, const char *reason)
+/* Task INDEX of B failed for good after ATTEMPTS (0: it never ran), for
+ * REASON: its line, its event, its count; logged when LOUD (a batch
+ * cancelled before it ran, or a chain after a failed task, would log a
+ * line per task). */
+static void
+fail_task(struct batches *bs, struct batch *b, uint32_t index,
+	  uint32_t attempts, const char *reason, int loud)
 {
-	struct batch *b = running(bs, batch);
-	struct jsonl *o;
+	struct jsonl *o = &b->out;
 
-	if (b == NULL)
-		return;
-	o = &b->out;
 	jsonl_begin(o);
 	jsonl_int(o, "task", index);
 	jsonl_int(o, "attempt", attempts);
@@ -933,9 +988,175 @@ batches_fail(struct batches *bs, uint32_t batch, uint32_t index,
 	jsonl_str(o, "reason", reason);
 	jsonl_end(o);
 	line_added(bs, b);
-	ev_task_failed(bs->ev, batch, index, reason);
-	log_warnx("batch %ld task %u failed: %s", b->id, index, reason);
+	/* A cancelled batch's tasks are told of once, by batch_cancelled:
+	 * a million of them are not a million events and log lines. */
+	if (!b->cancelled)
+		ev_task_failed(bs->ev, (uint32_t)b->id, index, reason);
+	if (loud && !b->cancelled)
+		log_warnx("batch %ld task %u failed: %s", b->id, index, reason);
 	count(bs, b, index, 0, "", 0, reason);
+}
+
+void
+batches_fail(struct batches *bs, uint32_t batch, uint32_t index,
+	     uint32_t attempts, const char *reason)
+{
+	struct batch *b = running(bs, batch);
+
+	if (b)
+		fail_task(bs, b, index, attempts, reason, 1);
+}
+
+/* ---- batches after batches (batch.h: "after", "after_any") ---- */
+
+/* B (accepted: its tasks in BT, taken over) waits for the batches it runs
+ * after. */
+void
+batch_hold(struct batch *b, struct batch_text *bt)
+{
+	b->after = json_incref(bt->after);
+	b->after_any = json_incref(bt->after_any);
+	b->held = ft_malloc(sizeof(*b->held));
+	*b->held = *bt;
+	memset(bt, 0, sizeof(*bt));
+	b->state = B_WAITING;
+}
+
+/* Has batch ID ended: 1 (*OK: every task of it succeeded, not
+ * cancelled), 0 not yet, -1 no such batch now (forgotten, or never). */
+static int
+ended(const struct batches *bs, long id, int *ok)
+{
+	struct batch *d = batches_find(bs, id);
+	int finished = 0;
+	json_t *row;
+
+	if (d && d->state != B_FINISHED)
+		return d->state == B_INTAKE ? -1 : 0;
+	if (d) {
+		*ok = !d->cancelled && d->failed == 0 && batch_error(d) == NULL;
+		return 1;
+	}
+	if ((row = batches_lookup(bs, id, &finished)) == NULL)
+		return -1;
+	*ok = strcmp(jget_str(row, "state", ""), "finished") == 0 &&
+	      jget_int(row, "failed", 1) == 0 &&
+	      json_object_get(row, "error") == NULL;
+	json_decref(row);
+	return 1;
+}
+
+/* What B may do now: 1 run, 0 wait, -1 be cancelled for WHY. */
+static int
+verdict(const struct batches *bs, const struct batch *b, char *why, size_t n)
+{
+	const json_t *lists[2] = { b->after, b->after_any }, *v;
+	int k, ok, wait = 0;
+	size_t i;
+
+	for (k = 0; k < 2; k++)
+		json_array_foreach(lists[k], i, v) {
+			long id = (long)json_integer_value(v);
+			int e = ended(bs, id, &ok);
+
+			if (e == -1) {
+				snprintf(why, n, "batch %ld, which it runs after, "
+					 "is gone (forgotten): its outcome is "
+					 "not known", id);
+				return -1;
+			}
+			if (e == 0)
+				wait = 1;
+			else if (k == 0 && !ok) {
+				snprintf(why, n, "batch %ld, which it runs after, "
+					 "failed", id);
+				return -1;
+			}
+		}
+	return wait ? 0 : 1;
+}
+
+/* B waited: its tasks go to the queue now. */
+static void
+release_waiting(struct batches *bs, struct batch *b)
+{
+	struct batch_text *bt = b->held;
+
+	b->held = NULL;
+	b->state = B_RUNNING;
+	batch_queue_text(bs, b, bt, NULL);
+	b->text = bt->text;
+	bt->text = NULL;
+	batch_text_free(bt);
+	free(bt);
+	log_info("batch %ld (%s): the batches it runs after have ended; its "
+		 "%u tasks are queued", b->id, b->name, b->total);
+	if (b->deps)
+		batch_drain(bs, b);
+	bs->ops.queued(bs->ops.ctx);
+}
+
+/* B is cancelled before it ran (WHY): every task fails without running,
+ * each with its line. */
+static void
+cancel_waiting(struct batches *bs, struct batch *b, const char *why)
+{
+	uint32_t i, n = b->held->ntasks;
+	long id = b->id;
+
+	batch_text_free(b->held);
+	free(b->held);
+	b->held = NULL;
+	b->state = B_RUNNING;
+	b->cancelled = 1;
+	b->open = 0;
+	b->total = n;
+	ev_batch_cancelled(bs->ev, id, (long long)n, 0);
+	log_info("batch %ld (%s) cancelled before it ran: %s", id, b->name,
+		 why);
+	for (i = 0; i < n && batches_find(bs, id) == b; i++)
+		fail_task(bs, b, i, 0, why, 0);
+}
+
+void
+batch_resolve_waiting(struct batches *bs)
+{
+	long id, last = bs->first + bs->n;
+	char why[256];
+
+	for (id = bs->first; id < last; id++) {
+		struct batch *b = batches_find(bs, id);
+		int v;
+
+		if (b == NULL || b->state != B_WAITING)
+			continue;
+		v = verdict(bs, b, why, sizeof(why));
+		if (v == 1)
+			release_waiting(bs, b);
+		else if (v == -1)
+			cancel_waiting(bs, b, why);
+	}
+}
+
+int
+batches_check_after(const struct batches *bs, const struct batch_text *bt,
+		    char *err, size_t n)
+{
+	const json_t *lists[2] = { bt->after, bt->after_any }, *v;
+	int k, ok;
+	size_t i;
+
+	for (k = 0; k < 2; k++)
+		json_array_foreach(lists[k], i, v)
+			if (ended(bs, (long)json_integer_value(v), &ok) == -1) {
+				snprintf(err, n, "%s[%zu]: no batch %lld%s",
+					 k ? "after_any" : "after", i,
+					 (long long)json_integer_value(v),
+					 bs->next > json_integer_value(v) ?
+					 " (forgotten)" : "");
+				return -1;
+			}
+	return 0;
 }
 
 /* ---- open batches (batch.h, adds.h) ---- */
@@ -1001,6 +1222,9 @@ open_batch(struct batches *bs, long id, char *err, size_t n)
 			 "given at submit (\"open\": true takes more)", id);
 	} else if (b && b->state == B_INTAKE) {
 		snprintf(err, n, "batch %ld is still being read", id);
+	} else if (b && b->state == B_WAITING) {
+		snprintf(err, n, "batch %ld waits for the batches it runs "
+			 "after: tasks are added once it runs", id);
 	} else if (b) {
 		snprintf(err, n, "batch %ld is closed: it has ended", id);
 	} else {
@@ -1014,15 +1238,15 @@ open_batch(struct batches *bs, long id, char *err, size_t n)
 
 /* Queue the tasks of BT (an add of B, checked) but those DONE has
  * (NULL: none), keeping its text. */
-static void
-queue_add(struct batches *bs, struct batch *b, struct batch_text *bt,
+void
+batch_queue_add(struct batches *bs, struct batch *b, struct batch_text *bt,
 	  const struct journal_results *done)
 {
 	uint32_t first = b->total, left = bt->ntasks, i;
 
 	for (i = 0; done && i < bt->ntasks; i++)
 		left -= (uint32_t)journal_done(done, first + i);
-	queue_text(bs, b, bt, done);
+	batch_queue_text(bs, b, bt, done);
 	chunk_keep(b, bt->text, first, bt->ntasks, left);
 	bt->text = NULL;
 }
@@ -1041,11 +1265,14 @@ batches_add(struct batches *bs, long id, uint32_t first, char *text,
 		return -1;
 	}
 	adds_flatten(text, len);
-	if (batch_text_read(&bt, "add", text, len, bs->pl, 1, err, n) == -1)
+	if (batch_text_scan(&bt, "add", text, len, bs->pl, err, n) == -1)
 		return -1;
-	if (bt.job || bt.open || batch_text_fit(&bt, "add", bs->cfg, err,
-						n) == -1) {
-		if (bt.job || bt.open)
+	bt.base = first;		/* its tasks wait for earlier ones only */
+	if (batch_text_check(&bt, "add", bs->pl, 1, NULL, 0, err, n) == -1)
+		return -1;
+	if (bt.job || bt.open || bt.after || bt.after_any ||
+	    batch_text_fit(&bt, "add", bs->cfg, err, n) == -1) {
+		if (bt.job || bt.open || bt.after || bt.after_any)
 			snprintf(err, n, "add: only \"tasks\" may be added "
 				 "to a batch");
 		batch_text_free(&bt);
@@ -1078,7 +1305,7 @@ batches_add(struct batches *bs, long id, uint32_t first, char *text,
 	adds_put(&b->adds, first, bt.text, bt.len);
 	write_adds(bs, b);
 	out->added = bt.ntasks;
-	queue_add(bs, b, &bt, NULL);
+	batch_queue_add(bs, b, &bt, NULL);
 	batch_text_free(&bt);
 	out->total = b->total;
 	out->lines = ++b->records;
@@ -1174,7 +1401,7 @@ batches_flush_eager(struct batches *bs)
 		if (b == NULL)
 			continue;
 		b->eager = 0;
-		settle(bs, b);
+		batch_settle(bs, b);
 	}
 }
 
@@ -1220,6 +1447,12 @@ batches_cancel(struct batches *bs, long id, uint64_t *queued,
 {
 	struct batch *b = batches_find(bs, id);
 
+	if (b && b->state == B_WAITING) {
+		*queued = b->held->ntasks;
+		*running = 0;
+		cancel_waiting(bs, b, "cancelled");
+		return 0;
+	}
 	if (b == NULL || b->state != B_RUNNING) {
 		snprintf(err, n, "batch %ld %s", id, not_cancellable(bs, b, id));
 		return -1;
@@ -1229,6 +1462,11 @@ batches_cancel(struct batches *bs, long id, uint64_t *queued,
 			 running);
 	if (b->open)
 		seal(bs, b);
+	if (b->deps) {
+		*queued += deps_held(b->deps);
+		deps_cancel(b->deps);
+		batch_drain(bs, b);
+	}
 	if (b->gang && bs->ops.gang_cancel) {
 		(*running)++;
 		bs->ops.gang_cancel(bs->ops.ctx, (uint32_t)id);
@@ -1262,7 +1500,7 @@ batches_flush(struct batches *bs)
 
 		if (b == NULL)
 			continue;
-		settle(bs, b);
+		batch_settle(bs, b);
 		b = batches_find(bs, id);
 		if (b && jsonl_pending(&b->out) > 0)
 			rc = -1;
@@ -1288,6 +1526,127 @@ batches_close(struct batches *bs)
 	bs->neager = bs->capeager = 0;
 }
 
+/* ---- retention (retain_s, ftfarm forget) ---- */
+
+/* Batch ID ended at AT (wall clock): to forget retain_s later. */
+void
+batch_retain(struct batches *bs, long id, double at)
+{
+	if (bs->ends_head > 0 && bs->ends_head == bs->nends) {
+		bs->ends_head = bs->nends = 0;	/* all taken: start over */
+	} else if (bs->nends == bs->capends && bs->ends_head >= bs->nends / 2) {
+		memmove(bs->ends, bs->ends + bs->ends_head,
+			(bs->nends - bs->ends_head) * sizeof(*bs->ends));
+		bs->nends -= bs->ends_head;
+		bs->ends_head = 0;
+	}
+	FT_PUSH(bs->ends, bs->nends, bs->capends,
+		((struct batch_ended){ id, at }));
+}
+
+/* The directory of batch ID. */
+static char *
+dir_of(const struct batches *bs, long id)
+{
+	return ft_asprintf("%s/batches/%ld", bs->cfg->state_dir, id);
+}
+
+int
+batches_forgotten(const struct batches *bs, long id)
+{
+	char *dir;
+	struct stat st;
+	int gone;
+
+	if (id <= 0 || id >= bs->next || batches_find(bs, id))
+		return 0;
+	dir = dir_of(bs, id);
+	gone = lstat(dir, &st) == -1 && errno == ENOENT;
+	free(dir);
+	return gone;
+}
+
+/* Forget the ended batch ID (AT: when it ended, 0 unknown): out of
+ * memory, its directory renamed at once and removed off the loop
+ * (ops.forget).  0, or -1 when it has no directory (forgotten already). */
+static int
+forget(struct batches *bs, long id, double at)
+{
+	struct batch *b = batches_find(bs, id);
+	char *dir = dir_of(bs, id);
+	char *gone = ft_asprintf("%s/batches/forgotten.%ld",
+				 bs->cfg->state_dir, id);
+
+	if (store_check_lease(bs->store, 1) == -1 || rename(dir, gone) == -1) {
+		if (errno != ENOENT)
+			log_warn("%s", dir);
+		free(dir);
+		free(gone);
+		return -1;
+	}
+	free(dir);
+	if (b) {
+		bs->v[id - bs->first] = NULL;
+		batch_free(b);
+		bs->nfinished--;
+		trim(bs);
+	}
+	bs->forgotten++;
+	ev_batch_forgotten(bs->ev, id, at > 0 ? ft_wall() - at : -1);
+	/* Only the newest batch's directory holds the highest id given:
+	 * batches/last_id must say it before that one goes. */
+	bs->ops.forget(bs->ops.ctx, id, gone, id == bs->next - 1 ? id : 0);
+	return 0;
+}
+
+int
+batches_retain(struct batches *bs, double now)
+{
+	int count = 0;
+
+	while (bs->ends_head < bs->nends &&
+	       bs->ends[bs->ends_head].at + bs->cfg->retain <= now) {
+		struct batch_ended e = bs->ends[bs->ends_head++];
+
+		count += forget(bs, e.id, e.at) == 0;
+	}
+	if (count)
+		log_info("%d batches ended %.0f s ago or more forgotten "
+			 "(retain_s)", count, bs->cfg->retain);
+	return count;
+}
+
+int
+batches_forget(struct batches *bs, long id, char *err, size_t n)
+{
+	struct batch *b = batches_find(bs, id);
+	int finished = 0;
+	json_t *row;
+
+	if (b && b->state != B_FINISHED) {
+		snprintf(err, n, "batch %ld has not ended (it is %s): cancel it "
+			 "first", id, state_name(b->state));
+		return -1;
+	}
+	if (batches_forgotten(bs, id)) {
+		snprintf(err, n, "batch %ld was forgotten already", id);
+		return -1;
+	}
+	row = b ? NULL : batches_lookup(bs, id, &finished);
+	json_decref(row);
+	if (b == NULL && !finished) {
+		snprintf(err, n, row ? "batch %ld has not ended: it is being "
+			 "replayed" : "no batch %ld", id);
+		return -1;
+	}
+	if (forget(bs, id, 0) == -1) {
+		snprintf(err, n, "batch %ld: cannot forget it: %s", id,
+			 strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
 /* ---- the submitter's token ---- */
 
 long
@@ -1305,487 +1664,3 @@ batches_by_token(const struct batches *bs, const char *token)
 	return 0;
 }
 
-/* ---- replay after a restart (journal.h) ---- */
-
-static int
-cmp_long(const void *a, const void *b)
-{
-	long x = *(const long *)a, y = *(const long *)b;
-
-	return (x > y) - (x < y);
-}
-
-static int
-exists(const char *dir, const char *name)
-{
-	char *path = ft_asprintf("%s/%s", dir, name);
-	struct stat st;
-	int rc = lstat(path, &st) == 0;
-
-	free(path);
-	return rc;
-}
-
-/* The ids of the batch directories without summary.json, ascending, in a
- * new array of *COUNT.  NULL with *COUNT 0 when there are none or the
- * directory cannot be read (ERR set then). */
-static long *
-unfinished(const struct batches *bs, size_t *count, char *err, size_t n)
-{
-	char *dir = ft_asprintf("%s/batches", bs->cfg->state_dir);
-	DIR *d = opendir(dir);
-	struct dirent *e;
-	long *ids = NULL;
-	size_t cap = 0;
-
-	*count = 0;
-	if (d == NULL) {
-		if (errno != ENOENT)
-			snprintf(err, n, "%s: %s", dir, strerror(errno));
-		free(dir);
-		return NULL;
-	}
-	while ((e = readdir(d)) != NULL) {
-		char *end, *sub;
-		long id = strtol(e->d_name, &end, 10);
-
-		if (*end != '\0' || id <= 0 || e->d_name[0] == '0')
-			continue;
-		sub = ft_asprintf("%s/%s", dir, e->d_name);
-		if (!exists(sub, "summary.json")) {
-			if (*count == cap) {
-				cap = cap ? cap * 2 : 16;
-				ids = ft_realloc(ids, cap * sizeof(*ids));
-			}
-			ids[(*count)++] = id;
-		}
-		free(sub);
-	}
-	closedir(d);
-	free(dir);
-	qsort(ids, *count, sizeof(*ids), cmp_long);
-	return ids;
-}
-
-/* Empty slots up to (not including) id END. */
-static void
-pad(struct batches *bs, long end)
-{
-	while (bs->first + bs->n < end) {
-		if (bs->n == bs->cap) {
-			bs->cap = bs->cap ? bs->cap * 2 : 64;
-			bs->v = ft_realloc(bs->v,
-					   (size_t)bs->cap * sizeof(*bs->v));
-		}
-		bs->v[bs->n++] = NULL;
-	}
-}
-
-/* A slot for batch ID, replayed: ids come in ascending order before any
- * reservation. */
-static struct batch *
-restore_slot(struct batches *bs, long id)
-{
-	struct batch *b = ft_calloc(1, sizeof(*b));
-
-	if (bs->n == 0)
-		bs->first = id;
-	pad(bs, id + 1);
-	b->id = id;
-	b->state = B_RUNNING;
-	b->out.fd = -1;
-	b->adds.fd = -1;
-	b->dir = ft_asprintf("%s/batches/%ld", bs->cfg->state_dir, id);
-	b->t0 = ft_now();
-	bs->v[id - bs->first] = b;
-	return b;
-}
-
-static char *
-read_token(const char *dir)
-{
-	char *path = ft_asprintf("%s/token", dir);
-	size_t len = 0;
-	char *t = ft_read_file(path, &len);
-
-	free(path);
-	if (t && (len == 0 || len > 256 || strlen(t) != len)) {
-		free(t);
-		t = NULL;
-	}
-	return t;
-}
-
-/* Say what was cut out of B's results file, and rewrite it. */
-static int
-repair(struct batches *bs, struct batch *b, const struct journal_results *r,
-       char *err, size_t n)
-{
-	size_t i;
-
-	for (i = 0; i < r->ncuts; i++) {
-		const struct journal_cut *c = &r->cuts[i];
-
-		log_warnx("batch %ld: %s: cut %llu bytes at offset %llu: %s; "
-			  "the task runs again", b->id, b->results,
-			  (unsigned long long)c->bytes,
-			  (unsigned long long)c->offset, c->reason);
-		ev_journal_repaired(bs->ev, b->id, b->results,
-				    (long long)c->offset, (long long)c->bytes,
-				    c->reason);
-	}
-	if (r->ncuts == 0)
-		return 0;
-	if (store_check_lease(bs->store, 1) == -1)
-		return -1;
-	return journal_repair(b->results, r, err, n);
-}
-
-/* Feed B's job the reports of R's lines, in their order, queueing each
- * phase it plans (without the tasks R has).  0, or -1 with ERR when the
- * lines do not fit the job's plan. */
-static int
-replay_job(struct batches *bs, struct batch *b, json_t *tasks,
-	   const struct journal_results *r, char *err, size_t n)
-{
-	enum job_step step = JOB_RUNNING;
-	size_t i;
-
-	if (queue_phase(bs, b, tasks, r, err, n) == -1)
-		return -1;
-	for (i = 0; i < r->nlines && step != JOB_COMPLETE &&
-		    step != JOB_FAILED; i++) {
-		const struct journal_line *l = &r->lines[i];
-
-		if (l->task >= b->total) {
-			snprintf(err, n, "a result for task %u, which the "
-				 "job's plan does not have (yet)", l->task);
-			return -1;
-		}
-		if (l->ok)
-			b->ok++;
-		else
-			b->failed++;
-		tasks = NULL;
-		step = job_task_ended(b->job, l->task, l->ok, l->out,
-				      l->out_len, l->reason ? l->reason : "",
-				      &tasks);
-		if (step == JOB_PHASE) {
-			int rc = queue_phase(bs, b, tasks, r, err, n);
-
-			json_decref(tasks);
-			if (rc == -1)
-				return -1;
-		}
-	}
-	if (step == JOB_COMPLETE || step == JOB_FAILED)
-		b->state = B_ENDING;
-	return 0;
-}
-
-/* The adds of an open batch read back (adds.h), each scanned. */
-struct added {
-	struct batch_text *v;
-	int n, cap;
-	uint32_t total;			/* tasks of batch.json and the adds */
-	int closed;
-	const struct ft_plugins *pl;
-	const char *path;
-};
-
-static int
-added_one(void *ctx, uint32_t first, char *text, size_t len)
-{
-	struct added *a = ctx;
-	struct batch_text bt;
-	char err[512];
-
-	if (first != a->total || a->closed) {
-		free(text);
-		return -1;
-	}
-	if (batch_text_scan(&bt, a->path, text, len, a->pl, err,
-			    sizeof(err)) == -1) {
-		log_warnx("%s", err);
-		return -1;
-	}
-	if (a->n == a->cap) {
-		a->cap = a->cap ? 2 * a->cap : 16;
-		a->v = ft_realloc(a->v, (size_t)a->cap * sizeof(*a->v));
-	}
-	a->v[a->n++] = bt;
-	a->total += bt.ntasks;
-	return 0;
-}
-
-static void
-added_close(void *ctx, uint32_t total)
-{
-	struct added *a = ctx;
-
-	(void)total;
-	a->closed = 1;
-}
-
-static void
-added_free(struct added *a)
-{
-	int i;
-
-	for (i = 0; i < a->n; i++)
-		batch_text_free(&a->v[i]);
-	free(a->v);
-}
-
-/* Read the adds of the open batch B (BT its batch.json) into A, cutting
- * a damaged tail of its tasks.jsonl.  0, or -1 with ERR. */
-static int
-read_adds(struct batches *bs, struct batch *b, const struct batch_text *bt,
-	  struct added *a, char *err, size_t n)
-{
-	char *path = ft_asprintf("%s/tasks.jsonl", b->dir);
-	struct adds_ops ops = { a, added_one, added_close };
-	uint64_t good, size;
-	int rc;
-
-	memset(a, 0, sizeof(*a));
-	a->total = bt->ntasks;
-	a->pl = bs->pl;
-	a->path = path;
-	rc = bt->open ? adds_read(path, &ops, &good, &size, err, n) : 0;
-	if (rc == 0 && good < size) {
-		log_warnx("batch %ld: %s: cut %llu bytes at offset %llu: a torn "
-			  "or damaged record; its tasks are not the batch's",
-			  b->id, path, (unsigned long long)(size - good),
-			  (unsigned long long)good);
-		ev_journal_repaired(bs->ev, b->id, path, (long long)good,
-				    (long long)(size - good),
-				    "torn or damaged record");
-		if (store_check_lease(bs->store, 1) == -1 ||
-		    truncate(path, (off_t)good) == -1) {
-			snprintf(err, n, "%s: cannot cut: %s", path,
-				 strerror(errno));
-			rc = -1;
-		}
-	}
-	free(path);
-	return rc;
-}
-
-/* Check the tasks of A not done in R: each add's own bits of R's. */
-static int
-check_adds(struct added *a, const struct journal_results *r,
-	   const struct ft_plugins *pl, uint32_t first, char *err, size_t n)
-{
-	uint8_t *skip = NULL;
-	int i, rc = 0;
-
-	for (i = 0; rc == 0 && i < a->n; i++) {
-		struct batch_text *bt = &a->v[i];
-		uint32_t k;
-
-		skip = ft_realloc(skip, bt->ntasks / 8 + 1);
-		memset(skip, 0, bt->ntasks / 8 + 1);
-		for (k = 0; k < bt->ntasks; k++)
-			if (journal_done(r, first + k))
-				skip[k / 8] |= (uint8_t)(1u << (k % 8));
-		rc = batch_text_check(bt, a->path, pl, 2, skip, bt->ntasks,
-				      err, n);
-		first += bt->ntasks;
-	}
-	free(skip);
-	return rc;
-}
-
-/* Rebuild B from its batch.json (BT) and its trusted lines (R). */
-/* Rebuild the gang batch B of BT: ended if its one line is there, else
- * its task runs again from its first attempt (a gang cannot be picked up
- * where a dead master left it). */
-static int
-rebuild_gang(struct batches *bs, struct batch *b, struct batch_text *bt,
-	     const struct journal_results *r)
-{
-	b->gang = ft_strdup(json_string_value(json_object_get(bt->job,
-							      "type")));
-	b->total = 1;
-	b->ok = r->ok;
-	b->failed = r->failed;
-	if (b->ok + b->failed >= 1)
-		b->state = B_ENDING;
-	else if (bs->ops.gang)
-		bs->ops.gang(bs->ops.ctx, (uint32_t)b->id, 0, bt->job);
-	return 0;
-}
-
-static int
-rebuild(struct batches *bs, struct batch *b, struct batch_text *bt,
-	struct added *a, const struct journal_results *r, char *err,
-	size_t n)
-{
-	const struct ft_plugin *p = NULL;
-	json_t *tasks = NULL;
-	char *dir;
-	int i;
-
-	b->name = ft_strdup(bt->name);
-	b->priority = bt->priority;
-	b->open = bt->open && !a->closed;
-	if (bt->job == NULL && r->ok + r->failed > a->total) {
-		/* Only an open batch whose adds were cut gets here (its
-		 * results were not checked against a count of 0). */
-		snprintf(err, n, "results for tasks it does not have");
-		return -1;
-	}
-	if (bt->job == NULL) {
-		queue_text(bs, b, bt, r);
-		for (i = 0; i < a->n; i++)
-			queue_add(bs, b, &a->v[i], r);
-		b->ok = r->ok;
-		b->failed = r->failed;
-		b->text = bt->text;
-		bt->text = NULL;
-		if (b->ok + b->failed == b->total && !b->open)
-			b->state = B_ENDING;
-		return 0;
-	}
-	if (batches_is_gang(bs->pl, bt->job))
-		return rebuild_gang(bs, b, bt, r);
-	p = ft_plugins_find(bs->pl, json_string_value(json_object_get(bt->job,
-								      "type")));
-	dir = ft_asprintf("%s/job", b->dir);
-	b->plugin = p;
-	b->job = job_start(p, bs->pl, bt->job, dir, &tasks, err, n);
-	free(dir);
-	if (b->job == NULL)
-		return -1;
-	return replay_job(bs, b, tasks, r, err, n);
-}
-
-/* The batch cannot be replayed (WHY): it ends, failed, with what its
- * results file holds. */
-static void
-give_up(struct batch *b, const char *why)
-{
-	log_warnx("batch %ld: cannot be replayed: %s", b->id, why);
-	job_free(b->job);
-	b->job = NULL;
-	free(b->error);
-	b->error = ft_asprintf("cannot be replayed after a restart: %s", why);
-	if (b->name == NULL)
-		b->name = ft_strdup("?");
-	b->state = B_ENDING;
-}
-
-/* Replay batch ID (results.jsonl there, no summary.json). */
-static void
-replay_one(struct batches *bs, long id, struct replay_stats *st)
-{
-	struct batch *b = restore_slot(bs, id);
-	struct journal_results r = { 0 };
-	struct batch_text bt = { 0 };
-	struct added a = { 0 };
-	char err[1024] = "", *path, *text;
-	size_t len = 0;
-	int rc;
-
-	b->touched = ft_now();
-	b->results = ft_asprintf("%s/results.jsonl", b->dir);
-	b->token = read_token(b->dir);
-	path = ft_asprintf("%s/batch.json", b->dir);
-	text = ft_read_file(path, &len);
-	rc = text ? batch_text_scan(&bt, path, text, len, bs->pl, err,
-				    sizeof(err)) : -1;
-	if (text == NULL)
-		snprintf(err, sizeof(err), "%s: %s", path, strerror(errno));
-	if (rc == 0)
-		rc = read_adds(bs, b, &bt, &a, err, sizeof(err));
-	if (rc == 0)
-		rc = journal_read(b->results, bt.job ? 0 : a.total,
-				  bt.job != NULL, &r, err, sizeof(err));
-	/* The tasks done need no check: they will not run again. */
-	if (rc == 0)
-		rc = batch_text_check(&bt, path, bs->pl, 2, r.done,
-				      r.ndone_bits, err, sizeof(err));
-	if (rc == 0)
-		rc = check_adds(&a, &r, bs->pl, bt.ntasks, err, sizeof(err));
-	free(path);
-	if (rc == 0)
-		rc = repair(bs, b, &r, err, sizeof(err));
-	if (rc == 0 && jsonl_open(&b->out, b->results, JSONL_CRC) == -1) {
-		snprintf(err, sizeof(err), "%s: %s", b->results,
-			 strerror(errno));
-		rc = -1;
-	}
-	if (rc == 0)
-		rc = rebuild(bs, b, &bt, &a, &r, err, sizeof(err));
-	if (rc == -1)
-		give_up(b, err);
-	b->d_ok = b->ok;
-	b->d_failed = b->failed;
-	st->batches++;
-	st->cuts += (int)r.ncuts;
-	st->done += b->ok + b->failed;
-	st->pending += b->total - b->ok - b->failed;
-	log_info("batch %ld (%s): replayed, %u of %u tasks done%s", b->id,
-		 b->name, b->ok + b->failed, b->total,
-		 r.ncuts ? ", damaged lines cut out" : "");
-	journal_results_free(&r);
-	batch_text_free(&bt);
-	added_free(&a);
-}
-
-/* Remove batch directory ID, never accepted (no results.jsonl). */
-static void
-drop_unaccepted(struct batches *bs, long id)
-{
-	char *dir = ft_asprintf("%s/batches/%ld", bs->cfg->state_dir, id);
-
-	if (store_check_lease(bs->store, 1) == 0) {
-		log_info("batch dir %s: never accepted; removed", dir);
-		if (ft_rmtree(dir) == -1)
-			log_warn("%s", dir);
-	}
-	free(dir);
-}
-
-int
-batches_replay(struct batches *bs, struct replay_stats *st, char *err,
-	       size_t n)
-{
-	size_t count, i;
-	long *ids;
-	long id;
-
-	memset(st, 0, sizeof(*st));
-	err[0] = '\0';
-	ids = unfinished(bs, &count, err, n);
-	if (err[0])
-		return -1;
-	bs->next = first_free_id(bs);
-	for (i = 0; i < count; i++) {
-		char *dir = ft_asprintf("%s/batches/%ld", bs->cfg->state_dir,
-					ids[i]);
-		int accepted = exists(dir, "results.jsonl");
-
-		free(dir);
-		if (accepted)
-			replay_one(bs, ids[i], st);
-		else
-			drop_unaccepted(bs, ids[i]);
-	}
-	free(ids);
-	/* Reservations go on after the last id there ever was. */
-	if (bs->n > 0)
-		pad(bs, bs->next);
-	for (id = bs->first; id < bs->first + bs->n; id++) {
-		struct batch *b = batches_find(bs, id);
-
-		if (b && b->state == B_ENDING) {
-			st->finished++;
-			settle(bs, b);
-		}
-	}
-	if (st->pending)
-		bs->ops.queued(bs->ops.ctx);
-	return 0;
-}

@@ -50,9 +50,19 @@ struct batches_ops {
 	/* More result lines of batch ID, which clients stream
 	 * (batches_watch), count as done. */
 	void (*results)(void *ctx, long id);
+	/* Batch ID was forgotten: remove its directory DIR (a new string,
+	 * taken over; renamed already), once batches/last_id says LAST_ID
+	 * (0: no need; ID, when it was the newest batch). */
+	void (*forget)(void *ctx, long id, char *dir, long last_id);
 };
 
 struct store;
+
+/* A batch ended at AT (wall clock): forgotten retain_s later. */
+struct batch_ended {
+	long id;
+	double at;
+};
 
 struct batches {
 	const struct ft_config *cfg;
@@ -72,6 +82,11 @@ struct batches {
 	double trim_due;		/* when freed memory goes back, 0: no need */
 	long *eager;			/* batches with lines to write at once */
 	int neager, capeager;
+	/* The batches ended, in the order they ended, to forget: a queue
+	 * from ends[ends_head]. */
+	struct batch_ended *ends;
+	size_t ends_head, nends, capends;
+	uint64_t forgotten;		/* batches forgotten so far */
 };
 
 void batches_init(struct batches *bs, const struct ft_config *cfg,
@@ -90,6 +105,10 @@ void batches_release(struct batches *bs, long id);
 int batches_accept(struct batches *bs, long id, struct batch_text *bt,
 		   struct job *job, json_t *tasks, const char *token,
 		   char *err, size_t n);
+/* Does every batch BT runs after ("after", "after_any") exist?  0, or -1
+ * with ERR (bad input: "after[0]: no batch 12"). */
+int batches_check_after(const struct batches *bs, const struct batch_text *bt,
+			char *err, size_t n);
 /* Reserve, read and accept BATCH (a checked object) in the caller: its id,
  * or -1 with ERR. */
 long batches_submit(struct batches *bs, json_t *batch, char *err, size_t n);
@@ -158,6 +177,15 @@ struct batch *batches_find(const struct batches *bs, long id);
 /* The status row of batch ID, from memory or its summary.json (a new
  * reference), or NULL when there is no such finished batch. */
 json_t *batches_lookup(const struct batches *bs, long id, int *finished);
+/* Forget the batches that ended retain_s ago or more (NOW: wall clock;
+ * the cron calls it every second).  The number forgotten. */
+int batches_retain(struct batches *bs, double now);
+/* Forget batch ID now (`ftfarm forget`): it must have ended.  0, or -1
+ * with ERR. */
+int batches_forget(struct batches *bs, long id, char *err, size_t n);
+/* Was batch ID given and forgotten since (its directory gone)? */
+int batches_forgotten(const struct batches *bs, long id);
+
 /* Write pending result lines of unfinished batches, and finish those
  * whose lines are all on disk.  0, or -1 when lines are still pending
  * (the store has the failure). */

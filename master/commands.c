@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "batch.h"
@@ -16,6 +17,7 @@
 #include "http.h"
 #include "intake.h"
 #include "log.h"
+#include "reaper.h"
 #include "remote.h"
 #include "subs.h"
 
@@ -256,49 +258,56 @@ submitted(struct master *m, void *arg, long id, const char *err, int status)
 	control_resume(c);
 }
 
-/* The tokens of submissions whose bytes are still coming, by client. */
-struct waiting_token {
+/* What a submission whose bytes are still coming was sent with: its
+ * token and dependencies, by client. */
+struct pending {
 	uint64_t client;
-	char *token;
+	char *token;			/* or NULL */
+	json_t *deps;			/* or NULL */
 };
-static struct waiting_token *tokens;
-static int ntokens;
+static struct pending *pendings;
+static int npendings;
 
 static void
-token_put(uint64_t client, const char *token)
+pending_put(uint64_t client, const char *token, json_t *deps)
 {
-	tokens = ft_realloc(tokens, (size_t)(ntokens + 1) * sizeof(*tokens));
-	tokens[ntokens].client = client;
-	tokens[ntokens].token = ft_strdup(token);
-	ntokens++;
+	pendings = ft_realloc(pendings, (size_t)(npendings + 1) *
+			      sizeof(*pendings));
+	pendings[npendings].client = client;
+	pendings[npendings].token = token ? ft_strdup(token) : NULL;
+	pendings[npendings].deps = json_incref(deps);
+	npendings++;
 }
 
-/* The token client CLIENT sent with its batch (taken: free it), or NULL. */
-static char *
-token_take(uint64_t client)
+/* What client CLIENT sent with its batch (taken: the caller frees it);
+ * all NULL when nothing. */
+static struct pending
+pending_take(uint64_t client)
 {
+	struct pending none = { client, NULL, NULL };
 	int i;
 
-	for (i = 0; i < ntokens; i++)
-		if (tokens[i].client == client) {
-			char *t = tokens[i].token;
+	for (i = 0; i < npendings; i++)
+		if (pendings[i].client == client) {
+			struct pending p = pendings[i];
 
-			tokens[i] = tokens[--ntokens];
-			return t;
+			pendings[i] = pendings[--npendings];
+			return p;
 		}
-	return NULL;
+	return none;
 }
 
-/* Forget the tokens of clients gone before their bytes came. */
+/* Forget what clients gone before their bytes came sent. */
 static void
 tokens_sweep(struct master *m)
 {
 	int i;
 
-	for (i = 0; i < ntokens; i++)
-		if (control_client(m->control, tokens[i].client) == NULL) {
-			free(tokens[i].token);
-			tokens[i--] = tokens[--ntokens];
+	for (i = 0; i < npendings; i++)
+		if (control_client(m->control, pendings[i].client) == NULL) {
+			free(pendings[i].token);
+			json_decref(pendings[i].deps);
+			pendings[i--] = pendings[--npendings];
 		}
 }
 
@@ -322,8 +331,8 @@ on_body(void *ctx, struct client *c, const char *file, char *data,
 	size_t len)
 {
 	struct master *m = ctx;
-	char *token = token_take(control_client_id(c));
-	json_t *ans = again(m, token);
+	struct pending p = pending_take(control_client_id(c));
+	json_t *ans = again(m, p.token);
 
 	if (ans) {
 		control_send(c, ans);
@@ -331,10 +340,38 @@ on_body(void *ctx, struct client *c, const char *file, char *data,
 		free(data);
 		control_resume(c);
 	} else {
-		intake_submit(m, file, data, len, token, submitted,
+		intake_submit(m, file, data, len, p.token, p.deps, submitted,
 			      (void *)(uintptr_t)control_client_id(c));
 	}
-	free(token);
+	free(p.token);
+	json_decref(p.deps);
+}
+
+/* The request's "after" and "after_any" as one object, or NULL when it
+ * has neither; -1 in *BAD with ERR when one is not a list of ids. */
+static json_t *
+request_deps(json_t *req, int *bad, char *err, size_t n)
+{
+	struct jerr jerr;
+	json_t *deps;
+
+	*bad = 0;
+	if (ft_check_ids(req, "submit", "after", 1, &jerr) == -1 ||
+	    ft_check_ids(req, "submit", "after_any", 1, &jerr) == -1) {
+		snprintf(err, n, "%s: %s", jerr.path, jerr.msg);
+		*bad = 1;
+		return NULL;
+	}
+	if (json_array_size(json_object_get(req, "after")) == 0 &&
+	    json_array_size(json_object_get(req, "after_any")) == 0)
+		return NULL;
+	deps = json_object();
+	if (json_object_get(req, "after"))
+		json_object_set(deps, "after", json_object_get(req, "after"));
+	if (json_object_get(req, "after_any"))
+		json_object_set(deps, "after_any",
+				json_object_get(req, "after_any"));
+	return deps;
 }
 
 /* Is TOKEN a fit name for a submission (it is kept in a file)? */
@@ -361,7 +398,9 @@ cmd_submit(struct master *m, struct client *c, json_t *req, json_t **ans,
 	json_t *bytes = json_object_get(req, "bytes");
 	const char *file = json_string_value(json_object_get(req, "file"));
 	const char *token = json_string_value(json_object_get(req, "token"));
+	json_t *deps;
 	char *text;
+	int bad;
 
 	if (m->stopping) {
 		snprintf(err, n, "the master is stopping");
@@ -376,6 +415,9 @@ cmd_submit(struct master *m, struct client *c, json_t *req, json_t **ans,
 		snprintf(err, n, "submit needs \"batch\" or \"bytes\"");
 		return -1;
 	}
+	deps = request_deps(req, &bad, err, n);
+	if (bad)
+		return -1;
 	if (bytes) {
 		json_int_t len = json_integer_value(bytes);
 
@@ -383,24 +425,44 @@ cmd_submit(struct master *m, struct client *c, json_t *req, json_t **ans,
 			snprintf(err, n, "submit: the batch is %lld bytes; this "
 				 "master takes 1 to %zu (control.max_batch_bytes)",
 				 (long long)len, m->cfg.control.max_batch);
-			return -1;
+			json_decref(deps);
+			*ans = json_pack("{s:b, s:s, s:i}", "ok", 0, "error", err,
+					 "exit", 2);
+			return 0;
 		}
-		if (token)
-			token_put(control_client_id(c), token);
+		if (token || deps)
+			pending_put(control_client_id(c), token, deps);
+		json_decref(deps);
 		control_read_body(c, (size_t)len, file ? file : "batch",
 				  on_body, m);
 		return 1;
 	}
-	if ((*ans = again(m, token)) != NULL)
+	if ((*ans = again(m, token)) != NULL) {
+		json_decref(deps);
 		return 0;
+	}
 	text = json_dumps(batch, JSON_COMPACT);
 	if (text == NULL) {
 		snprintf(err, n, "submit: cannot print the batch");
+		json_decref(deps);
 		return -1;
 	}
 	intake_submit(m, file ? file : "batch", text, strlen(text), token,
-		      submitted, (void *)(uintptr_t)control_client_id(c));
+		      deps, submitted, (void *)(uintptr_t)control_client_id(c));
+	json_decref(deps);
 	return 1;
+}
+
+/* Why batch ID is not there, after PREFIX, into ERR: no such batch, or
+ * forgotten (its id was given; ids are never given again). */
+static void
+no_batch(struct master *m, long id, const char *prefix, char *err, size_t n)
+{
+	if (batches_forgotten(&m->batches, id))
+		snprintf(err, n, "%sbatch %ld was forgotten (retain_s, or ftfarm "
+			 "forget): its results are gone", prefix, id);
+	else
+		snprintf(err, n, "%sno batch %ld", prefix, id);
 }
 
 /* wait {"batch": ID}: answer when the batch has finished. */
@@ -413,7 +475,7 @@ cmd_wait(struct master *m, struct client *c, json_t *req, json_t **ans,
 	json_t *row = batches_lookup(&m->batches, id, &finished);
 
 	if (row == NULL) {
-		snprintf(err, n, "wait: no batch %ld", id);
+		no_batch(m, id, "wait: ", err, n);
 		return -1;
 	}
 	if (finished) {
@@ -436,10 +498,25 @@ cmd_batch(struct master *m, struct client *c, json_t *req, json_t **ans,
 
 	(void)c;
 	if (row == NULL) {
-		snprintf(err, n, "no batch %ld", id);
+		no_batch(m, id, "", err, n);
 		return -1;
 	}
 	*ans = json_pack("{s:b, s:o}", "ok", 1, "batch", row);
+	return 0;
+}
+
+/* forget {"batch": ID}: an ended batch out of memory, status and the
+ * state dir now, rather than retain_s after it ended. */
+static int
+cmd_forget(struct master *m, struct client *c, json_t *req, json_t **ans,
+	   char *err, size_t n)
+{
+	long id = (long)json_integer_value(json_object_get(req, "batch"));
+
+	(void)c;
+	if (batches_forget(&m->batches, id, err, n) == -1)
+		return -1;
+	*ans = json_pack("{s:b, s:I}", "ok", 1, "batch", (json_int_t)id);
 	return 0;
 }
 
@@ -500,32 +577,108 @@ req_node(struct master *m, json_t *req, char *err, size_t n)
 	return nd;
 }
 
-/* drain {"node": NAME}: no new tasks for it; its running ones finish. */
+/* A drain or undrain waiting for the nodes' state that holds it to be on
+ * disk. */
+struct save_wait {
+	uint64_t client;
+	uint64_t gen;			/* the generation to wait for */
+	int node;
+	struct save_wait *next;
+};
+
+static struct save_wait *saves;
+
+/* Answer C's request about ND now if the nodes' state is on disk, else
+ * once it is.  As a command handler returns. */
+static int
+answer_saved(struct master *m, struct client *c, struct node *nd,
+	     json_t **ans)
+{
+	uint64_t gen = health_unsaved(m);
+	struct save_wait *w;
+
+	if (gen == 0) {
+		*ans = json_pack("{s:b, s:o}", "ok", 1, "node",
+				 node_row(m, nd));
+		return 0;
+	}
+	w = ft_calloc(1, sizeof(*w));
+	w->client = control_client_id(c);
+	w->gen = gen;
+	w->node = nd->id;
+	w->next = saves;
+	saves = w;
+	return 1;
+}
+
+/* W's state is on disk (ERR 0), or could not be written (ERR). */
+static void
+answer_save(struct master *m, const struct save_wait *w, int err)
+{
+	struct client *c = control_client(m->control, w->client);
+	const struct node *nd = &m->nodes[w->node];
+	char why[512];
+	json_t *ans;
+
+	if (c == NULL)
+		return;		/* gone meanwhile */
+	if (err) {
+		snprintf(why, sizeof(why), "node %s is %s, but the state dir "
+			 "did not take its record (%s/nodes.state: %s); it "
+			 "is written once the state dir takes writes again",
+			 nd->name, node_state_name(nd->state),
+			 m->cfg.state_dir, strerror(err));
+		ans = json_pack("{s:b, s:s, s:o}", "ok", 0, "error", why,
+				"node", node_row(m, nd));
+	} else {
+		ans = json_pack("{s:b, s:o}", "ok", 1, "node",
+				node_row(m, nd));
+	}
+	control_send(c, ans);
+	json_decref(ans);
+	control_resume(c);
+}
+
+void
+commands_state_saved(struct master *m, uint64_t gen, int err)
+{
+	struct save_wait **p = &saves, *w;
+
+	while ((w = *p) != NULL) {
+		if (w->gen > gen) {
+			p = &w->next;
+			continue;
+		}
+		*p = w->next;
+		answer_save(m, w, err);
+		free(w);
+	}
+}
+
+/* drain {"node": NAME}: no new tasks for it; its running ones finish.
+ * Answered once the drain is on disk. */
 static int
 cmd_drain(struct master *m, struct client *c, json_t *req, json_t **ans,
 	  char *err, size_t n)
 {
 	struct node *nd = req_node(m, req, err, n);
 
-	(void)c;
 	if (nd == NULL || health_drain(m, nd, err, n) == -1)
 		return -1;
-	*ans = json_pack("{s:b, s:o}", "ok", 1, "node", node_row(m, nd));
-	return 0;
+	return answer_saved(m, c, nd, ans);
 }
 
-/* undrain {"node": NAME}: back in service (an inactive node is probed). */
+/* undrain {"node": NAME}: back in service (an inactive node is probed).
+ * Answered once the change is on disk. */
 static int
 cmd_undrain(struct master *m, struct client *c, json_t *req, json_t **ans,
 	    char *err, size_t n)
 {
 	struct node *nd = req_node(m, req, err, n);
 
-	(void)c;
 	if (nd == NULL || health_undrain(m, nd, err, n) == -1)
 		return -1;
-	*ans = json_pack("{s:b, s:o}", "ok", 1, "node", node_row(m, nd));
-	return 0;
+	return answer_saved(m, c, nd, ans);
 }
 
 /* A reboot request waiting for its nodes to end their reboots. */
@@ -790,6 +943,26 @@ cmd_close(struct master *m, struct client *c, json_t *req, json_t **ans,
 	return 0;
 }
 
+/* The log NAME of the state dir that other processes write (the
+ * launcher's, the supervisors'): rotated past log_max_bytes, or at once
+ * unless ONLY_BIG, by copying and cutting it (util.h). */
+static void
+rotate_shared(struct master *m, const char *name, int only_big)
+{
+	char *path = ft_asprintf("%s/%s", m->cfg.state_dir, name);
+	struct stat st;
+
+	if (lstat(path, &st) == 0 && S_ISREG(st.st_mode) &&
+	    (!only_big || (size_t)st.st_size > m->cfg.log_max_bytes) &&
+	    store_check_lease(&m->store, 0) == 0) {
+		if (ft_rotate_shared(path, m->cfg.log_keep) == -1)
+			log_warn("rotating %s", path);
+		else
+			log_info("rotated %s (%d kept)", name, m->cfg.log_keep);
+	}
+	free(path);
+}
+
 void
 commands_rotate(struct master *m, int only_big)
 {
@@ -807,6 +980,8 @@ commands_rotate(struct master *m, int only_big)
 		else
 			log_info("rotated events.jsonl (%d kept)", keep);
 	}
+	rotate_shared(m, "mpirun.log", only_big);
+	rotate_shared(m, "supervisor.log", only_big);
 }
 
 /* rotate: master.log and events.jsonl to .1, and on in new files. */
@@ -837,6 +1012,7 @@ static const cmd_fn handlers[CTL_NCMDS] = {
 	[CTL_ADD] = cmd_add,
 	[CTL_CLOSE] = cmd_close,
 	[CTL_BATCH] = cmd_batch,
+	[CTL_FORGET] = cmd_forget,
 };
 
 /* May UID send commands of ROLE?  Reading is for everyone; submitting
@@ -873,7 +1049,9 @@ refused(struct master *m, struct client *c, const struct ctl_command *cmd)
 	control_error(c, msg);
 }
 
-/* Answer one request line. */
+/* Answer one request line.  A request that announced a body ("bytes")
+ * and is not reading it is the connection's last: the bytes that follow
+ * it cannot be told from request lines. */
 static void
 on_request(void *ctx, struct client *c, const char *line, size_t len)
 {
@@ -881,7 +1059,7 @@ on_request(void *ctx, struct client *c, const char *line, size_t len)
 	const struct ctl_command *cmd;
 	json_t *req = NULL, *ans = NULL;
 	char err[512] = "";
-	int rc;
+	int rc = -1;
 
 	cmd = ctl_parse_request(line, len, &req, err, sizeof(err));
 	if (cmd == NULL) {
@@ -900,6 +1078,8 @@ on_request(void *ctx, struct client *c, const char *line, size_t len)
 	else
 		control_hold(c);	/* answered later */
 out:
+	if (rc != 1 && json_is_object(req) && json_object_get(req, "bytes"))
+		control_end(c);
 	json_decref(ans);
 	json_decref(req);
 }
@@ -973,6 +1153,8 @@ commands_open(struct master *m, char *err, size_t n)
 				     n)) == NULL)
 		return -1;
 	rc = intake_init(m, err, n);
+	if (rc == 0)
+		rc = reaper_start(m, err, n);
 	return rc;
 }
 
@@ -986,6 +1168,7 @@ commands_tick(struct master *m, double now)
 void
 commands_close(struct master *m)
 {
+	subs_stopping(m->subs);
 	while (add_waits) {
 		struct add_wait *w = add_waits;
 
@@ -1000,7 +1183,14 @@ commands_close(struct master *m)
 		waits = w->next;
 		wait_free(w);
 	}
+	while (saves) {
+		struct save_wait *w = saves;
+
+		saves = w->next;
+		free(w);
+	}
 	intake_free(m);
+	reaper_stop(m);
 	remote_close(m->remote);
 	m->remote = NULL;
 	control_close(m->control);

@@ -11,6 +11,8 @@
  *   nodes                   the nodes: state, reboots, failures, workers
  *   drain {"node": N}       no new tasks for N; its running ones finish
  *   undrain {"node": N}     N back in service (an inactive one is probed)
+ *                           (both answered once the nodes' state that
+ *                           holds the change is on disk)
  *   reboot {"node": N|"all", "force": B}
  *                           drain, power-cycle, workers back; answered
  *                           once every node named is back or has failed
@@ -26,6 +28,8 @@
  */
 #ifndef FT_COMMANDS_H
 #define FT_COMMANDS_H
+
+#include <stdint.h>
 
 #include "master.h"
 
@@ -51,5 +55,9 @@ void commands_batch_done(struct master *m, struct batch *b);
  * reboot requests that wait for it. */
 void commands_reboot_ended(struct master *m, struct node *n, int ok,
 			   const char *why);
+/* The nodes' state of generation GEN is on disk (ERR 0), or its write
+ * failed with errno ERR: answer the drains and undrains that wait for
+ * it. */
+void commands_state_saved(struct master *m, uint64_t gen, int err);
 
 #endif

@@ -77,6 +77,7 @@ struct control {
 
 static void client_close(struct client *c);
 static void consume(struct client *c);
+static void too_long(struct client *c);
 
 /* Has C more answers unread than OUT_PAUSE? */
 static int
@@ -227,6 +228,18 @@ control_resume(struct client *c)
 }
 
 void
+control_end(struct client *c)
+{
+	if (c->closing)
+		return;
+	c->closing = 1;
+	c->in.len = 0;
+	ev_io_stop(c->ctl->loop, &c->rio);
+	ev_timer_stop(c->ctl->loop, &c->more);
+	ev_io_start(c->ctl->loop, &c->wio);
+}
+
+void
 control_read_body(struct client *c, size_t len, const char *name,
 		  control_body_fn done, void *ctx)
 {
@@ -306,6 +319,10 @@ consume(struct client *c)
 		nl = memchr(c->in.data, '\n', c->in.len);
 		if (nl == NULL)
 			return;
+		if ((size_t)(nl - c->in.data) > c->ctl->lim.max_line) {
+			too_long(c);
+			return;
+		}
 		if (backlogged(c)) {
 			/* on_writable serves it again once it has read. */
 			ev_io_stop(c->ctl->loop, &c->rio);
@@ -355,19 +372,21 @@ client_read(struct client *c)
 	return r;
 }
 
-/* A line past the limit: say so and close (a batch goes as a body). */
+/* A line past the limit: say so and close (a batch goes as a body).
+ * The client's exit status for it is 2, as for any input past a bound. */
 static void
 too_long(struct client *c)
 {
-	char msg[160];
+	char msg[200];
+	json_t *ans;
 
 	snprintf(msg, sizeof(msg), "request too long: more than %zu bytes in "
-		 "a line (a batch goes as a file: ftfarm submit)",
-		 c->ctl->lim.max_line);
-	control_error(c, msg);
-	c->in.len = 0;
-	c->closing = 1;
-	ev_io_stop(c->ctl->loop, &c->rio);
+		 "a line (control.max_request_bytes; a batch goes as the bytes "
+		 "after a short line)", c->ctl->lim.max_line);
+	ans = json_pack("{s:b, s:s, s:i}", "ok", 0, "error", msg, "exit", 2);
+	control_send(c, ans);
+	json_decref(ans);
+	control_end(c);
 }
 
 static void

@@ -91,6 +91,10 @@ pid_t control_peer_pid(const struct client *c);
 void control_hold(struct client *c);
 void control_resume(struct client *c);
 
+/* C is done with: the answers queued for it are written, then it is
+ * closed; nothing it sends from now on is read (the rest of a request
+ * refused before its end: a line past the bound, a body not taken). */
+void control_end(struct client *c);
 /* Queue ANSWER (one line; "v" is set in it) for C.  A client whose queue
  * passes the output limit is dropped. */
 void control_send(struct client *c, json_t *answer);

@@ -50,6 +50,8 @@
 	E(node_down, EVF_NOW)						\
 	E(node_back, EVF_NOW)						\
 	E(node_inactive, EVF_NOW)					\
+	E(node_restored, EVF_NOW)					\
+	E(node_state_damaged, EVF_NOW)					\
 	E(bmc_command, EVF_NOW)						\
 	E(batch_submitted, 0)						\
 	E(task_assigned, EVF_TASK)					\
@@ -58,6 +60,7 @@
 	E(task_failed, 0)						\
 	E(batch_cancelled, EVF_NOW)					\
 	E(batch_done, EVF_NOW)						\
+	E(batch_forgotten, 0)						\
 	E(gang_started, EVF_NOW)					\
 	E(gang_rank_dead, EVF_NOW)					\
 	E(gang_recovery, EVF_NOW)					\
@@ -100,6 +103,15 @@
 #define EV_FIELDS_node_down(F) F(str, node) F(str, reason)
 #define EV_FIELDS_node_back(F) F(str, node) F(str, reason) F(num, seconds)
 #define EV_FIELDS_node_inactive(F) F(str, node) F(str, reason)
+/* A node's state as a master before this one left it (nodes.state):
+ * STATE now, WAS the state saved when it differs (a reboot under way is
+ * brought to its end by a probe). */
+#define EV_FIELDS_node_restored(F)					\
+	F(str, node) F(str, state) F(str, reason) F(int, reboots)	\
+	F(int, failures) F(obool, drained) F(ostr, was)
+/* A line of nodes.state (LINE 0: the whole file) not taken for REASON. */
+#define EV_FIELDS_node_state_damaged(F)					\
+	F(str, file) F(int, line) F(str, reason)
 #define EV_FIELDS_bmc_command(F)					\
 	F(str, node) F(str, command) F(int, exit) F(num, seconds)	\
 	F(ostr, error)
@@ -120,6 +132,9 @@
 #define EV_FIELDS_batch_done(F)						\
 	F(int, batch) F(int, total) F(int, ok) F(int, failed)		\
 	F(num, seconds) F(ostr, error)
+/* An ended batch forgotten (retain_s, ftfarm forget): AGE seconds since
+ * it ended (-1: not known). */
+#define EV_FIELDS_batch_forgotten(F) F(int, batch) F(num, age)
 /* A gang task's attempt: its processes all said hello and started; one
  * of them was declared dead (and killed); the survivors were told of the
  * dead of EPOCH (DEAD ranks so far) and recover; the attempt ended. */

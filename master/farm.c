@@ -8,6 +8,7 @@
 #include "gangs.h"
 #include "health.h"
 #include "log.h"
+#include "reaper.h"
 #include "registry.h"
 #include "subs.h"
 #include "util.h"
@@ -121,6 +122,12 @@ on_reboot_ended(void *ctx, struct node *n, int ok, const char *why)
 	commands_reboot_ended(ctx, n, ok, why);
 }
 
+static void
+on_state_saved(void *ctx, uint64_t gen, int err)
+{
+	commands_state_saved(ctx, gen, err);
+}
+
 /* ---- the batches' news ---- */
 
 static void
@@ -141,6 +148,13 @@ on_results(void *ctx, long id)
 	struct master *m = ctx;
 
 	subs_results(m->subs, id);
+}
+
+static void
+on_forget(void *ctx, long id, char *dir, long last_id)
+{
+	(void)id;
+	reaper_remove(ctx, dir, last_id);
 }
 
 static void
@@ -194,11 +208,14 @@ farm_init(struct master *m)
 		.ctx = m, .result = on_result, .dying = on_worker_dying,
 		.failed = on_worker_failed,
 	};
-	struct health_ops ho = { .ctx = m, .reboot_ended = on_reboot_ended };
+	struct health_ops ho = {
+		.ctx = m, .reboot_ended = on_reboot_ended,
+		.saved = on_state_saved,
+	};
 	struct batches_ops bo = {
 		.ctx = m, .queued = on_queued, .finished = on_finished,
 		.gang = on_gang, .gang_cancel = on_gang_cancel,
-		.results = on_results,
+		.results = on_results, .forget = on_forget,
 	};
 	struct gangs_ops go = { .ctx = m, .ended = on_gang_ended };
 
@@ -232,7 +249,11 @@ on_synced(void *ctx)
 static int
 on_retry(void *ctx)
 {
-	return farm_flush(ctx);
+	int rc = farm_flush(ctx);
+
+	if (health_retry_save(ctx) == -1)
+		rc = -1;
+	return rc;
 }
 
 static void

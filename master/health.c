@@ -12,6 +12,7 @@
 #include "hosts.h"
 #include "ladder.h"
 #include "log.h"
+#include "opstate.h"
 #include "registry.h"
 
 /* Seconds without a failure after which a suspect node whose workers are
@@ -19,10 +20,23 @@
 #define HEALTH_QUIET 30.0
 #define START_POWER_WAIT 15.0	/* the longest an agent waits for its
 				 * node's first power status */
+#define SAVE_EVERY 1.0		/* the cron saves what changed this often */
 
 static struct blame *blame;
 static struct health_ops hops;
 static const char **names;	/* the nodes' names, by index */
+
+/* The nodes' state on disk (opstate.h), once restored. */
+static struct opstate *disk;
+static struct opstate_rec *recs;	/* as last saved: one per node of the
+					 * config, then those carried over */
+static size_t nrecs;
+static struct opstate_read found;	/* what the file held (owns the
+					 * carried records' names) */
+static double wall_offset;		/* ft_wall() - ft_now() */
+static double save_at;			/* the cron's next save */
+
+static void persist(struct master *m);
 
 void
 health_init(struct master *m, const struct health_ops *ops)
@@ -44,6 +58,12 @@ health_init(struct master *m, const struct health_ops *ops)
 void
 health_free(struct master *m)
 {
+	opstate_close(disk);
+	disk = NULL;
+	free(recs);
+	recs = NULL;
+	nrecs = 0;
+	opstate_read_free(&found);
 	ladder_free(m);
 	bmc_free(m);
 	blame_free(blame);
@@ -219,6 +239,7 @@ on_start_power(struct master *m, int node, enum bmc_cmd cmd,
 		return;
 	log_warnx("node %s: its power is off", n->name);
 	escalate(m, n, "power off when the master started");
+	persist(m);
 }
 
 void
@@ -365,6 +386,7 @@ health_worker_failed(struct master *m, struct worker *w)
 
 	if (m->static_world) {
 		static_failed(m, w);
+		persist(m);
 		return;
 	}
 	switch (n->state) {
@@ -389,6 +411,7 @@ health_worker_failed(struct master *m, struct worker *w)
 		snprintf(why, sizeof(why), "worker %d failed (%d in a row)",
 			 w->id, w->failures);
 	strike(m, n, w, why, w->died_starting);
+	persist(m);
 }
 
 /* A: the node a task's earlier death is charged to after all; B: the
@@ -407,6 +430,7 @@ deferred_strike(void *ctx, uint64_t a, uint64_t b, const char *text)
 	snprintf(why, sizeof(why), "a worker died running task id %llu, "
 		 "which then succeeded elsewhere", (unsigned long long)b);
 	strike(m, n, NULL, why, 0);
+	persist(m);
 }
 
 /* A worker of N finished a task: N's failures in a row are over (its
@@ -420,6 +444,7 @@ finished_task(struct master *m, struct node *n)
 	n->strikes = 0;
 	if (n->state == N_SUSPECT)
 		set_state(m, n, N_UP, "recovered: a task ran to its end on it");
+	persist(m);
 }
 
 void
@@ -466,6 +491,7 @@ health_ladder_ended(struct master *m, struct node *n, int ok,
 	n->by_operator = 0;
 	if (!ok) {
 		give_up(m, n, why);
+		persist(m);
 		hops.reboot_ended(hops.ctx, n, 0, why);
 		return;
 	}
@@ -474,6 +500,7 @@ health_ladder_ended(struct master *m, struct node *n, int ok,
 	n->last_strike = ft_now();
 	n->probes = 0;
 	set_state(m, n, n->drain_wanted ? N_DRAINED : N_UP, why);
+	persist(m);
 	hops.reboot_ended(hops.ctx, n, 1, why);
 }
 
@@ -509,11 +536,13 @@ health_drain(struct master *m, struct node *n, char *err, size_t len)
 	if (node_serves(n))
 		set_state(m, n, N_DRAINING, "drained by an operator");
 	drain_progress(m, n, ft_now());
+	persist(m);
 	return 0;
 }
 
-int
-health_undrain(struct master *m, struct node *n, char *err, size_t len)
+/* Undrain N (health_undrain). */
+static int
+undrain(struct master *m, struct node *n, char *err, size_t len)
 {
 	n->drain_wanted = 0;
 	switch (n->state) {
@@ -551,8 +580,17 @@ health_undrain(struct master *m, struct node *n, char *err, size_t len)
 }
 
 int
-health_reboot(struct master *m, struct node *n, int force, char *err,
-	      size_t len)
+health_undrain(struct master *m, struct node *n, char *err, size_t len)
+{
+	int rc = undrain(m, n, err, len);
+
+	persist(m);
+	return rc;
+}
+
+/* Reboot N (health_reboot). */
+static int
+reboot(struct master *m, struct node *n, int force, char *err, size_t len)
 {
 	if (health_can_reboot(m, n, err, len) == -1)
 		return -1;
@@ -577,6 +615,16 @@ health_reboot(struct master *m, struct node *n, int force, char *err,
 		set_state(m, n, N_DRAINING, "reboot asked by an operator: "
 			  "draining");
 	return 0;
+}
+
+int
+health_reboot(struct master *m, struct node *n, int force, char *err,
+	      size_t len)
+{
+	int rc = reboot(m, n, force, err, len);
+
+	persist(m);
+	return rc;
 }
 
 /* ---- the cron ---- */
@@ -668,4 +716,225 @@ health_cron(struct master *m, double now)
 			maybe_probe(m, n, now);
 	}
 	fail_if_hopeless(m);
+	if (now >= save_at) {
+		save_at = now + SAVE_EVERY;
+		persist(m);
+	}
+}
+
+/* ---- the state on disk ---- */
+
+/* N's record now. */
+static void
+rec_of(const struct node *n, struct opstate_rec *r)
+{
+	memset(r, 0, sizeof(*r));
+	r->node = n->name;
+	snprintf(r->state, sizeof(r->state), "%s", node_state_name(n->state));
+	r->drained = n->drain_wanted;
+	snprintf(r->reason, sizeof(r->reason), "%s", n->reason);
+	r->reboots = n->reboots;
+	r->last_reboot = n->last_reboot;
+	r->failures = n->strikes;
+	r->episode_reboots = n->episode_reboots;
+	r->last_failure = n->last_strike != 0 ? n->last_strike + wall_offset
+					      : 0;
+	r->probe_delay = n->probe_delay;
+	r->next_probe = n->state == N_INACTIVE && n->probe_at > 0 ?
+			n->probe_at + wall_offset : 0;
+}
+
+/* Save the nodes' records if any has changed since the last save. */
+static void
+persist(struct master *m)
+{
+	struct opstate_rec r;
+	int i, changed = 0;
+
+	if (disk == NULL)
+		return;
+	for (i = 0; i < m->cfg.nnodes; i++) {
+		rec_of(&m->nodes[i], &r);
+		if (!opstate_rec_equal(&r, &recs[i])) {
+			recs[i] = r;
+			changed = 1;
+		}
+	}
+	if (changed)
+		opstate_save(disk, recs, nrecs);
+}
+
+uint64_t
+health_unsaved(const struct master *m)
+{
+	(void)m;
+	return opstate_handed(disk) > opstate_durable(disk) ?
+	       opstate_handed(disk) : 0;
+}
+
+int
+health_retry_save(struct master *m)
+{
+	(void)m;
+	return opstate_retry(disk);
+}
+
+static void
+on_saved(void *ctx, uint64_t gen, int err)
+{
+	(void)ctx;
+	if (hops.saved)
+		hops.saved(hops.ctx, gen, err);
+}
+
+/* A line (LINE; 0: the whole file) of PATH not taken, for WHAT. */
+static void
+damaged(struct master *m, const char *path, int line, const char *what)
+{
+	log_warnx("%s:%d: %s; ignored (the file is kept as %s.damaged)",
+		  path, line, what, path);
+	ev_node_state_damaged(&m->events, path, line, what);
+}
+
+/* Does R hold anything a fresh node has not? */
+static int
+worth_restoring(const struct opstate_rec *r, enum nstate st)
+{
+	return st != N_UP || r->drained || r->reboots || r->failures ||
+	       r->episode_reboots || r->last_reboot > 0;
+}
+
+/* The state of a node saved in state WAS (N's counts restored), and why
+ * when not the saved reason (*WHY). */
+static enum nstate
+restored_state(const struct master *m, const struct node *n,
+	       enum nstate was, const char **why)
+{
+	*why = NULL;
+	switch (was) {
+	case N_INACTIVE:
+		if (!m->static_world)
+			return N_INACTIVE;
+		*why = "static launch: the new job's workers are new";
+		break;
+	case N_REBOOTING:
+	case N_DOWN:
+		if (m->static_world)	/* it has neither */
+			break;
+		*why = was == N_REBOOTING ?
+		       "a reboot was under way when the master restarted; "
+		       "probed: power, ready command, workers" :
+		       "a probe was under way when the master restarted; "
+		       "probed again";
+		return N_DOWN;
+	case N_SUSPECT:
+		if (!n->drain_wanted && n->strikes > 0)
+			return N_SUSPECT;
+		break;
+	case N_DRAINING:
+		if (!n->drain_wanted)
+			*why = "the reboot asked before the master restarted "
+			       "was dropped";
+		break;
+	default:
+		break;
+	}
+	return n->drain_wanted ? N_DRAINED : N_UP;
+}
+
+/* N as record R (saved in state WAS) says, before any worker starts. */
+static void
+restore_node(struct master *m, struct node *n, const struct opstate_rec *r,
+	     enum nstate was)
+{
+	const char *why;
+	enum nstate to;
+
+	n->reboots = r->reboots;
+	n->last_reboot = r->last_reboot;
+	n->strikes = r->failures;
+	n->episode_reboots = r->episode_reboots;
+	n->last_strike = r->last_failure > 0 ? r->last_failure - wall_offset
+					     : 0;
+	n->drain_wanted = r->drained;
+	if (n->state == N_INACTIVE) {
+		/* Its host did not answer at this start: that stands. */
+		node_restore(n, N_INACTIVE, n->reason, was, &m->events);
+		return;
+	}
+	n->probe_delay = r->probe_delay;
+	to = restored_state(m, n, was, &why);
+	node_restore(n, to, why ? why : r->reason, was, &m->events);
+	if (to == N_INACTIVE) {
+		/* Its probes go on where they were (at once if one is due). */
+		if (n->probe_delay <= 0)
+			n->probe_delay = m->cfg.probe_min;
+		n->probe_at = r->next_probe > 0 ? r->next_probe - wall_offset
+						: ft_now() + n->probe_delay;
+		retire_workers(m, n, "node inactive");
+	} else if (to == N_DOWN) {
+		retire_workers(m, n, "node coming back");
+		ladder_probe(m, n, why);
+	}
+	sync_hold(m, n);
+}
+
+/* The records of F for the nodes of the config; the others are carried
+ * over (kept as they are in every file written). */
+static void
+restore_all(struct master *m, const char *path, const struct opstate_read *f)
+{
+	size_t i, k = (size_t)m->cfg.nnodes;
+	char what[300];
+
+	recs = ft_calloc((size_t)m->cfg.nnodes + f->n, sizeof(*recs));
+	for (i = 0; i < f->n; i++) {
+		const struct opstate_rec *r = &f->recs[i];
+		struct node *n = health_node(m, r->node);
+		enum nstate st = node_state_parse(r->state);
+
+		if (n == NULL) {
+			log_info("node %s is not in the config: its saved "
+				 "state (%s) is kept for when it is again",
+				 r->node, r->state);
+			recs[k++] = *r;
+		} else if (st == 0) {
+			snprintf(what, sizeof(what), "node %s: no state "
+				 "\"%s\"", r->node, r->state);
+			damaged(m, path, 0, what);
+		} else if (worth_restoring(r, st)) {
+			restore_node(m, n, r, st);
+		}
+	}
+	nrecs = k;
+	for (i = 0; i < (size_t)m->cfg.nnodes; i++)
+		rec_of(&m->nodes[i], &recs[i]);
+}
+
+void
+health_restore(struct master *m)
+{
+	struct opstate_ops ops = { .ctx = m, .saved = on_saved };
+	char *path = ft_asprintf("%s/%s", m->cfg.state_dir, OPSTATE_FILE);
+	char err[512];
+	size_t i;
+	int bad;
+
+	wall_offset = ft_wall() - ft_now();
+	bad = opstate_read(path, &found, err, sizeof(err)) == -1;
+	if (bad)
+		damaged(m, path, 0, err);
+	for (i = 0; i < found.nproblems; i++)
+		damaged(m, path, found.problems[i].line,
+			found.problems[i].what);
+	disk = opstate_open(path, m->loop, &m->store, &ops, err, sizeof(err));
+	if (disk == NULL)
+		log_warnx("%s: the nodes' state is not saved", err);
+	if (disk && (bad || found.nproblems) &&
+	    opstate_set_aside(disk) == -1)
+		log_warn("%s: cannot move it aside", path);
+	restore_all(m, path, &found);
+	if (disk)
+		opstate_save(disk, recs, nrecs);
+	free(path);
 }

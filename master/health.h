@@ -23,6 +23,21 @@
  * its workers say hello.  When every node is inactive and no worker is
  * left, the open tasks fail ("no live workers").
  *
+ * What an operator and the ladder decided outlives the master: each
+ * node's drain, state and reason, its reboots and the failures charged to
+ * it are saved in <state_dir>/nodes.state (opstate.h) as they change (an
+ * operator's request at once, the rest within a second), and a master
+ * that starts on the same state dir takes them back (health_restore):
+ * a drained node stays drained, an inactive one inactive (probed on its
+ * backoff), a suspect one suspect with its failures; a node that was
+ * being rebooted or probed is probed (its power, its ready command, its
+ * workers) rather than power-cycled again; a reboot asked by an operator
+ * and still waiting for the node to drain is dropped (its client was
+ * told the master went away).  Under static launch a node given up on is
+ * in service again: the new job's workers are new.  A node is its name in
+ * the config; the records of names no longer in it are carried over as
+ * they are.
+ *
  * Node health sits above the registry: it hears of failures through the
  * registry's ops and acts through the registry's calls.
  */
@@ -39,6 +54,9 @@ struct health_ops {
 	/* The reboot of node N has ended: it is back (OK), or WHY not. */
 	void (*reboot_ended)(void *ctx, struct node *n, int ok,
 			     const char *why);
+	/* The nodes' state of generation GEN is on disk (ERR 0), or its
+	 * write failed with errno ERR. */
+	void (*saved)(void *ctx, uint64_t gen, int err);
 };
 
 void health_init(struct master *m, const struct health_ops *ops);
@@ -86,5 +104,17 @@ void health_hosts_left_out(struct master *m);
 /* Ask each node's BMC for its power (master start): a node found off is
  * power-cycled. */
 void health_check_power(struct master *m);
+
+/* At the start, after health_hosts_left_out and before the first spawn:
+ * take back the nodes' saved state and save it from now on.  A record
+ * that is damaged or unreadable is reported (node_state_damaged, the
+ * master log), set aside (nodes.state.damaged) and ignored. */
+void health_restore(struct master *m);
+/* The generation of the nodes' state not yet on disk (the last one
+ * handed to the disk), or 0 when everything is. */
+uint64_t health_unsaved(const struct master *m);
+/* The store's retry after a failure: 0, or -1 while the last write of
+ * the nodes' state has failed (it is tried again now). */
+int health_retry_save(struct master *m);
 
 #endif

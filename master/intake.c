@@ -19,12 +19,13 @@
 
 struct req {
 	/* Set by the loop. */
-	long id;			/* reserved */
-	char *dir;			/* the batch's directory */
+	long id;			/* given once it checks; 0 before */
+	char *dir;			/* its directory: new.N, then its id's */
 	char *file;			/* for messages */
 	char *text;
 	size_t len;
 	char *token;			/* the submitter's, or NULL */
+	json_t *deps;			/* the request's "after", "after_any" */
 	intake_done_fn done;
 	void *arg;
 	/* Set by the thread. */
@@ -48,6 +49,11 @@ struct intake {
 	int stop;
 	int pending;
 	ev_async wake;
+	/* The thread asks the loop for a checked batch's id (ids are the
+	 * loop's): ASK is that batch until the loop answers. */
+	pthread_cond_t answered;
+	struct req *ask;
+	unsigned long seq;		/* of new.N directories */
 };
 
 static struct intake in;
@@ -70,9 +76,33 @@ fenced(struct req *r)
 	return -1;
 }
 
+/* The request's dependencies beside batch.json, as after.json (a batch
+ * file's own are in it).  0 or -1 with R's error. */
+static int
+write_deps(struct req *r, int sync)
+{
+	char *path, *text;
+	int rc = 0;
+
+	if (r->deps == NULL)
+		return 0;
+	path = ft_asprintf("%s/after.json", r->dir);
+	text = json_dumps(r->deps, JSON_COMPACT);
+	if (text == NULL ||
+	    ft_write_file_durable(path, text, strlen(text), sync) == -1) {
+		snprintf(r->err, sizeof(r->err), "%s: %s", path,
+			 strerror(errno));
+		rc = -1;
+	}
+	free(text);
+	free(path);
+	return rc;
+}
+
 /* Write the batch's bytes as batch.json in its directory, and the
- * submitter's token beside them; synced (with the directories) when the
- * policy syncs, before anyone learns the batch's id.  0 or -1. */
+ * submitter's token and dependencies beside them; synced (with the
+ * directories) when the policy syncs, before anyone learns the batch's
+ * id.  0 or -1. */
 static int
 write_batch_file(struct req *r)
 {
@@ -95,7 +125,7 @@ write_batch_file(struct req *r)
 		snprintf(r->err, sizeof(r->err), "%s: %s", path,
 			 strerror(errno));
 	else
-		rc = 0;
+		rc = write_deps(r, sync);
 	free(path);
 	free(tok);
 	return rc;
@@ -145,6 +175,36 @@ plan_job(struct req *r, const struct ft_plugins *pl)
 	return r->job ? 0 : -1;
 }
 
+/* Ask the loop for R's id (the batch checks): 0 with R's id and its
+ * directory renamed to it, or -1 with R's error (the loop refused it:
+ * the batches it runs after; or the rename failed: the id given back). */
+static int
+take_id(struct req *r)
+{
+	char *dir;
+
+	pthread_mutex_lock(&in.mu);
+	in.ask = r;
+	ev_async_send(in.m->loop, &in.wake);
+	while (in.ask == r)
+		pthread_cond_wait(&in.answered, &in.mu);
+	pthread_mutex_unlock(&in.mu);
+	if (r->id <= 0)
+		return -1;
+	dir = ft_asprintf("%s/batches/%ld", in.m->cfg.state_dir, r->id);
+	if (rename(r->dir, dir) == -1 ||
+	    (in.m->cfg.fsync != FT_FSYNC_NONE && ft_fsync_parent(dir) == -1)) {
+		snprintf(r->err, sizeof(r->err), "%s: %s", dir,
+			 strerror(errno));
+		free(dir);
+		r->status = 1;
+		return -1;
+	}
+	free(r->dir);
+	r->dir = dir;
+	return 0;
+}
+
 static void
 process(struct req *r, const struct ft_plugins *pl)
 {
@@ -164,6 +224,15 @@ process(struct req *r, const struct ft_plugins *pl)
 		batch_text_free(&r->bt);
 		return;
 	}
+	if (batch_text_merge_after(&r->bt, r->deps) == -1) {
+		snprintf(r->err, sizeof(r->err), "%s: --after: a job's batch "
+			 "does not wait for others: only a batch of tasks does",
+			 r->file);
+		batch_text_free(&r->bt);
+		return;
+	}
+	if (take_id(r) == -1)
+		return;
 	if (r->bt.job && !batches_is_gang(pl, r->bt.job) &&
 	    plan_job(r, pl) == -1)
 		return;
@@ -216,10 +285,12 @@ req_free(struct req *r)
 	free(r->dir);
 	free(r->file);
 	free(r->token);
+	json_decref(r->deps);
 	free(r);
 }
 
-/* Queue R's batch, or refuse it; tell R's caller. */
+/* Queue R's batch, or refuse it (its directory removed, its id, if it
+ * had one, given back); tell R's caller. */
 static void
 finish(struct master *m, struct req *r)
 {
@@ -230,24 +301,51 @@ finish(struct master *m, struct req *r)
 		r->tasks = NULL;
 		r->done(m, r->arg, r->id, NULL, 0);
 	} else {
-		batches_release(&m->batches, r->id);
+		if (r->id > 0)
+			batches_release(&m->batches, r->id);
+		if (ft_rmtree(r->dir) == -1 && errno != ENOENT)
+			log_warn("%s", r->dir);
 		r->done(m, r->arg, -1, r->err, r->rc == 0 ? 1 : r->status);
 	}
 	in.pending--;
 	req_free(r);
 }
 
+/* The thread asks for R's id: the loop checks the batches R runs after
+ * (its data), and reserves the next id, or says why not. */
+static void
+answer_ask(struct master *m, struct req *r)
+{
+	char *dir = NULL;
+
+	if (m->stopping) {
+		snprintf(r->err, sizeof(r->err), "the master is stopping");
+		r->status = 1;
+	} else if (batches_check_after(&m->batches, &r->bt, r->err,
+				       sizeof(r->err)) == 0) {
+		r->id = batches_reserve(&m->batches, &dir);
+		free(dir);
+	}
+	pthread_mutex_lock(&in.mu);
+	in.ask = NULL;
+	pthread_cond_signal(&in.answered);
+	pthread_mutex_unlock(&in.mu);
+}
+
 static void
 on_wake(struct ev_loop *loop, ev_async *w, int revents)
 {
 	struct master *m = w->data;
-	struct req *list;
+	struct req *list, *ask;
 
 	(void)loop, (void)revents;
 	pthread_mutex_lock(&in.mu);
 	list = in.done;
 	in.done = in.done_tail = NULL;
+	ask = in.ask;
 	pthread_mutex_unlock(&in.mu);
+	if (ask)
+		answer_ask(m, ask);
 	while (list) {
 		struct req *next = list->next;
 
@@ -263,6 +361,7 @@ intake_init(struct master *m, char *err, size_t n)
 	in.m = m;
 	pthread_mutex_init(&in.mu, NULL);
 	pthread_cond_init(&in.cv, NULL);
+	pthread_cond_init(&in.answered, NULL);
 	ev_async_init(&in.wake, on_wake);
 	in.wake.data = m;
 	ev_async_start(m->loop, &in.wake);
@@ -286,12 +385,15 @@ intake_free(struct master *m)
 	in.stop = 1;
 	pthread_cond_signal(&in.cv);
 	pthread_mutex_unlock(&in.mu);
-	pthread_join(in.thread, NULL);
+	while (pthread_tryjoin_np(in.thread, NULL) == EBUSY) {
+		on_wake(m->loop, &in.wake, 0);	/* an id it waits for */
+		usleep(1000);
+	}
 	in.running = 0;
 	on_wake(m->loop, &in.wake, 0);		/* what was read: queue it */
 	while ((r = in.todo) != NULL) {
 		in.todo = r->next;
-		batches_release(&m->batches, r->id);
+		ft_rmtree(r->dir);
 		r->done(m, r->arg, -1, "the master is stopping", 1);
 		req_free(r);
 	}
@@ -300,17 +402,19 @@ intake_free(struct master *m)
 
 void
 intake_submit(struct master *m, const char *file, char *text, size_t len,
-	      const char *token, intake_done_fn done, void *arg)
+	      const char *token, const json_t *deps, intake_done_fn done,
+	      void *arg)
 {
 	struct req *r = ft_calloc(1, sizeof(*r));
 
 	r->file = ft_strdup(file ? file : "batch");
 	r->token = token ? ft_strdup(token) : NULL;
+	r->deps = deps ? json_deep_copy(deps) : NULL;
 	r->text = text;
 	r->len = len;
 	r->done = done;
 	r->arg = arg;
-	r->id = batches_reserve(&m->batches, &r->dir);
+	r->dir = ft_asprintf("%s/batches/new.%lu", m->cfg.state_dir, ++in.seq);
 	in.pending++;
 	pthread_mutex_lock(&in.mu);
 	if (in.todo_tail)

@@ -20,21 +20,6 @@
 
 /* ---- one line ---- */
 
-/* The digits at *P as a task index; *P moves past them.  -1 if none. */
-static long long
-number(const char **p, const char *end)
-{
-	long long v = 0;
-	const char *s = *p;
-
-	if (s == end || *s < '0' || *s > '9')
-		return -1;
-	while (s < end && *s >= '0' && *s <= '9' && v <= 0xffffffffLL)
-		v = v * 10 + (*s++ - '0');
-	*p = s;
-	return v > 0xffffffffLL ? -1 : v;
-}
-
 /* Task and status of a line as ftfarm writes it: {"task":N,...,
  * "status":"ok"|"failed",...  NULL, or why not. */
 static const char *
@@ -45,7 +30,7 @@ fields(const char *line, size_t len, uint32_t *task, int *ok)
 	long long t;
 
 	if (len < sizeof(key) || memcmp(line, key, sizeof(key) - 1) != 0 ||
-	    (t = number(&p, end)) < 0)
+	    (t = ft_parse_u32(&p, end)) < 0)
 		return "no task index";
 	s = memmem(p, (size_t)(end - p), st, sizeof(st) - 1);
 	if (s == NULL)
@@ -118,7 +103,10 @@ set_done(struct journal_results *r, uint32_t index)
 		if (bits <= index)
 			bits = 0xffffffffu;
 		r->done = ft_realloc(r->done, bits / 8 + 1);
+		r->bad = ft_realloc(r->bad, bits / 8 + 1);
 		memset(r->done + r->ndone_bits / 8, 0,
+		       bits / 8 + 1 - r->ndone_bits / 8);
+		memset(r->bad + r->ndone_bits / 8, 0,
 		       bits / 8 + 1 - r->ndone_bits / 8);
 		r->ndone_bits = bits;
 	}
@@ -126,6 +114,13 @@ set_done(struct journal_results *r, uint32_t index)
 		return 0;
 	r->done[byte] |= bit;
 	return 1;
+}
+
+int
+journal_failed(const struct journal_results *r, uint32_t index)
+{
+	return journal_done(r, index) &&
+	       (r->bad[index / 8] & (1u << (index % 8)));
 }
 
 int
@@ -193,10 +188,12 @@ take(struct journal_results *r, const char *line, size_t len,
 		return;
 	}
 	set_done(r, task);
-	if (ok)
+	if (ok) {
 		r->ok++;
-	else
+	} else {
 		r->failed++;
+		r->bad[task / 8] |= (uint8_t)(1u << (task % 8));
+	}
 }
 
 /* Does any line of TEXT end with a checksum?  Then every line must (a
@@ -432,6 +429,7 @@ journal_results_free(struct journal_results *r)
 	}
 	free(r->lines);
 	free(r->done);
+	free(r->bad);
 	free(r->cuts);
 	memset(r, 0, sizeof(*r));
 }

@@ -47,6 +47,7 @@ struct journal_line {
 
 struct journal_results {
 	uint8_t *done;			/* bit per task index */
+	uint8_t *bad;			/* of them, failed: bit per index */
 	uint32_t ndone_bits;		/* bits allocated */
 	uint32_t ok, failed;		/* trusted lines */
 	struct journal_line *lines;	/* job batches only, in file order */
@@ -69,8 +70,9 @@ int journal_read(const char *path, uint32_t max_task, int keep,
  * if it can be, and only logged if not.  0, or -1 with ERR. */
 int journal_repair(const char *path, const struct journal_results *r,
 		   char *err, size_t n);
-/* Is task INDEX done in R? */
+/* Is task INDEX done in R?  Done and failed? */
 int journal_done(const struct journal_results *r, uint32_t index);
+int journal_failed(const struct journal_results *r, uint32_t index);
 void journal_results_free(struct journal_results *r);
 
 /* Does the result line LINE (LEN bytes, without its newline) check?  Its

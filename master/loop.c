@@ -245,6 +245,7 @@ on_cron(struct ev_loop *loop, ev_timer *w, int revents)
 		commands_tick(m, now);	/* idle clients */
 		batches_trim(&m->batches, now);
 		batches_open_tick(&m->batches, now);
+		batches_retain(&m->batches, ft_wall());
 		last_second = now;
 	}
 	w->repeat = cron_period(m, now);

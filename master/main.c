@@ -181,6 +181,7 @@ run(struct master *m, int dynamic)
 	    http_open(m, err, sizeof(err)) == -1)
 		goto fail;
 	health_hosts_left_out(m);
+	health_restore(m);
 	health_check_power(m);
 	if (registry_start(m, err, sizeof(err)) == -1)
 		goto fail;

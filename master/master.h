@@ -11,6 +11,7 @@
  *   commands.c  the control commands and the status answer
  *   subs.c      subscriptions: events and status pushed to clients
  *   remote.c    control clients over TCP, authenticated by MUNGE
+ *   mdecode.c   MUNGE credentials decoded on threads, off the loop
  *   control.c   the control socket and its clients
  *   http.c      the HTTP listener (/metrics, /status.json, the page),
  *               on its own thread, fed snapshots by the loop
@@ -21,8 +22,14 @@
  *   bmc.c       each node's BMC through ipmitool (one command at a time)
  *   child.c     watched child processes (ipmitool, ready commands)
  *   registry.c  the workers (slots): messages, death, respawn, dispatch
- *   batches.c   batches: submission, results.jsonl, completion, replay
+ *   batches.c   batches: submission, results.jsonl, completion, open
+ *               batches, batches after batches, retention
+ *   replay.c    batches rebuilt from the state dir at a start
+ *   deps.c      tasks that wait for others of their batch
+ *   adds.c      the journal of an open batch's added tasks
+ *   reaper.c    forgotten batches' directories removed off the loop
  *   journal.c   reading results.jsonl back after a restart
+ *   opstate.c   the nodes' state (drains, the ladder) for the next master
  *   store.c     every write into the state dir: fencing, fsync, failures
  *   jobs.c      the phase engine of job batches
  *   gangs.c     gang tasks: their queue, attempts and results

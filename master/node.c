@@ -35,6 +35,17 @@ node_state_name(enum nstate s)
 	return s > 0 && s < N_NSTATES ? names[s] : "?";
 }
 
+enum nstate
+node_state_parse(const char *name)
+{
+	int s;
+
+	for (s = 1; name && s < N_NSTATES; s++)
+		if (strcmp(names[s], name) == 0)
+			return (enum nstate)s;
+	return 0;
+}
+
 int
 node_can(enum nstate from, enum nstate to)
 {
@@ -121,4 +132,23 @@ node_set(struct node *n, enum nstate to, const char *reason,
 	snprintf(n->reason, sizeof(n->reason), "%s", why);
 	announce(n, from, why, ev);
 	return 0;
+}
+
+void
+node_restore(struct node *n, enum nstate to, const char *reason,
+	     enum nstate was, struct events *ev)
+{
+	n->state = to;
+	n->since = ft_now();
+	if (!node_serves(n))
+		n->out_since = n->since;
+	snprintf(n->reason, sizeof(n->reason), "%s", reason ? reason : "");
+	ev_node_restored(ev, n->name, node_state_name(to), n->reason,
+			 n->reboots, n->strikes, n->drain_wanted,
+			 was != to ? node_state_name(was) : NULL);
+	log_info("node %s: restored %s (%s), %d reboot%s, %d failure%s "
+		 "charged%s%s", n->name, node_state_name(to), n->reason,
+		 n->reboots, n->reboots == 1 ? "" : "s", n->strikes,
+		 n->strikes == 1 ? "" : "s", was != to ? "; it was " : "",
+		 was != to ? node_state_name(was) : "");
 }

@@ -24,7 +24,9 @@
  * table does not allow, logs the change and emits the event of the state
  * entered (node_suspect, node_draining, node_drained, node_power_cycle,
  * node_down, node_inactive, node_back; SUSPECT -> UP is quiet).  Entering
- * REBOOTING counts a reboot.  What a state means for the node's workers,
+ * REBOOTING counts a reboot.  The one exception is node_restore(), at a
+ * master's start, before any worker: the state a master before it left
+ * (opstate.h), entered without a transition, with node_restored.  What a state means for the node's workers,
  * and every other field, is node health's business (health.h).
  */
 #ifndef FT_NODE_H
@@ -95,6 +97,13 @@ int node_set(struct node *n, enum nstate to, const char *reason,
 	     struct events *ev);
 int node_can(enum nstate from, enum nstate to);
 const char *node_state_name(enum nstate s);
+/* The state called NAME, or 0. */
+enum nstate node_state_parse(const char *name);
+/* At the master's start: N is in state TO for REASON, as a master
+ * before this one left it (it was in WAS then), with a node_restored
+ * event on EV (its counts already set). */
+void node_restore(struct node *n, enum nstate to, const char *reason,
+		  enum nstate was, struct events *ev);
 /* Does the node take tasks (UP or SUSPECT)? */
 int node_serves(const struct node *n);
 

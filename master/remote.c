@@ -6,7 +6,6 @@
 #include <fcntl.h>
 #include <grp.h>
 #include <ifaddrs.h>
-#include <munge.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <pwd.h>
@@ -19,11 +18,14 @@
 
 #include "control.h"
 #include "log.h"
+#include "mdecode.h"
 #include "rauth.h"
 #include "util.h"
 
 /* Connections still greeting at once: past it, newcomers are refused. */
 #define MAX_GREETING 64
+/* Threads that ask munged: a munged that hangs holds them, never more. */
+#define DECODE_THREADS 2
 
 struct greeting {
 	struct remote *r;
@@ -32,15 +34,17 @@ struct greeting {
 	char nonce[RAUTH_NONCE_HEX + 1];
 	char in[RAUTH_MAX_LINE + 2];
 	size_t len;
+	size_t line_len;		/* the credential's line, once whole */
+	uint64_t decoding;		/* its decode (mdecode.h), or 0 */
 	ev_io rio;
-	ev_timer timeout;
+	ev_timer timeout;		/* the greeting's, then munged's */
 	struct greeting *next;
 };
 
 struct remote {
 	struct ev_loop *loop;
 	struct control *ctl;
-	munge_ctx_t munge;
+	struct mdecode *decoder;	/* munge_decode off the loop */
 	int fd;
 	ev_io io;
 	ev_timer retry;			/* accept again after EMFILE */
@@ -88,6 +92,8 @@ may_connect(const struct remote *r, uid_t uid, gid_t gid)
 
 /* ---- greetings ---- */
 
+/* Forget G (its connection is closed or adopted); a decode still under
+ * way for it is cancelled. */
 static void
 greeting_free(struct greeting *g)
 {
@@ -100,6 +106,8 @@ greeting_free(struct greeting *g)
 			break;
 		}
 	r->ngreetings--;
+	if (g->decoding)
+		mdecode_cancel(r->decoder, g->decoding);
 	ev_io_stop(r->loop, &g->rio);
 	ev_timer_stop(r->loop, &g->timeout);
 	free(g);
@@ -124,56 +132,17 @@ greeting_refuse(struct greeting *g, const char *why)
 	greeting_free(g);
 }
 
-/* Decode CRED for G: 0 with *UID and *GID, or -1 with WHY. */
-static int
-decode(struct greeting *g, const char *cred, uid_t *uid, gid_t *gid,
-       char *why, size_t n)
-{
-	void *payload = NULL;
-	int len = 0, rc = -1;
-	munge_err_t e;
-
-	e = munge_decode(cred, g->r->munge, &payload, &len, uid, gid);
-	if (e != EMUNGE_SUCCESS)
-		ft_snprintf(why, n, "credential refused: %s",
-			    munge_ctx_strerror(g->r->munge) ?
-			    munge_ctx_strerror(g->r->munge) : munge_strerror(e));
-	else if (!rauth_payload_ok(g->nonce, payload, len))
-		ft_snprintf(why, n, "credential refused: not made for this "
-			    "connection");
-	else
-		rc = 0;
-	free(payload);
-	return rc;
-}
-
-/* G sent its greeting LINE (LEN bytes): authenticate it and hand it to
- * the control layer, or refuse it. */
+/* G is UID/GID, vouched for by munged: tell it, and hand its connection
+ * (with what it sent after its credential) to the control layer. */
 static void
-greeting_done(struct greeting *g, const char *line, size_t len)
+greeting_accept(struct greeting *g, uid_t uid, gid_t gid)
 {
-	char why[256], *cred = NULL, *verdict;
-	uid_t uid;
-	gid_t gid;
-	size_t rest = g->len - len - 1;
+	char *verdict = rauth_verdict(NULL, (unsigned)uid, (unsigned)gid);
+	size_t rest = g->len - g->line_len - 1;
 	int fd = g->fd;
 
-	if (rauth_parse_reply(line, len, &cred, why, sizeof(why)) == -1 ||
-	    decode(g, cred, &uid, &gid, why, sizeof(why)) == -1) {
-		free(cred);
-		greeting_refuse(g, why);
-		return;
-	}
-	free(cred);
-	if (!may_connect(g->r, uid, gid)) {
-		ft_snprintf(why, sizeof(why), "uid %u may not use this "
-			    "cluster's control socket", (unsigned)uid);
-		greeting_refuse(g, why);
-		return;
-	}
 	log_info("control: %s authenticated as uid %u gid %u", g->peer,
 		 (unsigned)uid, (unsigned)gid);
-	verdict = rauth_verdict(NULL, (unsigned)uid, (unsigned)gid);
 	if (ft_write_all(fd, verdict, strlen(verdict)) == -1) {
 		free(verdict);
 		close(fd);
@@ -181,9 +150,71 @@ greeting_done(struct greeting *g, const char *line, size_t len)
 		return;
 	}
 	free(verdict);
-	memmove(g->in, g->in + len + 1, rest);
+	memmove(g->in, g->in + g->line_len + 1, rest);
 	control_adopt(g->r->ctl, fd, uid, g->in, rest);
 	greeting_free(g);
+}
+
+/* mdecode_fn: munged answered for G's credential. */
+static void
+on_decoded(void *arg, const struct mdecode_result *res)
+{
+	struct greeting *g = arg;
+	char why[320];
+
+	g->decoding = 0;
+	if (!res->ok)
+		ft_snprintf(why, sizeof(why), "%s: %s", res->munged_failed ?
+			    "munged failed" : "credential refused", res->error);
+	else if (!rauth_payload_ok(g->nonce, res->payload, res->len))
+		ft_snprintf(why, sizeof(why), "credential refused: not made "
+			    "for this connection");
+	else if (!may_connect(g->r, res->uid, res->gid))
+		ft_snprintf(why, sizeof(why), "uid %u may not use this "
+			    "cluster's control socket", (unsigned)res->uid);
+	else {
+		greeting_accept(g, res->uid, res->gid);
+		return;
+	}
+	greeting_refuse(g, why);
+}
+
+/* G sent its greeting line (g->line_len bytes): have munged decode its
+ * credential off the loop, within RAUTH_MUNGE_WAIT seconds; or refuse
+ * it at once (malformed, or munged known to hang). */
+static void
+greeting_line(struct greeting *g)
+{
+	struct remote *r = g->r;
+	char why[256], *cred = NULL;
+	double stuck;
+
+	if (rauth_parse_reply(g->in, g->line_len, &cred, why,
+			      sizeof(why)) == -1) {
+		free(cred);
+		greeting_refuse(g, why);
+		return;
+	}
+	if (mdecode_busy(r->decoder, &stuck) >= DECODE_THREADS &&
+	    stuck > RAUTH_MUNGE_WAIT) {
+		ft_snprintf(why, sizeof(why), "munged has not answered for "
+			    "%.0f s", stuck);
+		g->decoding = 0;
+	} else if ((g->decoding = mdecode_submit(r->decoder, cred, on_decoded,
+						g)) == 0) {
+		ft_snprintf(why, sizeof(why), "too many credentials waiting "
+			    "for munged");
+	}
+	free(cred);
+	if (g->decoding == 0) {
+		greeting_refuse(g, why);
+		return;
+	}
+	/* What it sends meanwhile waits in its socket. */
+	ev_io_stop(r->loop, &g->rio);
+	ev_timer_stop(r->loop, &g->timeout);
+	ev_timer_set(&g->timeout, RAUTH_MUNGE_WAIT, 0);
+	ev_timer_start(r->loop, &g->timeout);
 }
 
 static void
@@ -204,17 +235,29 @@ on_greeting(struct ev_loop *loop, ev_io *io, int revents)
 	}
 	g->len += (size_t)k;
 	len = rauth_line(g->in, g->len);
-	if (len == -2)
+	if (len == -2) {
 		greeting_refuse(g, "greeting too long");
-	else if (len >= 0)
-		greeting_done(g, g->in, (size_t)len);
+	} else if (len >= 0) {
+		g->line_len = (size_t)len;
+		greeting_line(g);
+	}
 }
 
+/* The greeting took too long: no credential came, or munged did not
+ * decode it in time (its decode is cancelled with the greeting). */
 static void
 on_greeting_timeout(struct ev_loop *loop, ev_timer *t, int revents)
 {
+	struct greeting *g = t->data;
+	char why[128];
+
 	(void)loop, (void)revents;
-	greeting_refuse(t->data, "no credential in time");
+	if (g->decoding)
+		ft_snprintf(why, sizeof(why), "munged did not answer within "
+			    "%.0f s", RAUTH_MUNGE_WAIT);
+	else
+		ft_snprintf(why, sizeof(why), "no credential in time");
+	greeting_refuse(g, why);
 }
 
 /* ---- the listener ---- */
@@ -431,26 +474,6 @@ publish(struct remote *r, const struct ft_config *cfg, char *err, size_t n)
 	return rc;
 }
 
-/* The MUNGE context for CFG's socket.  0, or -1 with ERR. */
-static int
-munge_setup(struct remote *r, const struct ft_config *cfg, char *err,
-	    size_t n)
-{
-	r->munge = munge_ctx_create();
-	if (r->munge == NULL) {
-		ft_snprintf(err, n, "control: cannot create a MUNGE context");
-		return -1;
-	}
-	if (cfg->control.munge_socket &&
-	    munge_ctx_set(r->munge, MUNGE_OPT_SOCKET,
-			  cfg->control.munge_socket) != EMUNGE_SUCCESS) {
-		ft_snprintf(err, n, "control.munge_socket: %s",
-			    munge_ctx_strerror(r->munge));
-		return -1;
-	}
-	return 0;
-}
-
 /* The control socket's group: the config's, else ours. */
 static int
 socket_gid(const struct ft_config *cfg, gid_t *gid, char *err, size_t n)
@@ -480,7 +503,9 @@ remote_open(struct ev_loop *loop, struct control *ctl,
 	r->fd = -1;
 	r->mode = cfg->control.socket_mode;
 	if (socket_gid(cfg, &r->group, err, n) == -1 ||
-	    munge_setup(r, cfg, err, n) == -1 ||
+	    (r->decoder = mdecode_new(loop, cfg->control.munge_socket,
+				      DECODE_THREADS, MAX_GREETING, err,
+				      n)) == NULL ||
 	    listen_tcp(r, cfg->control.listen_host, cfg->control.listen_port,
 		       err, n) == -1 ||
 	    publish(r, cfg, err, n) == -1) {
@@ -511,8 +536,7 @@ remote_close(struct remote *r)
 	}
 	if (r->published)
 		unlink(r->published);
-	if (r->munge)
-		munge_ctx_destroy(r->munge);
+	mdecode_free(r->decoder);
 	free(r->published);
 	free(r->address);
 	free(r);

@@ -539,6 +539,15 @@ status_round(struct subs *s)
 }
 
 void
+subs_stopping(struct subs *s)
+{
+	struct sub *sub;
+
+	for (sub = s ? s->list : NULL; sub; sub = sub->next)
+		push_notice(sub, "stopping", NULL, 0);
+}
+
+void
 subs_tick(struct subs *s, double now)
 {
 	struct sub *sub;

@@ -54,6 +54,9 @@ void subs_client_gone(struct subs *s, struct client *c);
 /* More result lines of batch BATCH count as done: push them to those who
  * stream them. */
 void subs_results(struct subs *s, long batch);
+/* The master is stopping: tell every subscriber ({"push":"stopping"}),
+ * so that its client can tell a stop from a master that died. */
+void subs_stopping(struct subs *s);
 /* Periodic work (the cron): catch up, status and batch pushes. */
 void subs_tick(struct subs *s, double now);
 

@@ -39,7 +39,8 @@ FUZZ_SECONDS ?= 20
 FUZZ_FLAGS := -g -O1 -fsanitize=fuzzer,address,undefined \
 	-fno-sanitize-recover=undefined
 FUZZ_SRC := common/ctl.c common/jcheck.c common/jpos.c common/util.c \
-	common/batch.c common/batchtext.c common/plugins.c common/statedir.c \
+	common/batch.c common/batchtext.c common/taskgraph.c common/plugins.c \
+	common/statedir.c \
 	common/proto.c common/wire.c common/jparse.c common/rauth.c
 FUZZ_BIN := $(OBJ)/fuzz/fuzz_request $(OBJ)/fuzz/fuzz_batch $(OBJ)/fuzz/fuzz_json \
 	$(OBJ)/fuzz/fuzz_rauth
@@ -88,14 +89,17 @@ test: deps
 	$(MAKE) integration
 
 # The long runs, before a release: 32 idle workers for a minute, the soak
-# ten times longer (30,000 one-task batches, 200 batches of 10,000 tasks)
-# and each fuzzer for ten minutes.
+# ten times longer (30,000 one-task batches, 200 batches of 10,000 tasks),
+# 300,000 batches forgotten after retain_s 5 with the state dir, RSS and
+# descriptors flat, and each fuzzer for ten minutes.
 test-long: deps
 	$(MAKE) all
 	timeout 600 /usr/bin/python3 -m pytest -q -p no:xdist -m long \
-		tests/integration
+		-k "not retention_soak" tests/integration
 	FTFARM_SOAK_SCALE=10 timeout 3600 /usr/bin/python3 -m pytest -q -s \
 		tests/integration/test_daemon.py -k soak
+	timeout 3600 /usr/bin/python3 -m pytest -q -s -p no:xdist -m long \
+		tests/integration/test_retention.py -k retention_soak
 	$(MAKE) -j2 fuzz FUZZ_SECONDS=600
 
 deps:

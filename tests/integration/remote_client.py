@@ -7,9 +7,13 @@ connect() to the master's unix socket.  `masked(argv, state_dir)` gives a
 command that runs ARGV in a private mount namespace with every socket file
 of the state dir covered by /dev/null (a bind mount): connect() then fails
 (ECONNREFUSED) as it would from another host, and the CLI goes over TCP.
-Optionally as another user (setpriv after the mount: unshare needs root).
+Optionally as another user (setpriv after the mount: unshare needs root),
+and with a munged of the client's own host: `munge=(path, own)` covers
+munged's socket PATH (the config's control.munge_socket) with OWN, the
+socket of another munged of the same key, as a login node has its own.
 """
 import json
+import shutil
 import socket
 import subprocess
 import tempfile
@@ -22,37 +26,50 @@ MASK = ('mount --make-rprivate / && '
 USERS = {"nobody": ("nobody", "nogroup")}
 
 
-def masked(argv, state_dir, user=None):
-    """ARGV run with STATE_DIR's sockets masked (as USER if given)."""
+def masked(argv, state_dir, user=None, munge=None):
+    """ARGV run with STATE_DIR's sockets masked (as USER if given; with
+    munged's socket MUNGE[0] covered by MUNGE[1] if given)."""
     pre = []
+    mask = MASK
     if user:
         u, g = USERS[user]
         pre = ["setpriv", f"--reuid={u}", f"--regid={g}", "--clear-groups"]
-    return ["unshare", "-m", "sh", "-c", MASK, str(state_dir), *pre,
+    if munge:
+        mask = MASK.replace(
+            "exec ", f"mount --bind '{munge[1]}' '{munge[0]}' && exec ", 1)
+    return ["unshare", "-m", "sh", "-c", mask, str(state_dir), *pre,
             *map(str, argv)]
 
 
-def run_masked(argv, state_dir, user=None, timeout=60, env=None, **kw):
+def run_masked(argv, state_dir, user=None, timeout=60, env=None, munge=None,
+               **kw):
     """CompletedProcess (text) of masked(...)."""
-    return subprocess.run(masked(argv, state_dir, user), capture_output=True,
-                          text=True, timeout=timeout, env=env,
-                          stdin=subprocess.DEVNULL, **kw)
+    return subprocess.run(masked(argv, state_dir, user, munge),
+                          capture_output=True, text=True, timeout=timeout,
+                          env=env, stdin=subprocess.DEVNULL, **kw)
 
 
 class Munged:
-    """A munged of the test's own: a fresh key, its socket in a directory
-    every user may traverse; stop() kills it by PID."""
+    """A munged of the test's own: a fresh key (or a copy of KEY, the
+    key file of another: as two hosts of one cluster), its socket in a
+    directory every user may traverse; stop() kills it by PID."""
 
-    def __init__(self):
+    def __init__(self, key=None):
         self.dir = Path(tempfile.mkdtemp(prefix="ftfarm-munge-"))
         self.dir.chmod(0o755)
         self.socket = self.dir / "munge.sock"
+        self.key = self.dir / "munge.key"
+        self.shared_key = key
         self.proc = None
 
     def start(self):
-        key = self.dir / "munge.key"
-        subprocess.run(["mungekey", "-c", "-k", str(key)], check=True,
-                       capture_output=True, timeout=30)
+        key = self.key
+        if self.shared_key:
+            shutil.copy(self.shared_key, key)
+            key.chmod(0o600)
+        else:
+            subprocess.run(["mungekey", "-c", "-k", str(key)], check=True,
+                           capture_output=True, timeout=30)
         self.proc = subprocess.Popen(
             ["munged", "-F", f"--socket={self.socket}", f"--key-file={key}",
              f"--pid-file={self.dir}/munged.pid",

@@ -415,6 +415,24 @@ def test_rotate(make_cluster):
         names
     assert (c.state_dir / "events.jsonl").stat().st_size < 2 * 65536 + 65536
     assert c.status()["batches"]
+    # The logs other processes write (the launcher's, the supervisor's)
+    # too: copied aside and cut where their writers go on.
+    for name in ("mpirun.log", "supervisor.log"):
+        with open(c.state_dir / name, "a") as f:
+            f.write("x" * 100 + "\n" * 1000 * 3)
+            f.write(("line\n") * 40000)
+        assert (c.state_dir / name).stat().st_size > 65536
+    assert wait_until(lambda: all(
+        (c.state_dir / n).stat().st_size <= 65536 and
+        (c.state_dir / f"{n}.1").stat().st_size > 65536
+        for n in ("mpirun.log", "supervisor.log")
+        if (c.state_dir / f"{n}.1").exists()) and
+        (c.state_dir / "mpirun.log.1").exists() and
+        (c.state_dir / "supervisor.log.1").exists(), 5)
+    # Their writers go on writing into them.
+    os.kill(c.master_pid, signal.SIGKILL)
+    assert wait_until(lambda: b"master killed by signal 9" in
+                      (c.state_dir / "supervisor.log").read_bytes(), 30)
 
 
 # ---- a long life ----

@@ -25,8 +25,12 @@ c = ftfarm.Client(sys.argv[1])
 bid = c.submit({"name": "py", "tasks": [
     {"type": "exec", "argv": ["sh", "-c", "echo py $0", str(i)]}
     for i in range(5)]})
-print(json.dumps({"file": ftfarm.__file__, "row": c.wait(bid),
-                  "results": list(c.results(bid))}))
+row, results = c.wait(bid), list(c.results(bid))
+with ftfarm.Executor(sys.argv[1]) as ex:
+    squares = list(ex.map(lambda x: x * x, range(2000)))
+    slot_file = ex.submit(lambda: __import__("ftfarm").__file__).result()
+print(json.dumps({"file": ftfarm.__file__, "row": row, "results": results,
+                  "squares": squares, "slot_file": slot_file}))
 """
 
 
@@ -49,6 +53,7 @@ def test_installed_tree_runs_every_job_type(tmp_path):
               "bin/ftfarm-slot",
               "bin/ftfarm-gang", "lib/ftfarm/tasks/exec.so",
               "lib/ftfarm/tasks/wordcount.so", "lib/ftfarm/tasks/relax.so",
+              "lib/ftfarm/tasks/python.so",
               "lib/ftfarm/gangs/ftallreduce.so",
               "lib/ftfarm/gangs/pipeline.so", "share/ftfarm/ftfarm.sbatch",
               "share/ftfarm/examples/local.json",
@@ -121,6 +126,11 @@ def test_installed_tree_runs_every_job_type(tmp_path):
         assert out["row"]["ok"] == 5, out
         assert not check_exactly_once(out["results"], 5,
                                       lambda i: f"py {i}\n")
+        # The Executor's calls ran in interpreters that imported the
+        # installed package too (the python plugin finds it beside
+        # itself).
+        assert out["squares"] == [x * x for x in range(2000)]
+        assert out["slot_file"] == out["file"], out["slot_file"]
     finally:
         c.stop()
         c.cleanup()

@@ -35,6 +35,11 @@ def slow_square(x):
     return x * x
 
 
+def pause_square(x):
+    time.sleep(0.01)
+    return x * x
+
+
 def my_pid(_=None):
     return os.getpid()
 
@@ -189,12 +194,13 @@ def test_a_call_past_the_timeout_raises_and_the_slot_goes_on(make_cluster):
 def test_futures_survive_a_master_killed(make_cluster):
     c = two_slots(make_cluster, lease_ms=2000)
     with ftfarm.Executor(str(c.config)) as ex:
-        futs = [ex.submit(slow_square, i) for i in range(300)]
+        futs = [ex.submit(pause_square, i) for i in range(300)]
         futs += [ex.submit(time.sleep, 0.05) for _ in range(40)]
         time.sleep(0.3)
         master = c.master_pid or int((c.state_dir / "master.pid")
                                      .read_text().split()[0])
         os.kill(master, signal.SIGKILL)
+        assert sum(not f.done() for f in futs) > 100, "all ran before"
         later = [ex.submit(square, i) for i in range(100)]
         assert [f.result(120) for f in futs[:300]] == \
             [i * i for i in range(300)]
@@ -240,3 +246,26 @@ def test_bad_arguments_are_refused_at_once(tmp_path):
         ftfarm.Executor(str(cfg), timeout=-1)
     with pytest.raises(ftfarm.Error, match="no master is running"):
         ftfarm.Executor(str(cfg))
+
+
+@pytest.mark.timeout(300)
+def test_futures_survive_a_standby_taking_over(make_cluster):
+    c = two_slots(make_cluster, lease_ms=2000)
+    r = c.cli("start", "--standby", "-c", c.config)
+    assert r.returncode == 0 and "standby for cluster" in r.stdout, r
+    sup = int((c.state_dir / "supervisor.pid").read_text().split()[0])
+    master = int((c.state_dir / "master.pid").read_text().split()[0])
+    with ftfarm.Executor(str(c.config), reconnect_timeout=120) as ex:
+        futs = [ex.submit(pause_square, i) for i in range(400)]
+        time.sleep(0.5)
+        os.kill(sup, signal.SIGKILL)
+        os.kill(master, signal.SIGKILL)
+        assert sum(not f.done() for f in futs) > 100, "all ran before"
+        later = [ex.submit(square, i) for i in range(50)]
+        assert [f.result(200) for f in futs] == [i * i for i in range(400)]
+        assert [f.result(200) for f in later] == [i * i for i in range(50)]
+        batch = ex.batch
+    assert int((c.state_dir / "supervisor.pid").read_text().split()[0]) \
+        != sup, "no standby took over"
+    tasks = [r["task"] for r in results_of(c, batch)]
+    assert sorted(tasks) == list(range(450))

@@ -301,9 +301,8 @@ fds:
 	task_fd_close(&po[1]);
 	task_fd_close(&pe[0]);
 	task_fd_close(&pe[1]);
-	res->exit_code = 127;
 	fail(res, "cannot start %s: %s", python, strerror(rc));
-	res->exit_code = 127;
+	res->exit_code = 127;		/* as a shell says it */
 	return -1;
 }
 
