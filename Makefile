@@ -164,8 +164,9 @@ demo: deps
 # `make install PREFIX=/usr/local DESTDIR=`: the programs in bin (the
 # master, worker and gang runtime beside ftfarm, which starts them from its
 # own directory), the task and gang plugins in lib/ftfarm/{tasks,gangs}
-# (found from bin), the example configs in share/ftfarm/examples with the
-# BMC simulator they name in share/ftfarm/scripts, the sbatch script in
+# (found from bin), the example configs (and a Snakemake workflow) in
+# share/ftfarm/examples with the BMC simulator they name in
+# share/ftfarm/scripts, the sbatch script in
 # share/ftfarm, the Snakemake profile in share/ftfarm/snakemake/ftfarm
 # (its scripts find bin/ftfarm from there), the user documentation in
 # share/doc/ftfarm, the Python package (every .py file of python/ftfarm) in
@@ -179,7 +180,7 @@ I_ROOT = $(DESTDIR)$(PREFIX)
 I_BIN := ftfarm ftfarm-master ftfarm-worker ftfarm-slot ftfarm-gang
 I_TASKS := $(PLUGINS:%=%.so)
 I_GANGS := ftallreduce.so pipeline.so
-I_EXAMPLES := $(notdir $(wildcard config/*.json)) bmc-password
+I_EXAMPLES := $(notdir $(wildcard config/*.json)) bmc-password workflow.smk
 I_DOCS := $(notdir $(wildcard docs/*.md))
 I_PY := $(notdir $(wildcard python/ftfarm/*.py))
 I_PYDIR := lib/python3/dist-packages/ftfarm

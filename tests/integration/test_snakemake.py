@@ -323,6 +323,87 @@ def test_sigint_in_a_submission_cancels_its_batch(make_cluster, tmp_path):
     assert len(ours) >= 2 and set(ours) - known, (sorted(ours), known, log)
 
 
+# ---- snakemake killed, the example workflow ----
+
+RESUME_WORKFLOW = """
+rule all:
+    input: expand("done/{i}.txt", i=range(6))
+
+rule slow:
+    output: "done/{i}.txt"
+    shell: "sleep 15; echo {wildcards.i} > {output}"
+"""
+
+
+def test_killed_snakemake_resumes_its_queued_batches(make_cluster,
+                                                     tmp_path):
+    """snakemake SIGKILLed with jobs queued leaves its batches running;
+    started again (after --unlock) it asks the status of those whose job
+    had not started, by their ids, and waits for them instead of
+    submitting them again (a job that had started, Snakemake submits
+    again: its own snakemake in the job wrote over the mark that kept
+    the id).  Every output exact."""
+    c, wd = cluster_and_workflow(make_cluster, tmp_path, RESUME_WORKFLOW)
+    p = start_snakemake(c, wd)
+    try:
+        # Every job submitted, 4 slots: two or more still queued.
+        def all_in():
+            tag = run_tag(wd)
+            return tag if tag and len(run_batches(c, tag)) == 6 else None
+        tag = wait_until(all_in, 120, interval=0.2)
+        assert tag, (wd / "log.txt").read_text()[-3000:]
+    finally:
+        end_group(p)
+    first = run_batches(c, tag)
+    assert all(b["state"] == "running" for b in first.values()), first
+    r = subprocess.run([SNAKEMAKE, "--unlock"], cwd=wd, env=profile_env(c),
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    (wd / "log.txt").rename(wd / "log1.txt")
+    p = start_snakemake(c, wd)
+    try:
+        rc = p.wait(timeout=300)
+    finally:
+        end_group(p)
+    log = (wd / "log.txt").read_text()
+    assert rc == 0, log[-3000:]
+    resumed = {int(x) for x in re.findall(
+        r"Resuming incomplete job \d+ with external jobid '(\d+)'", log)}
+    assert resumed and resumed <= set(first), (resumed, log[-3000:])
+    again = {int(x) for x in re.findall(
+        r"Submitted job \d+ with external jobid '(\d+)'", log)}
+    assert not resumed & again
+    for bid in resumed:
+        assert c.results(bid)[0]["status"] == "ok"
+    ours = [b for b in run_batches(c).values() if "@" in b["name"]]
+    assert len(ours) == 6 + 6 - len(resumed), ours
+    for i in range(6):
+        assert (wd / "done" / f"{i}.txt").read_text() == f"{i}\n"
+
+
+def test_the_example_workflow(make_cluster, tmp_path):
+    """config/workflow.smk as docs/workflows.md runs it: threads 2 and a
+    GPU, on a cluster shaped as config/local-gpus.json."""
+    c = make_cluster(nodes=2, workers_per_node=4, heartbeat_ms=500)
+    for node in c.cfg["nodes"]:
+        node["gpus"] = ["0", "1"]
+    c.config.write_text(json.dumps(c.cfg))
+    c.start()
+    wd = tmp_path / "wf"
+    r = subprocess.run(
+        [SNAKEMAKE, "--profile", str(PROFILE), "-s",
+         str(ROOT / "config" / "workflow.smk"), "-d", str(wd)],
+        env=profile_env(c), cwd=tmp_path, capture_output=True, text=True,
+        timeout=300)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    assert (wd / "sum.txt").read_text() == "%d\n" % sum(
+        k * k for i in range(8) for k in range(i, 101))
+    assert re.fullmatch(r"GPU [01] of node[12]\n",
+                        (wd / "gpu.txt").read_text())
+    ours = [b for b in run_batches(c).values() if "@" in b["name"]]
+    assert len(ours) == 17 and all(b["ok"] == 1 for b in ours), ours
+
+
 # ---- the scripts one by one ----
 
 def status_word(c, bid, env=None):
