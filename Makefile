@@ -165,10 +165,12 @@ demo: deps
 # `make install PREFIX=/usr/local DESTDIR=`: the programs in bin (the
 # master, worker and gang runtime beside ftfarm, which starts them from its
 # own directory), the task and gang plugins in lib/ftfarm/{tasks,gangs}
-# (found from bin), the example configs in share/ftfarm/examples with the
-# BMC simulator they name in share/ftfarm/scripts, the sbatch script in
-# share/ftfarm, the user documentation in share/doc/ftfarm, the Python
-# package (every .py file of python/ftfarm) in
+# (found from bin), the example configs (and a Snakemake workflow) in
+# share/ftfarm/examples with the BMC simulator they name in
+# share/ftfarm/scripts, the sbatch script in
+# share/ftfarm, the Snakemake profile in share/ftfarm/snakemake/ftfarm
+# (its scripts find bin/ftfarm from there), the user documentation in
+# share/doc/ftfarm, the Python package (every .py file of python/ftfarm) in
 # lib/python3/dist-packages/ftfarm.  Every host of a cluster needs the same
 # PREFIX (or a shared file system).  `make uninstall` removes exactly these
 # files, the package's compiled forms Python left in __pycache__, and the
@@ -179,24 +181,30 @@ I_ROOT = $(DESTDIR)$(PREFIX)
 I_BIN := ftfarm ftfarm-master ftfarm-worker ftfarm-slot ftfarm-gang
 I_TASKS := $(PLUGINS:%=%.so)
 I_GANGS := ftallreduce.so pipeline.so
-I_EXAMPLES := $(notdir $(wildcard config/*.json)) bmc-password
+I_EXAMPLES := $(notdir $(wildcard config/*.json)) bmc-password workflow.smk
 I_DOCS := $(notdir $(wildcard docs/*.md))
 I_PY := $(notdir $(wildcard python/ftfarm/*.py))
 I_PYDIR := lib/python3/dist-packages/ftfarm
+I_SMK := share/ftfarm/snakemake/ftfarm
+I_SMK_EXE := ftfarm-submit.py ftfarm-status.sh ftfarm-cancel.py
+I_SMK_DATA := config.yaml ftfarm_profile.py
 I_DIRS := lib/ftfarm/tasks lib/ftfarm/gangs lib/ftfarm share/ftfarm/examples \
-	share/ftfarm/scripts share/ftfarm share/doc/ftfarm \
+	share/ftfarm/scripts $(I_SMK)/__pycache__ $(I_SMK) \
+	share/ftfarm/snakemake share/ftfarm share/doc/ftfarm \
 	$(I_PYDIR)/__pycache__ $(I_PYDIR) lib/python3/dist-packages lib/python3
 install: all
 	install -d $(I_ROOT)/bin $(I_ROOT)/lib/ftfarm/tasks \
 		$(I_ROOT)/lib/ftfarm/gangs $(I_ROOT)/share/ftfarm/examples \
 		$(I_ROOT)/share/ftfarm/scripts $(I_ROOT)/share/doc/ftfarm \
-		$(I_ROOT)/$(I_PYDIR)
+		$(I_ROOT)/$(I_PYDIR) $(I_ROOT)/$(I_SMK)
 	install -m 755 $(I_BIN:%=$(BINDIR)/%) $(I_ROOT)/bin/
 	install -m 644 $(I_TASKS:%=$(BINDIR)/tasks/%) $(I_ROOT)/lib/ftfarm/tasks/
 	install -m 644 $(I_GANGS:%=$(BINDIR)/gangs/%) $(I_ROOT)/lib/ftfarm/gangs/
 	install -m 644 $(I_EXAMPLES:%=config/%) $(I_ROOT)/share/ftfarm/examples/
 	install -m 755 scripts/bmc-sim $(I_ROOT)/share/ftfarm/scripts/
 	install -m 755 scripts/ftfarm.sbatch $(I_ROOT)/share/ftfarm/
+	install -m 755 $(I_SMK_EXE:%=scripts/snakemake/ftfarm/%) $(I_ROOT)/$(I_SMK)/
+	install -m 644 $(I_SMK_DATA:%=scripts/snakemake/ftfarm/%) $(I_ROOT)/$(I_SMK)/
 	$(if $(I_DOCS),install -m 644 $(I_DOCS:%=docs/%) $(I_ROOT)/share/doc/ftfarm/)
 	install -m 644 $(I_PY:%=python/ftfarm/%) $(I_ROOT)/$(I_PYDIR)/
 
@@ -207,6 +215,9 @@ uninstall:
 		$(I_EXAMPLES:%=$(I_ROOT)/share/ftfarm/examples/%) \
 		$(I_ROOT)/share/ftfarm/scripts/bmc-sim \
 		$(I_ROOT)/share/ftfarm/ftfarm.sbatch \
+		$(I_SMK_EXE:%=$(I_ROOT)/$(I_SMK)/%) \
+		$(I_SMK_DATA:%=$(I_ROOT)/$(I_SMK)/%) \
+		$(wildcard $(I_ROOT)/$(I_SMK)/__pycache__/ftfarm_profile.*.pyc) \
 		$(I_DOCS:%=$(I_ROOT)/share/doc/ftfarm/%) \
 		$(I_PY:%=$(I_ROOT)/$(I_PYDIR)/%) \
 		$(foreach m,$(I_PY:.py=),$(wildcard $(I_ROOT)/$(I_PYDIR)/__pycache__/$(m).*.pyc))

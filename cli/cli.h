@@ -18,8 +18,9 @@
  *   ftfarm undrain -c CFG NODE [--json]   NODE back in service
  *   ftfarm reboot -c CFG NODE|all [--force] [--json]
  *                                          drain, power-cycle, workers back
- *   ftfarm cancel -c CFG BATCH_ID [--json]
- *   ftfarm batch -c CFG BATCH_ID [--json]  one batch: state and counts
+ *   ftfarm cancel -c CFG BATCH_ID... [--json]
+ *   ftfarm batch -c CFG BATCH_ID [--json] [--reconnect-timeout S]
+ *                                          one batch: state and counts
  *   ftfarm forget -c CFG BATCH_ID          an ended batch forgotten now
  *   ftfarm watch  -c CFG                   a live view, redrawn in place
  *   ftfarm events -c CFG [--follow] [--since TS] [--type T]...
@@ -72,6 +73,7 @@ struct cli {
 	int argc;			/* operands after the options */
 	char **argv;
 	int status;			/* exit status of the last failed call */
+	int unreachable;		/* the last call found no master */
 };
 
 int cli_start(struct cli *c);
@@ -105,6 +107,11 @@ json_t *cli_call(struct cli *c, json_t *req, double timeout);
 /* The same with BODY after the request line. */
 json_t *cli_call_body(struct cli *c, json_t *req, const struct ctl_body *body,
 		      double timeout);
+/* cli_call for a request that changes nothing: while the master restarts
+ * (a supervisor holds the lease), it goes again to the next one, as wait
+ * does (--reconnect-timeout); WHAT names it in the message said then. */
+json_t *cli_call_across(struct cli *c, json_t *req, double timeout,
+			const char *what);
 /* ROWS as a table of the titled columns of COLS (N of them). */
 struct ctl_col;
 void cli_print_table(const struct ctl_col *cols, int n, json_t *rows);

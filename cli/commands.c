@@ -49,6 +49,7 @@ call_once(struct cli *c, json_t *req, const struct ctl_body *body,
 
 	*ans = NULL;
 	c->status = 1;
+	c->unreachable = a == NULL;
 	if (a == NULL)
 		return CALL_BROKEN;
 	if (json_integer_value(json_object_get(a, "v")) != FT_CTL_VERSION) {
@@ -386,6 +387,28 @@ submit_call(struct cli *c, json_t *req, const struct ctl_body *body,
 	}
 	reconnect_free(&r);
 	return end == CALL_OK ? ans : NULL;
+}
+
+/* A request that may go again as it is (it changes nothing): REQ sent
+ * as cli_call sends it, and when the master is away, again to the next
+ * one for as long as wait would wait (WHAT names it for the message).
+ * The answer, or NULL with c->status set (said). */
+json_t *
+cli_call_across(struct cli *c, json_t *req, double timeout, const char *what)
+{
+	struct reconnect r;
+	char err[1024];
+	json_t *ans = NULL;
+
+	reconnect_init(&r, c, what);
+	while (call_once(c, req, NULL, timeout, &ans, err, sizeof(err)) ==
+	       CALL_BROKEN)
+		if (!reconnect_wait(&r)) {
+			cli_err("%s", err);
+			break;
+		}
+	reconnect_free(&r);
+	return ans;
 }
 
 /* ft_plugins.other_jobs: gang jobs, checked with the gang plugins

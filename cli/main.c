@@ -50,14 +50,15 @@ static const struct command {
 	  "Put NODE back in service." },
 	{ "reboot", cli_reboot, 1, "reboot -c CFG NODE|all [--force] [--json]",
 	  "Drain NODE, power-cycle it over its BMC, wait for its workers." },
-	{ "cancel", cli_cancel, 1, "cancel -c CFG BATCH_ID [--json]",
-	  "Drop a batch's queued tasks and kill its running ones." },
+	{ "cancel", cli_cancel, 1, "cancel -c CFG BATCH_ID... [--json]",
+	  "Drop the batches' queued tasks and kill their running ones." },
 	{ "forget", cli_forget, 1, "forget -c CFG BATCH_ID",
 	  "Forget an ended batch now: its directory, results and row go "
 	  "(retain_s does it by itself)." },
-	{ "batch", cli_batch, 1, "batch -c CFG BATCH_ID [--json]",
+	{ "batch", cli_batch, 1, "batch -c CFG BATCH_ID [--json] "
+	  "[--reconnect-timeout S]",
 	  "Show one batch: its state (waiting, running, finished, cancelled) "
-	  "and counts." },
+	  "and counts; asks the next master across a restart." },
 	{ "watch", cli_watch, 1, "watch -c CFG",
 	  "A live view of batches, workers, nodes and events; q quits." },
 	{ "events", cli_events, 1, "events -c CFG [--follow] [--since TS] "

@@ -1,12 +1,14 @@
 /* The ftfarm commands for nodes and batches an operator acts on or asks
  * about: nodes, drain, undrain, reboot, cancel, batch, forget.  Each sends one
  * request; --json prints the answer as it came (less "ok"). */
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
 #include "ctl.h"
+#include "util.h"
 
 #define ANSWER_TIMEOUT 30.0	/* seconds for an answer that comes at once */
 #define REBOOT_SLACK 120.0	/* beyond the config's drain and reboot bounds */
@@ -124,19 +126,38 @@ cli_reboot(struct cli *c)
 	return 0;
 }
 
-/* cancel -c CFG BATCH_ID [--json] */
-int
-cli_cancel(struct cli *c)
+/* The batch ids of C's operands (MIN to MAX of them) into a new array
+ * *IDS; 0, or 2 after the usage line USAGE (an operand that is not an
+ * id, or too few or too many). */
+static int
+batch_ids(const struct cli *c, const char *usage, long long **ids, int min,
+	  int max)
 {
-	json_t *req, *ans;
 	char *end;
-	long long id;
+	int i;
 
-	if (c->argc != 1 || (id = strtoll(c->argv[0], &end, 10)) <= 0 || *end) {
-		cli_err("usage: ftfarm cancel -c CFG BATCH_ID [--json]");
-		return 2;
-	}
-	req = ctl_request_new(CTL_CANCEL);
+	*ids = NULL;
+	if (c->argc < min || c->argc > max)
+		goto bad;
+	*ids = ft_calloc((size_t)c->argc, sizeof(**ids));
+	for (i = 0; i < c->argc; i++)
+		if (((*ids)[i] = strtoll(c->argv[i], &end, 10)) <= 0 || *end ||
+		    end == c->argv[i])
+			goto bad;
+	return 0;
+bad:
+	free(*ids);
+	*ids = NULL;
+	cli_err("usage: ftfarm %s", usage);
+	return 2;
+}
+
+/* Cancel batch ID: 0, or the exit status after saying why not. */
+static int
+cancel_one(struct cli *c, long long id)
+{
+	json_t *req = ctl_request_new(CTL_CANCEL), *ans;
+
 	json_object_set_new(req, "batch", json_integer(id));
 	ans = cli_call(c, req, ANSWER_TIMEOUT);
 	json_decref(req);
@@ -152,22 +173,54 @@ cli_cancel(struct cli *c)
 	return 0;
 }
 
-/* batch -c CFG BATCH_ID [--json]: --json prints the batch's row as
- * `status --json` lists it. */
+/* cancel -c CFG BATCH_ID... [--json]: each batch in turn, one line (or
+ * JSON object) each; a batch that has ended or does not exist is said and
+ * the others cancelled all the same.  Exit 1 if any was not cancelled;
+ * with the master gone, the rest are not tried. */
+int
+cli_cancel(struct cli *c)
+{
+	long long *ids;
+	int i, rc, st = 0;
+
+	if ((rc = batch_ids(c, "cancel -c CFG BATCH_ID... [--json]", &ids, 1,
+			    INT_MAX)) != 0)
+		return rc;
+	for (i = 0; i < c->argc; i++) {
+		if ((rc = cancel_one(c, ids[i])) == 0)
+			continue;
+		st = st ? st : rc;
+		if (c->unreachable) {
+			if (i + 1 < c->argc)
+				cli_err("%d more batches not cancelled",
+					c->argc - i - 1);
+			break;
+		}
+	}
+	free(ids);
+	return st;
+}
+
+/* batch -c CFG BATCH_ID [--json] [--reconnect-timeout S]: --json prints
+ * the batch's row as `status --json` lists it.  Across a restart of the
+ * master it asks the next one, as wait does. */
 int
 cli_batch(struct cli *c)
 {
 	json_t *req, *ans, *row;
-	char *end;
-	long long id;
+	char what[64];
+	long long *ids, id;
+	int rc;
 
-	if (c->argc != 1 || (id = strtoll(c->argv[0], &end, 10)) <= 0 || *end) {
-		cli_err("usage: ftfarm batch -c CFG BATCH_ID [--json]");
-		return 2;
-	}
+	if ((rc = batch_ids(c, "batch -c CFG BATCH_ID [--json] "
+			    "[--reconnect-timeout S]", &ids, 1, 1)) != 0)
+		return rc;
+	id = ids[0];
+	free(ids);
+	snprintf(what, sizeof(what), "batch %lld", id);
 	req = ctl_request_new(CTL_BATCH);
 	json_object_set_new(req, "batch", json_integer(id));
-	ans = cli_call(c, req, ANSWER_TIMEOUT);
+	ans = cli_call_across(c, req, ANSWER_TIMEOUT, what);
 	json_decref(req);
 	if (ans == NULL)
 		return c->status;
@@ -196,13 +249,13 @@ int
 cli_forget(struct cli *c)
 {
 	json_t *req, *ans;
-	char *end;
-	long long id;
+	long long *ids, id;
+	int rc;
 
-	if (c->argc != 1 || (id = strtoll(c->argv[0], &end, 10)) <= 0 || *end) {
-		cli_err("usage: ftfarm forget -c CFG BATCH_ID");
-		return 2;
-	}
+	if ((rc = batch_ids(c, "forget -c CFG BATCH_ID", &ids, 1, 1)) != 0)
+		return rc;
+	id = ids[0];
+	free(ids);
 	req = ctl_request_new(CTL_FORGET);
 	json_object_set_new(req, "batch", json_integer(id));
 	ans = cli_call(c, req, ANSWER_TIMEOUT);

@@ -214,3 +214,19 @@ def test_benchmarks_lead_with_todays_table():
     table = "\n".join(line for line in head if line.startswith("|"))
     for name in ("xargs", "`wc -w`", "mpi4py"):
         assert name in table, name
+
+
+def test_workflows_md_shows_the_example_and_the_profile():
+    """docs/workflows.md shows config/workflow.smk as it is (less its
+    comment) and every key the profile's config.yaml sets."""
+    doc = src("docs/workflows.md")
+    shown = re.search(r"```python\n(.*?)```", doc, re.S).group(1)
+    example = re.sub(r"\A(#.*\n)+", "", src("config/workflow.smk"))
+    assert shown == example, "docs/workflows.md: the Snakefile shown is " \
+        "not config/workflow.smk"
+    keys = re.findall(r"^([a-z-]+):", src("scripts/snakemake/ftfarm/"
+                                          "config.yaml"), re.M)
+    assert keys, "no key in the profile's config.yaml"
+    for k in keys:
+        assert f"| `{k}` |" in doc, f"docs/workflows.md: key {k} " \
+            "(scripts/snakemake/ftfarm/config.yaml) not in its table"

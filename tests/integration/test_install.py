@@ -2,8 +2,9 @@
 job type (exec, wordcount, relax, ftallreduce, pipeline) from the
 installed tree alone: every ftfarm process runs in a mount namespace where
 the checkout is covered by an empty tmpfs.  The installed Python package
-drives the same cluster from there.  `make uninstall` then removes every
-file install put there."""
+drives the same cluster from there, and so does Snakemake through the
+installed profile.  `make uninstall` then removes every file install put
+there."""
 import json
 import subprocess
 import sys
@@ -32,6 +33,18 @@ with ftfarm.Executor(sys.argv[1]) as ex:
 print(json.dumps({"file": ftfarm.__file__, "row": row, "results": results,
                   "squares": squares, "slot_file": slot_file}))
 """
+SMK = "share/ftfarm/snakemake/ftfarm"
+SNAKEFILE = """
+rule all:
+    input: "b.txt"
+rule a:
+    output: "a.txt"
+    shell: "echo a > {output}"
+rule b:
+    input: "a.txt"
+    output: "b.txt"
+    shell: "cat {input} > {output}; echo b >> {output}"
+"""
 
 
 def make(*args):
@@ -44,7 +57,7 @@ def files_under(d):
     return sorted(str(p.relative_to(d)) for p in d.rglob("*") if p.is_file())
 
 
-@pytest.mark.timeout(240)
+@pytest.mark.timeout(300)
 def test_installed_tree_runs_every_job_type(tmp_path):
     prefix = tmp_path / "prefix"
     make("install", f"PREFIX={prefix}")
@@ -57,7 +70,9 @@ def test_installed_tree_runs_every_job_type(tmp_path):
               "lib/ftfarm/gangs/ftallreduce.so",
               "lib/ftfarm/gangs/pipeline.so", "share/ftfarm/ftfarm.sbatch",
               "share/ftfarm/examples/local.json",
-              "share/ftfarm/scripts/bmc-sim"):
+              "share/ftfarm/scripts/bmc-sim", f"{SMK}/config.yaml",
+              f"{SMK}/ftfarm-submit.py", f"{SMK}/ftfarm-status.sh",
+              f"{SMK}/ftfarm-cancel.py", f"{SMK}/ftfarm_profile.py"):
         assert f in installed, installed
     package = sorted(p.name for p in (ROOT / "python" / "ftfarm").glob("*.py"))
     assert "__init__.py" in package and "_client.py" in package, package
@@ -131,6 +146,24 @@ def test_installed_tree_runs_every_job_type(tmp_path):
         # itself).
         assert out["squares"] == [x * x for x in range(2000)]
         assert out["slot_file"] == out["file"], out["slot_file"]
+        # Snakemake through the installed profile: its scripts find the
+        # installed ftfarm by themselves.
+        smk = tmp_path / "smk"
+        smk.mkdir()
+        (smk / "Snakefile").write_text(SNAKEFILE)
+        env = {k: v for k, v in c.env.items()
+               if k not in ("FTFARM", "CI", "SNAKEMAKE_PROFILE")}
+        r = subprocess.run(
+            ["unshare", "-m", "sh", "-c", HIDE, str(ROOT),
+             "/usr/bin/snakemake", "--profile", str(prefix / SMK)],
+            capture_output=True, text=True, timeout=150,
+            env={**env, "FTFARM_CONFIG": str(c.config)},
+            stdin=subprocess.DEVNULL, cwd=smk)
+        assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+        assert (smk / "b.txt").read_text() == "a\nb\n"
+        names = [b["name"] for b in c.status()["batches"]]
+        assert [n.split("@")[0] for n in names if "@" in n] == \
+            ["snakejob.a.2", "snakejob.b.1"], names
     finally:
         c.stop()
         c.cleanup()

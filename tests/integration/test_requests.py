@@ -184,7 +184,7 @@ def test_commands_outlive_a_killed_master(make_cluster, tmp_path):
         "drain": ["drain", "node1"], "undrain": ["undrain", "node1"],
         "reboot": ["reboot", "node1"], "cancel": ["cancel", "1"],
         "rotate": ["rotate"], "wait": ["wait", "1", *no],
-        "batch": ["batch", "1", "--json"], "forget": ["forget", "1"],
+        "batch": ["batch", "1", "--json", *no], "forget": ["forget", "1"],
         "cat": ["cat", "99"],       # no results: it asks the master why
         "submit": ["submit", *no, "--", "true"],
         # Bodies of megabytes: still being written when the master dies.
