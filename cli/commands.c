@@ -404,7 +404,10 @@ cli_call_across(struct cli *c, json_t *req, double timeout, const char *what)
 	while (call_once(c, req, NULL, timeout, &ans, err, sizeof(err)) ==
 	       CALL_BROKEN)
 		if (!reconnect_wait(&r)) {
-			cli_err("%s", err);
+			if (r.down)
+				say_down(c, &r, "nothing was asked");
+			else
+				cli_err("%s", err);
 			break;
 		}
 	reconnect_free(&r);

@@ -450,15 +450,32 @@ def test_status_words(make_cluster, tmp_path):
     assert (rc, out) == (0, "success\n"), (rc, out, err)
     assert status_word(c, running)[:2] == (0, "running\n")
 
-    # Without FTFARM_CONFIG, or with a cluster that is gone: exit 1 (the
-    # workflow stops), the reason on stderr.
+    # A cluster that is down (stopped, or between two allocations): its
+    # next start resumes the batch, so the job is still running, said on
+    # stderr at once; started again, the batch goes on.
+    c.stop()
+    t0 = time.monotonic()
+    rc, out, err = status_word(c, running)
+    assert (rc, out) == (0, "running\n") and "is down (" in err, err
+    assert time.monotonic() - t0 < 10
+    c.start()
+    assert status_word(c, running)[:2] == (0, "running\n")
+    assert status_word(c, ok)[:2] == (0, "success\n")
+
+    # Without FTFARM_CONFIG, or with a cluster that is gone (its state
+    # dir): exit 1 (the workflow stops), the reason on stderr.
     env = profile_env(c)
     del env["FTFARM_CONFIG"]
     rc, out, err = status_word(c, ok, env)
     assert rc == 1 and out == "" and "FTFARM_CONFIG" in err, err
     c.stop()
+    gone = json.loads(c.config.read_text())
+    gone["state_dir"] = str(tmp_path / "no-such-dir")
+    other = tmp_path / "gone.json"
+    other.write_text(json.dumps(gone))
+    env = profile_env(c, FTFARM_CONFIG=str(other))
     t0 = time.monotonic()
-    rc, out, err = status_word(c, ok)
+    rc, out, err = status_word(c, ok, env)
     assert rc == 1 and out == "" and "no master is running" in err, err
     assert time.monotonic() - t0 < 10
 

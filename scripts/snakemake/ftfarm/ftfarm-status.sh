@@ -2,7 +2,8 @@
 # ftfarm-status.sh BATCH_ID: Snakemake's --cluster-status for ftfarm.
 #
 # Prints the one word Snakemake asks for:
-#   running   the batch waits or runs;
+#   running   the batch waits or runs, or the cluster is down (stopped,
+#             or between two allocations): its next start resumes it;
 #   success   it finished and its task succeeded;
 #   failed    its task failed, the batch was cancelled, or the cluster
 #             does not know it (no such batch, or forgotten): it will never
@@ -10,8 +11,9 @@
 #             outputs and retry it (--restart-times) or report it, where
 #             a non-zero exit would stop the whole workflow.
 # Exits 1 (Snakemake then stops, saying it could not get the status) only
-# when no master answers: `ftfarm batch` waits for a master that
-# restarts, so that is a cluster that is gone.
+# when no master answers and the cluster is not down: `ftfarm batch`
+# waits for a master that restarts, so that is a state dir that cannot be
+# read or a master that does not answer.
 #
 # A shell script, not Python: Snakemake runs it for every job at every
 # round of checks, and a Python interpreter's start costs ten times
@@ -51,6 +53,12 @@ if [ $rc -ne 0 ]; then
 	*"no batch $1"*|*forgotten*)
 		echo "$me: $answer: telling snakemake the job failed" >&2
 		echo failed
+		exit 0 ;;
+	*"ftfarm: cluster "*" is down ("*)
+		# Stopped, or between two Slurm allocations: the next start
+		# of the config resumes the batch, so it is still to run.
+		echo "$me: $answer: the job waits for the cluster" >&2
+		echo running
 		exit 0 ;;
 	esac
 	echo "$me: $answer" >&2
