@@ -239,6 +239,9 @@ cli_batch(struct cli *c)
 		       (long long)json_integer_value(json_object_get(row, "ok")),
 		       (long long)json_integer_value(json_object_get(row,
 								     "failed")));
+		if (json_is_string(json_object_get(row, "error")))
+			printf("  %s\n", json_string_value(
+				       json_object_get(row, "error")));
 	}
 	json_decref(ans);
 	return 0;

@@ -641,8 +641,8 @@ finish(struct batches *bs, struct batch *b)
 	ev_batch_done(bs->ev, b->id, b->total, b->ok, b->failed, b->seconds,
 		      error);
 	if (error)
-		log_warnx("batch %ld (%s): job failed: %s", b->id, b->name,
-			  error);
+		log_warnx("batch %ld (%s): %s%s", b->id, b->name,
+			  b->cancelled ? "cancelled: " : "job failed: ", error);
 	log_info("batch %ld (%s) finished: %u ok, %u failed in %.3f s", b->id,
 		 b->name, b->ok, b->failed, b->seconds);
 	bs->nfinished++;
@@ -1111,6 +1111,8 @@ cancel_waiting(struct batches *bs, struct batch *b, const char *why)
 	b->cancelled = 1;
 	b->open = 0;
 	b->total = n;
+	free(b->error);
+	b->error = ft_strdup(why);	/* its entry's "error", summary.json's */
 	ev_batch_cancelled(bs->ev, id, (long long)n, 0);
 	log_info("batch %ld (%s) cancelled before it ran: %s", id, b->name,
 		 why);

@@ -61,6 +61,9 @@ def test_after_a_failed_batch_never_runs(cluster, tmp_path):
     assert cluster.cli("wait", "-c", cluster.config, never).returncode == 1
     r = row(cluster, never)
     assert r["state"] == "cancelled" and r["total"] == 4 and r["failed"] == 4
+    assert r["error"] == f"batch {bad}, which it runs after, failed", r
+    out = cluster.cli("batch", "-c", cluster.config, never).stdout
+    assert f"batch {bad}, which it runs after, failed" in out, out
     res = cluster.results(never)
     assert sorted(x["task"] for x in res) == [0, 1, 2, 3]
     for x in res:
