@@ -431,8 +431,9 @@ def test_rotate(make_cluster):
         (c.state_dir / "supervisor.log.1").exists(), 5)
     # Their writers go on writing into them.
     os.kill(c.master_pid, signal.SIGKILL)
-    assert wait_until(lambda: b"master killed by signal 9" in
-                      (c.state_dir / "supervisor.log").read_bytes(), 30)
+    assert wait_until(lambda: b"epoch 2: master pid" in
+                      (c.state_dir / "supervisor.log").read_bytes(), 30), \
+        (c.state_dir / "supervisor.log").read_bytes()[-600:]
 
 
 # ---- a long life ----
