@@ -118,8 +118,8 @@ def ancestors(pid):
 
 # ---- a workflow, every output exact, a slot SIGKILLed under it ----
 
-N = 24          # gen and square jobs
-GROUP = 6       # square outputs per merge job
+N = 12          # gen and square jobs
+GROUP = 4       # square outputs per merge job
 
 WORKFLOW = f"""
 N = {N}
@@ -335,6 +335,7 @@ rule slow:
 """
 
 
+@pytest.mark.long
 def test_killed_snakemake_resumes_its_queued_batches(make_cluster,
                                                      tmp_path):
     """snakemake SIGKILLed with jobs queued leaves its batches running;
@@ -381,6 +382,7 @@ def test_killed_snakemake_resumes_its_queued_batches(make_cluster,
         assert (wd / "done" / f"{i}.txt").read_text() == f"{i}\n"
 
 
+@pytest.mark.long
 def test_the_example_workflow(make_cluster, tmp_path):
     """config/workflow.smk as docs/workflows.md runs it: threads 2 and a
     GPU, on a cluster shaped as config/local-gpus.json."""
