@@ -88,13 +88,14 @@ test: deps
 	$(MAKE) -j2 fuzz FUZZ_SECONDS=$(TEST_FUZZ_SECONDS)
 	$(MAKE) integration
 
-# The long runs, before a release: 32 idle workers for a minute, the soak
+# The long runs, before a release: 32 idle workers for a minute, a Slurm
+# job's time limit (a minute at least) then the next job, the soak
 # ten times longer (30,000 one-task batches, 200 batches of 10,000 tasks),
 # 300,000 batches forgotten after retain_s 5 with the state dir, RSS and
 # descriptors flat, and each fuzzer for ten minutes.
 test-long: deps
 	$(MAKE) all
-	timeout 600 /usr/bin/python3 -m pytest -q -p no:xdist -m long \
+	timeout 1200 /usr/bin/python3 -m pytest -q -p no:xdist -m long \
 		-k "not retention_soak" tests/integration
 	FTFARM_SOAK_SCALE=10 timeout 3600 /usr/bin/python3 -m pytest -q -s \
 		tests/integration/test_daemon.py -k soak

@@ -148,6 +148,7 @@ def check_down(f, j1, batch2):
 
 
 @pytest.mark.slurm
+@pytest.mark.long
 @pytest.mark.timeout(300)
 def test_time_limit(slurm_cluster_factory, bins, open_dir):
     """A job's time limit mid-batch, then the next job of the config.
