@@ -27,8 +27,10 @@ def test_150_batches_forgotten_on_time_and_ids_not_reused(cluster):
         assert r.returncode == 0, r.stderr
         ids.append(batch_id_of(r.stdout))
     assert ids == list(range(1, n + 1))
-    for bid in (ids[0], ids[-1]):
-        assert cluster.cli("wait", "-c", cluster.config, bid).returncode == 0
+    # (Only the last: under load 150 submissions take past retain_s, and
+    # the first batch may be forgotten already; each batch's batch_done
+    # is checked below.)
+    assert cluster.cli("wait", "-c", cluster.config, ids[-1]).returncode == 0
     assert wait_until(lambda: batch_dirs(cluster) == [], 30), \
         batch_dirs(cluster)
     assert wait_until(lambda: sum(e["event"] == "batch_forgotten"
