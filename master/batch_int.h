@@ -1,8 +1,9 @@
 /*
- * batch_int: a batch's insides, shared by the two halves of the batches
- * module: batches.c (a batch's life in a running master) and replay.c
- * (batches rebuilt from the state dir by a master that starts).  Nothing
- * else includes it: the batches' API is batches.h.
+ * batch_int: a batch's insides, shared by the files of the batches
+ * module: batches.c (a batch's life in a running master), openb.c (open
+ * batches: adds and the close), retain.c (ended batches forgotten) and
+ * replay.c (batches rebuilt from the state dir by a master that starts).
+ * Nothing else includes it: the batches' API is batches.h.
  */
 #ifndef FT_BATCH_INT_H
 #define FT_BATCH_INT_H
@@ -97,5 +98,16 @@ void batch_drain(struct batches *bs, struct batch *b);
 void batch_settle(struct batches *bs, struct batch *b);
 /* Batch ID ended at AT (wall clock): forget it retain_s later. */
 void batch_retain(struct batches *bs, long id, double at);
+/* Close the open batch B: no more tasks (recorded in its tasks.jsonl);
+ * it ends once they have. */
+void batch_seal(struct batches *bs, struct batch *b);
+/* Every task of B has ended: write its last lines and finish it. */
+void batch_ending(struct batches *bs, struct batch *b);
+/* Free B and everything it holds (it is out of bs->v already). */
+void batch_free(struct batch *b);
+/* Drop the forgotten batches at the front of bs->v. */
+void batches_trim_front(struct batches *bs);
+/* The name of state S in status and batch entries. */
+const char *batch_state_name(enum bstate s);
 
 #endif

@@ -94,8 +94,8 @@ batch_result(const struct batch *b)
 	return b->job ? job_summary(b->job) : b->result;
 }
 
-static const char *
-state_name(enum bstate s)
+const char *
+batch_state_name(enum bstate s)
 {
 	switch (s) {
 	case B_WAITING:
@@ -121,7 +121,7 @@ batch_json(const struct batch *b)
 	ctl_row_int(o, &c[CTL_B_FAILED], b->d_failed);
 	ctl_row_int(o, &c[CTL_B_REASSIGNED], b->reassigned);
 	ctl_row_str(o, &c[CTL_B_STATE], b->state == B_FINISHED &&
-		   b->cancelled ? "cancelled" : state_name(b->state));
+		   b->cancelled ? "cancelled" : batch_state_name(b->state));
 	if (b->ok + b->failed > b->d_ok + b->d_failed)
 		json_object_set_new(o, "unwritten", json_integer(
 			b->ok + b->failed - b->d_ok - b->d_failed));
@@ -210,7 +210,7 @@ chunks_free(struct batch *b)
 	b->nchunks = b->capchunks = 0;
 }
 
-static void
+void
 batch_free(struct batch *b)
 {
 	int i;
@@ -246,8 +246,8 @@ batch_free(struct batch *b)
 }
 
 /* Drop the slots of BS that are gone from its front. */
-static void
-trim(struct batches *bs)
+void
+batches_trim_front(struct batches *bs)
 {
 	int k = 0;
 
@@ -275,7 +275,7 @@ batches_release(struct batches *bs, long id)
 		bs->next--;		/* the last given: it is given again */
 		bs->n--;
 	}
-	trim(bs);
+	batches_trim_front(bs);
 }
 
 /* ---- queueing ---- */
@@ -619,7 +619,7 @@ evict(struct batches *bs)
 		batch_free(b);
 		bs->nfinished--;
 	}
-	trim(bs);
+	batches_trim_front(bs);
 }
 
 /* B's lines are all on disk: write its summary and tell.  A summary that
@@ -712,8 +712,8 @@ batch_settle(struct batches *bs, struct batch *b)
 }
 
 /* Every task of B has ended. */
-static void
-ending(struct batches *bs, struct batch *b)
+void
+batch_ending(struct batches *bs, struct batch *b)
 {
 	b->state = B_ENDING;
 	batch_settle(bs, b);
@@ -729,7 +729,7 @@ next_phase(struct batches *bs, struct batch *b, json_t *tasks)
 	if (batch_queue_phase(bs, b, tasks, NULL, err, sizeof(err)) == -1) {
 		json_decref(tasks);
 		if (job_fail(b->job, err) == JOB_FAILED)
-			ending(bs, b);
+			batch_ending(bs, b);
 		return;
 	}
 	json_decref(tasks);
@@ -843,7 +843,7 @@ count(struct batches *bs, struct batch *b, uint32_t index, int ok,
 	}
 	if (b->job == NULL) {
 		if (b->ok + b->failed == b->total && !b->open)
-			ending(bs, b);
+			batch_ending(bs, b);
 		return;
 	}
 	switch (job_task_ended(b->job, index, ok, out, out_len, reason,
@@ -853,7 +853,7 @@ count(struct batches *bs, struct batch *b, uint32_t index, int ok,
 		break;
 	case JOB_COMPLETE:
 	case JOB_FAILED:
-		ending(bs, b);
+		batch_ending(bs, b);
 		break;
 	case JOB_RUNNING:
 		break;
@@ -1161,273 +1161,6 @@ batches_check_after(const struct batches *bs, const struct batch_text *bt,
 	return 0;
 }
 
-/* ---- open batches (batch.h, adds.h) ---- */
-
-/* Open B's tasks.jsonl for appending, if not yet.  0, or -1 with ERR. */
-static int
-open_adds(struct batch *b, char *err, size_t n)
-{
-	char *path;
-
-	if (b->adds.fd >= 0)
-		return 0;
-	path = ft_asprintf("%s/tasks.jsonl", b->dir);
-	if (jsonl_open(&b->adds, path, JSONL_CRC) == -1) {
-		snprintf(err, n, "%s: %s", path, strerror(errno));
-		free(path);
-		return -1;
-	}
-	free(path);
-	return 0;
-}
-
-/* Write B's add records now: its tasks go out only once they are. */
-static void
-write_adds(struct batches *bs, struct batch *b)
-{
-	char *path = ft_asprintf("%s/tasks.jsonl", b->dir);
-
-	store_write(bs->store, &b->adds, path);
-	free(path);
-}
-
-/* Keep TEXT (the specs of B's tasks FIRST .. FIRST + COUNT - 1, LEFT of
- * them still to end). */
-static void
-chunk_keep(struct batch *b, char *text, uint32_t first, uint32_t count,
-	   uint32_t left)
-{
-	if (left == 0) {
-		free(text);
-		return;
-	}
-	if (b->nchunks == b->capchunks) {
-		b->capchunks = b->capchunks ? 2 * b->capchunks : 16;
-		b->chunks = ft_realloc(b->chunks, (size_t)b->capchunks *
-				       sizeof(*b->chunks));
-	}
-	b->chunks[b->nchunks++] = (struct chunk){ text, first, count, left };
-}
-
-/* The open batch ID, or NULL with ERR. */
-static struct batch *
-open_batch(struct batches *bs, long id, char *err, size_t n)
-{
-	struct batch *b = batches_find(bs, id);
-	int finished = 0;
-	json_t *row;
-
-	if (b && b->state == B_RUNNING && b->open)
-		return b;
-	if (b && b->state == B_RUNNING) {
-		snprintf(err, n, "batch %ld is not open: its tasks were all "
-			 "given at submit (\"open\": true takes more)", id);
-	} else if (b && b->state == B_INTAKE) {
-		snprintf(err, n, "batch %ld is still being read", id);
-	} else if (b && b->state == B_WAITING) {
-		snprintf(err, n, "batch %ld waits for the batches it runs "
-			 "after: tasks are added once it runs", id);
-	} else if (b) {
-		snprintf(err, n, "batch %ld is closed: it has ended", id);
-	} else {
-		row = batches_lookup(bs, id, &finished);
-		snprintf(err, n, row ? "batch %ld is closed: it has ended"
-				     : "no batch %ld", id);
-		json_decref(row);
-	}
-	return NULL;
-}
-
-/* Queue the tasks of BT (an add of B, checked) but those DONE has
- * (NULL: none), keeping its text. */
-void
-batch_queue_add(struct batches *bs, struct batch *b, struct batch_text *bt,
-	  const struct journal_results *done)
-{
-	uint32_t first = b->total, left = bt->ntasks, i;
-
-	for (i = 0; done && i < bt->ntasks; i++)
-		left -= (uint32_t)journal_done(done, first + i);
-	batch_queue_text(bs, b, bt, done);
-	chunk_keep(b, bt->text, first, bt->ntasks, left);
-	bt->text = NULL;
-}
-
-int
-batches_add(struct batches *bs, long id, uint32_t first, char *text,
-	    size_t len, struct batches_added *out, char *err, size_t n)
-{
-	struct batch *b = open_batch(bs, id, err, n);
-	struct batch_text bt;
-
-	memset(out, 0, sizeof(*out));
-	out->status = 2;
-	if (b == NULL) {
-		free(text);
-		return -1;
-	}
-	adds_flatten(text, len);
-	if (batch_text_scan(&bt, "add", text, len, bs->pl, err, n) == -1)
-		return -1;
-	bt.base = first;		/* its tasks wait for earlier ones only */
-	if (batch_text_check(&bt, "add", bs->pl, 1, NULL, 0, err, n) == -1)
-		return -1;
-	if (bt.job || bt.open || bt.after || bt.after_any ||
-	    batch_text_fit(&bt, "add", bs->cfg, err, n) == -1) {
-		if (bt.job || bt.open || bt.after || bt.after_any)
-			snprintf(err, n, "add: only \"tasks\" may be added "
-				 "to a batch");
-		batch_text_free(&bt);
-		return -1;
-	}
-	out->total = b->total;
-	if ((uint64_t)first + bt.ntasks <= b->total) {
-		batch_text_free(&bt);	/* a resend of tasks it has */
-		out->lines = b->records;
-		return 0;
-	}
-	if (first != b->total) {
-		snprintf(err, n, "add: batch %ld has %u tasks; tasks come in "
-			 "order, so this add of tasks %u.. must start at %u",
-			 id, b->total, first, b->total);
-		batch_text_free(&bt);
-		return -1;
-	}
-	if (bt.ntasks > FT_BATCH_MAX_TASKS - b->total) {
-		snprintf(err, n, "add: batch %ld would pass %d tasks", id,
-			 FT_BATCH_MAX_TASKS);
-		batch_text_free(&bt);
-		return -1;
-	}
-	out->status = 1;
-	if (open_adds(b, err, n) == -1) {
-		batch_text_free(&bt);
-		return -1;
-	}
-	adds_put(&b->adds, first, bt.text, bt.len);
-	write_adds(bs, b);
-	out->added = bt.ntasks;
-	batch_queue_add(bs, b, &bt, NULL);
-	batch_text_free(&bt);
-	out->total = b->total;
-	out->lines = ++b->records;
-	b->touched = ft_now();
-	log_debug("batch %ld: %u tasks added (%u in all)", id, out->added,
-		  b->total);
-	bs->ops.queued(bs->ops.ctx);
-	return 0;
-}
-
-int
-batches_add_done(const struct batches *bs, long id, uint64_t lines)
-{
-	struct batch *b = batches_find(bs, id);
-
-	if (b == NULL || b->state != B_RUNNING || b->adds.fd < 0)
-		return 1;	/* ended: nothing more to wait for */
-	return store_done_lines(bs->store, &b->adds) >= lines;
-}
-
-/* Close B: no more tasks; it ends once they have.  The record goes to
- * its tasks.jsonl (written now, or with the next flush on a failing
- * disk). */
-static void
-seal(struct batches *bs, struct batch *b)
-{
-	char err[256];
-
-	b->open = 0;
-	if (open_adds(b, err, sizeof(err)) == -1) {
-		log_warnx("batch %ld: %s: its close is not recorded", b->id,
-			  err);
-	} else {
-		adds_put_close(&b->adds, b->total);
-		b->records++;
-		write_adds(bs, b);
-	}
-	log_info("batch %ld (%s) closed with %u tasks", b->id, b->name,
-		 b->total);
-	if (b->ok + b->failed == b->total)
-		ending(bs, b);
-}
-
-int
-batches_seal(struct batches *bs, long id, uint32_t *total, char *err,
-	     size_t n)
-{
-	struct batch *b = open_batch(bs, id, err, n);
-
-	if (b == NULL)
-		return -1;
-	*total = b->total;
-	seal(bs, b);
-	return 0;
-}
-
-void
-batches_watch(struct batches *bs, long id, int delta)
-{
-	struct batch *b = batches_find(bs, id);
-
-	if (b == NULL)
-		return;
-	b->watchers += delta;
-	if (b->watchers < 0)
-		b->watchers = 0;
-	b->touched = ft_now();
-}
-
-uint64_t
-batches_results_done(const struct batches *bs, long id, int *over)
-{
-	struct batch *b = batches_find(bs, id);
-
-	*over = b == NULL || batch_finished(b);
-	if (b == NULL || b->state == B_FINISHED || b->state == B_INTAKE ||
-	    b->out.fd < 0)
-		return b && b->state == B_INTAKE ? 0 : UINT64_MAX;
-	return store_done_bytes(bs->store, &b->out);
-}
-
-void
-batches_flush_eager(struct batches *bs)
-{
-	int i, n = bs->neager;
-
-	if (n == 0)
-		return;
-	bs->neager = 0;
-	for (i = 0; i < n; i++) {
-		struct batch *b = batches_find(bs, bs->eager[i]);
-
-		if (b == NULL)
-			continue;
-		b->eager = 0;
-		batch_settle(bs, b);
-	}
-}
-
-void
-batches_open_tick(struct batches *bs, double now)
-{
-	long id, last = bs->first + bs->n;
-	double idle = bs->cfg->open_idle;
-
-	for (id = bs->first; id < last; id++) {
-		struct batch *b = batches_find(bs, id);
-
-		if (b == NULL || b->state != B_RUNNING || !b->open)
-			continue;
-		if (b->watchers > 0)
-			b->touched = now;
-		else if (now - b->touched >= idle) {
-			log_info("batch %ld (%s): open, untouched for %.0f s "
-				 "(open_idle_s): closed", id, b->name, idle);
-			seal(bs, b);
-		}
-	}
-}
-
 /* Why batch ID (B, or NULL when not in memory) cannot be cancelled. */
 static const char *
 not_cancellable(const struct batches *bs, const struct batch *b, long id)
@@ -1463,7 +1196,7 @@ batches_cancel(struct batches *bs, long id, uint64_t *queued,
 	sched_fail_batch(bs->sched, (uint32_t)id, "cancelled", queued,
 			 running);
 	if (b->open)
-		seal(bs, b);
+		batch_seal(bs, b);
 	if (b->deps) {
 		*queued += deps_held(b->deps);
 		deps_cancel(b->deps);
@@ -1526,127 +1259,6 @@ batches_close(struct batches *bs)
 	free(bs->eager);
 	bs->eager = NULL;
 	bs->neager = bs->capeager = 0;
-}
-
-/* ---- retention (retain_s, ftfarm forget) ---- */
-
-/* Batch ID ended at AT (wall clock): to forget retain_s later. */
-void
-batch_retain(struct batches *bs, long id, double at)
-{
-	if (bs->ends_head > 0 && bs->ends_head == bs->nends) {
-		bs->ends_head = bs->nends = 0;	/* all taken: start over */
-	} else if (bs->nends == bs->capends && bs->ends_head >= bs->nends / 2) {
-		memmove(bs->ends, bs->ends + bs->ends_head,
-			(bs->nends - bs->ends_head) * sizeof(*bs->ends));
-		bs->nends -= bs->ends_head;
-		bs->ends_head = 0;
-	}
-	FT_PUSH(bs->ends, bs->nends, bs->capends,
-		((struct batch_ended){ id, at }));
-}
-
-/* The directory of batch ID. */
-static char *
-dir_of(const struct batches *bs, long id)
-{
-	return ft_asprintf("%s/batches/%ld", bs->cfg->state_dir, id);
-}
-
-int
-batches_forgotten(const struct batches *bs, long id)
-{
-	char *dir;
-	struct stat st;
-	int gone;
-
-	if (id <= 0 || id >= bs->next || batches_find(bs, id))
-		return 0;
-	dir = dir_of(bs, id);
-	gone = lstat(dir, &st) == -1 && errno == ENOENT;
-	free(dir);
-	return gone;
-}
-
-/* Forget the ended batch ID (AT: when it ended, 0 unknown): out of
- * memory, its directory renamed at once and removed off the loop
- * (ops.forget).  0, or -1 when it has no directory (forgotten already). */
-static int
-forget(struct batches *bs, long id, double at)
-{
-	struct batch *b = batches_find(bs, id);
-	char *dir = dir_of(bs, id);
-	char *gone = ft_asprintf("%s/batches/forgotten.%ld",
-				 bs->cfg->state_dir, id);
-
-	if (store_check_lease(bs->store, 1) == -1 || rename(dir, gone) == -1) {
-		if (errno != ENOENT)
-			log_warn("%s", dir);
-		free(dir);
-		free(gone);
-		return -1;
-	}
-	free(dir);
-	if (b) {
-		bs->v[id - bs->first] = NULL;
-		batch_free(b);
-		bs->nfinished--;
-		trim(bs);
-	}
-	bs->forgotten++;
-	ev_batch_forgotten(bs->ev, id, at > 0 ? ft_wall() - at : -1);
-	/* Only the newest batch's directory holds the highest id given:
-	 * batches/last_id must say it before that one goes. */
-	bs->ops.forget(bs->ops.ctx, id, gone, id == bs->next - 1 ? id : 0);
-	return 0;
-}
-
-int
-batches_retain(struct batches *bs, double now)
-{
-	int count = 0;
-
-	while (bs->ends_head < bs->nends &&
-	       bs->ends[bs->ends_head].at + bs->cfg->retain <= now) {
-		struct batch_ended e = bs->ends[bs->ends_head++];
-
-		count += forget(bs, e.id, e.at) == 0;
-	}
-	if (count)
-		log_info("%d batches ended %.0f s ago or more forgotten "
-			 "(retain_s)", count, bs->cfg->retain);
-	return count;
-}
-
-int
-batches_forget(struct batches *bs, long id, char *err, size_t n)
-{
-	struct batch *b = batches_find(bs, id);
-	int finished = 0;
-	json_t *row;
-
-	if (b && b->state != B_FINISHED) {
-		snprintf(err, n, "batch %ld has not ended (it is %s): cancel it "
-			 "first", id, state_name(b->state));
-		return -1;
-	}
-	if (batches_forgotten(bs, id)) {
-		snprintf(err, n, "batch %ld was forgotten already", id);
-		return -1;
-	}
-	row = b ? NULL : batches_lookup(bs, id, &finished);
-	json_decref(row);
-	if (b == NULL && !finished) {
-		snprintf(err, n, row ? "batch %ld has not ended: it is being "
-			 "replayed" : "no batch %ld", id);
-		return -1;
-	}
-	if (forget(bs, id, 0) == -1) {
-		snprintf(err, n, "batch %ld: cannot forget it: %s", id,
-			 strerror(errno));
-		return -1;
-	}
-	return 0;
 }
 
 /* ---- the submitter's token ---- */

@@ -22,8 +22,10 @@
  *   bmc.c       each node's BMC through ipmitool (one command at a time)
  *   child.c     watched child processes (ipmitool, ready commands)
  *   registry.c  the workers (slots): messages, death, respawn, dispatch
- *   batches.c   batches: submission, results.jsonl, completion, open
- *               batches, batches after batches, retention
+ *   batches.c   batches: submission, results.jsonl, completion,
+ *               batches after batches
+ *   openb.c     open batches: their adds and their close
+ *   retain.c    ended batches forgotten (retain_s, ftfarm forget)
  *   replay.c    batches rebuilt from the state dir at a start
  *   deps.c      tasks that wait for others of their batch
  *   adds.c      the journal of an open batch's added tasks
@@ -41,7 +43,8 @@
  *   spawn.c     starting agents (MPI_Comm_spawn, or a static world)
  *   worker.c    the state machine of a worker
  *   node.c      the state machine of a node
- *   sched.c     the scheduler (no MPI, no I/O)
+ *   sched.c     the scheduler (no MPI, no I/O); its queues in
+ *               sched_queue.c, placement in sched_place.c
  *   events.c    events.jsonl, one typed emitter per event
  *   stats.c     histograms and per-type task counts
  *   defer.c     work queued by a callback, run after it

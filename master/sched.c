@@ -6,118 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "sched_int.h"
 #include "util.h"
-
-/* One instance a worker holds, in dispatch order. */
-struct inflight {
-	uint64_t tid;
-	uint64_t seq;
-	uint32_t attempt;
-	int lead;			/* sent to a worker that held nothing */
-	double start;
-	double deadline;
-};
-
-struct sworker {
-	int up;
-	int paused;
-	int node;			/* its node */
-	int holder;			/* the worker whose wide task holds it, -1 */
-	int wide;			/* its instance is a wide task */
-	uint64_t gpus;			/* that task's GPUs */
-	struct inflight *ring;		/* circular, oldest at head */
-	int cap, head, n;
-	int window;
-	int fill;			/* instances it held after its last take */
-	double ewma;			/* seconds per task, 0 = not measured */
-	double heard;			/* its last result, or its first
-					 * instance after it held none */
-	uint32_t last_batch;		/* batch and kind of its last result */
-	uint8_t last_kind;
-	double last;			/* seconds of its last finished task */
-	uint32_t trial;			/* the trial it took part in (sched's
-					 * trial_gen), 0: none */
-	int slow;
-	uint64_t slow_seq;
-	double slow_since;
-};
-
-/* Tasks live in chunks of CHUNK; a chunk all of whose tasks have ended is
- * freed by sched_reclaim, so that memory follows the work in flight, not
- * the history. */
-#define CHUNK_SHIFT 12
-#define CHUNK (1u << CHUNK_SHIFT)
-
-struct chunk {
-	uint32_t open;			/* its tasks not yet ended */
-	struct sched_task t[CHUNK];
-};
-
-/* A FIFO of task IDs, of one shape (cpus, gpus) within one priority;
- * stale entries (tasks no longer queued) are skipped at its head. */
-struct fifo {
-	uint64_t *q;			/* circular */
-	size_t cap, head, len;
-	int cpus, gpus;
-	uint64_t resv;			/* its head's reservation: that task ... */
-	int resv_node;			/* ... kept this node (when it still does) */
-};
-
-/* The tasks of one priority; v[0] holds the one-slot tasks. */
-struct level {
-	int prio;
-	struct fifo *v;
-	int n;
-};
-
-struct snode {
-	int *w;				/* its workers */
-	int nw;
-	int ngpus;
-	uint64_t gpus_busy;		/* bit i: GPU i is some task's */
-	uint64_t resv;			/* the wide task it is kept for, or 0 */
-};
-
-struct sched {
-	struct sched_params p;
-	struct sched_ops ops;
-	struct chunk **chunks;		/* task ID i is chunks[(i-1) / CHUNK] */
-	size_t nchunks, ccap;
-	size_t *done;			/* chunks whose tasks have all ended */
-	size_t ndone, dcap;
-	uint64_t ntasks;
-	struct level *lv;		/* by priority, highest first */
-	int nlv;
-	struct fifo *plain;		/* that of one-slot tasks of priority 0,
-					 * or NULL (found again after a move) */
-	struct snode *nodes;
-	int nnodes;
-	int wake;			/* see sched_wake */
-	size_t nqueued;			/* tasks in TASK_QUEUED */
-	uint64_t nopen;			/* tasks neither done nor failed */
-	struct sworker *w;
-	int nw;
-	int nup;			/* workers up */
-	uint64_t seq;			/* last dispatch sequence number */
-	uint64_t newest_done;		/* highest sequence number completed */
-	double mean_service;		/* over all workers */
-	double rtt;			/* seconds from a dispatch to its result,
-					 * less the task's own time */
-	double straggle_at;		/* no instance is a straggler before */
-	int pass_left;			/* takes left in a pass (sched_pass) */
-	uint32_t probe_batch;		/* the batch and kind of the latest */
-	uint8_t probe_kind;		/* result, ... */
-	int probe_n;			/* ... results of theirs in a row ... */
-	double probe_secs;		/* ... and the longest of the first
-					 * PROBE_N (see probe_window) */
-	uint32_t trial_batch;		/* the batch and kind on trial ... */
-	uint8_t trial_kind;
-	int trial_out;			/* ... the workers that took its tasks */
-	uint32_t trial_gen;		/* ... its number: 1, 2, ... */
-	double trial_start;		/* ... and when the first did */
-};
-
-static void queues_free(struct sched *s);
 
 #define RTT_MAX 1.0		/* longest round trip sample, seconds */
 #define PROBE_N 4		/* results of a new batch that size the
@@ -209,7 +99,7 @@ sched_free(struct sched *s)
 		free(s->w[k].ring);
 	free(s->chunks);
 	free(s->done);
-	queues_free(s);
+	sched_queues_free(s);
 	for (k = 0; k < s->nnodes; k++)
 		free(s->nodes[k].w);
 	free(s->nodes);
@@ -217,137 +107,6 @@ sched_free(struct sched *s)
 	free(s);
 }
 
-/* Task TID, which must be live (not reclaimed). */
-static struct sched_task *
-task_of(const struct sched *s, uint64_t tid)
-{
-	return &s->chunks[(tid - 1) >> CHUNK_SHIFT]->t[(tid - 1) & (CHUNK - 1)];
-}
-
-/* ---- the queues: a FIFO per priority and shape ---- */
-
-static void
-fifo_grow(struct fifo *f)
-{
-	size_t ncap = f->cap ? f->cap * 2 : 1024, i;
-	uint64_t *q = ft_malloc(ncap * sizeof(*q));
-
-	for (i = 0; i < f->len; i++)
-		q[i] = f->q[(f->head + i) % f->cap];
-	free(f->q);
-	f->q = q;
-	f->cap = ncap;
-	f->head = 0;
-}
-
-static void
-fifo_push(struct fifo *f, uint64_t tid, int front)
-{
-	if (f->len == f->cap)
-		fifo_grow(f);
-	if (front) {
-		f->head = (f->head + f->cap - 1) % f->cap;
-		f->q[f->head] = tid;
-	} else {
-		f->q[(f->head + f->len) % f->cap] = tid;
-	}
-	f->len++;
-}
-
-/* F's first task still queued (the stale ones before it dropped), or 0. */
-static uint64_t
-fifo_head(struct sched *s, struct fifo *f)
-{
-	while (f->len > 0) {
-		uint64_t tid = f->q[f->head];
-
-		if (task_of(s, tid)->state == TASK_QUEUED)
-			return tid;
-		f->head = (f->head + 1) % f->cap;
-		f->len--;
-	}
-	return 0;
-}
-
-static void
-fifo_drop_head(struct fifo *f)
-{
-	f->head = (f->head + 1) % f->cap;
-	f->len--;
-}
-
-/* The level of priority PRIO, made when missing. */
-static struct level *
-level_of(struct sched *s, int prio)
-{
-	int i, j;
-
-	for (i = 0; i < s->nlv && s->lv[i].prio >= prio; i++)
-		if (s->lv[i].prio == prio)
-			return &s->lv[i];
-	s->plain = NULL;	/* the levels move */
-	s->lv = ft_realloc(s->lv, (size_t)(s->nlv + 1) * sizeof(*s->lv));
-	for (j = s->nlv; j > i; j--)
-		s->lv[j] = s->lv[j - 1];
-	s->nlv++;
-	memset(&s->lv[i], 0, sizeof(s->lv[i]));
-	s->lv[i].prio = prio;
-	s->lv[i].v = ft_calloc(1, sizeof(struct fifo));
-	s->lv[i].n = 1;
-	s->lv[i].v[0].cpus = 1;
-	return &s->lv[i];
-}
-
-/* The FIFO of T's priority and shape, made when missing. */
-static struct fifo *
-fifo_of(struct sched *s, const struct sched_task *t)
-{
-	struct level *l = level_of(s, t->prio);
-	int i;
-
-	for (i = 0; i < l->n; i++)
-		if (l->v[i].cpus == t->cpus_m1 + 1 && l->v[i].gpus == t->gpus)
-			return &l->v[i];
-	s->plain = NULL;	/* the FIFOs of L move */
-	l->v = ft_realloc(l->v, (size_t)(l->n + 1) * sizeof(*l->v));
-	memset(&l->v[l->n], 0, sizeof(*l->v));
-	l->v[l->n].cpus = t->cpus_m1 + 1;
-	l->v[l->n].gpus = t->gpus;
-	return &l->v[l->n++];
-}
-
-/* Queue TID, whose record is T, at the back (or the FRONT) of its FIFO. */
-static void
-queue_push(struct sched *s, const struct sched_task *t, uint64_t tid,
-	   int front)
-{
-	struct fifo *f;
-
-	if (t->cpus_m1 == 0 && t->gpus == 0 && t->prio == 0) {
-		if (s->plain == NULL)
-			s->plain = fifo_of(s, t);
-		f = s->plain;
-	} else {
-		f = fifo_of(s, t);
-	}
-	fifo_push(f, tid, front);
-}
-
-static void
-queues_free(struct sched *s)
-{
-	int i, j;
-
-	for (i = 0; i < s->nlv; i++) {
-		for (j = 0; j < s->lv[i].n; j++)
-			free(s->lv[i].v[j].q);
-		free(s->lv[i].v);
-	}
-	free(s->lv);
-	s->lv = NULL;
-	s->nlv = 0;
-	s->plain = NULL;
-}
 
 /* ---- each worker's ring of instances ---- */
 
@@ -444,7 +203,7 @@ sched_add_need(struct sched *s, uint32_t batch, uint32_t index,
 	}
 	s->nqueued++;
 	s->nopen++;
-	queue_push(s, t, s->ntasks, 0);
+	sched_queue_push(s, t, s->ntasks, 0);
 	return s->ntasks;
 }
 
@@ -453,7 +212,7 @@ sched_set_kind(struct sched *s, uint64_t tid, uint8_t kind)
 {
 	if (tid > 0 && tid <= s->ntasks &&
 	    s->chunks[(tid - 1) >> CHUNK_SHIFT] != NULL)
-		task_of(s, tid)->kind = kind;
+		sched_task_of(s, tid)->kind = kind;
 }
 
 const struct sched_task *
@@ -466,7 +225,7 @@ sched_task(const struct sched *s, uint64_t tid)
 	c = (size_t)((tid - 1) >> CHUNK_SHIFT);
 	if (s->chunks[c] == NULL)
 		return NULL;
-	return task_of(s, tid);
+	return sched_task_of(s, tid);
 }
 
 /* A task of chunk C ended: when all of a full chunk's have, it may go. */
@@ -487,7 +246,7 @@ chunk_ended(struct sched *s, size_t c)
 static void
 task_end(struct sched *s, uint64_t tid, enum task_state state)
 {
-	struct sched_task *t = task_of(s, tid);
+	struct sched_task *t = sched_task_of(s, tid);
 
 	if (t->state == TASK_QUEUED)
 		s->nqueued--;
@@ -524,7 +283,7 @@ requeue(struct sched *s, struct sched_task *t, uint64_t tid)
 {
 	t->state = TASK_QUEUED;
 	s->nqueued++;
-	queue_push(s, t, tid, 1);
+	sched_queue_push(s, t, tid, 1);
 }
 
 /* Instance (TID, ATTEMPT) was lost for REASON.  STARTED: it may have
@@ -534,7 +293,7 @@ static void
 instance_lost(struct sched *s, int worker, uint64_t tid, uint32_t attempt,
 	      const char *reason, int started)
 {
-	struct sched_task *t = task_of(s, tid);
+	struct sched_task *t = sched_task_of(s, tid);
 	char why[160];
 
 	t->ninst--;
@@ -657,12 +416,12 @@ sched_worker_down(struct sched *s, int worker, const char *reason, double now)
 }
 
 /* Start an instance of TID on WORKER and describe it in OUT. */
-static void
-start_instance(struct sched *s, int worker, uint64_t tid, double now,
+void
+sched_start_instance(struct sched *s, int worker, uint64_t tid, double now,
 	       struct sched_pick *out, int duplicate)
 {
 	struct sworker *w = &s->w[worker];
-	struct sched_task *t = task_of(s, tid);
+	struct sched_task *t = sched_task_of(s, tid);
 	struct inflight in;
 
 	if (t->state == TASK_QUEUED)
@@ -712,7 +471,7 @@ find_straggler(struct sched *s, int skip, double now)
 
 	/* Every idle worker asks, after every result: the scan is skipped
 	 * until the oldest instance that could be copied may be a straggler
-	 * (start_instance pulls the time in for a new one). */
+	 * (sched_start_instance pulls the time in for a new one). */
 	if (now < s->straggle_at)
 		return 0;
 	for (k = 0; k < s->nw; k++) {
@@ -727,7 +486,7 @@ find_straggler(struct sched *s, int skip, double now)
 		for (i = 0; i < w->n; i++) {
 			struct inflight *in = ring_at(w, i);
 
-			const struct sched_task *t = task_of(s, in->tid);
+			const struct sched_task *t = sched_task_of(s, in->tid);
 
 			if (t->ninst != 1 || t->failures != 0 ||
 			    t->cpus_m1 != 0 || t->gpus != 0)
@@ -744,216 +503,6 @@ find_straggler(struct sched *s, int skip, double now)
 	if (best == 0)
 		s->straggle_at = fmin(first + base, now + s->p.dup_min);
 	return best;
-}
-
-/* ---- placement ---- */
-
-static int
-popcount64(uint64_t x)
-{
-	return __builtin_popcountll(x);
-}
-
-/* WORKER is free: up, in service, with nothing to run and nobody's. */
-static int
-is_free(const struct sworker *w)
-{
-	return w->up && !w->paused && w->n == 0 && w->holder < 0 && !w->wide;
-}
-
-/* Slots of NODE in service (free or busy) and, in *FREE, free ones. */
-static int
-node_slots(const struct sched *s, int node, int *free)
-{
-	const struct snode *n = &s->nodes[node];
-	int i, up = 0;
-
-	*free = 0;
-	for (i = 0; i < n->nw; i++) {
-		const struct sworker *w = &s->w[n->w[i]];
-
-		up += w->up && !w->paused;
-		*free += is_free(w);
-	}
-	return up;
-}
-
-/* Could NODE ever hold a task shaped F (its slots in service)? */
-static int
-node_could(const struct sched *s, int node, const struct fifo *f)
-{
-	int free;
-
-	return node_slots(s, node, &free) >= f->cpus &&
-	       s->nodes[node].ngpus >= f->gpus;
-}
-
-/* Can a task shaped F start on WORKER now? */
-static int
-fits(const struct sched *s, int worker, const struct fifo *f)
-{
-	const struct sworker *w = &s->w[worker];
-	const struct snode *n = &s->nodes[w->node];
-	int free;
-
-	if (!is_free(w) ||
-	    n->ngpus - popcount64(n->gpus_busy) < f->gpus)
-		return 0;
-	node_slots(s, w->node, &free);
-	return free >= f->cpus;
-}
-
-/* Start wide task TID (shaped F) on WORKER: hold cpus - 1 free workers
- * of its node and the first free GPUs. */
-static void
-place_wide(struct sched *s, int worker, struct fifo *f, uint64_t tid,
-	   double now, struct sched_pick *out)
-{
-	struct sworker *w = &s->w[worker];
-	struct snode *n = &s->nodes[w->node];
-	int i, need = f->cpus - 1, g;
-
-	start_instance(s, worker, tid, now, out, 0);
-	for (i = 0; i < n->nw && need > 0; i++) {
-		struct sworker *o = &s->w[n->w[i]];
-
-		if (n->w[i] != worker && is_free(o)) {
-			o->holder = worker;
-			need--;
-		}
-	}
-	for (g = 0; g < n->ngpus && popcount64(w->gpus) < f->gpus; g++)
-		if (!(n->gpus_busy & (1ull << g)))
-			w->gpus |= 1ull << g;
-	n->gpus_busy |= w->gpus;
-	w->wide = 1;
-	out->cpus = f->cpus;
-	out->gpus = w->gpus;
-	if (n->resv == tid)
-		n->resv = 0;
-}
-
-/* The node F's head keeps, or -1 when it keeps none (or no longer
- * may: the task moved on, or the node cannot hold it any more). */
-static int
-resv_node(struct sched *s, struct fifo *f, uint64_t head)
-{
-	int r = f->resv_node;
-
-	if (f->resv != head || s->nodes[r].resv != head)
-		return -1;
-	if (!node_could(s, r, f)) {
-		s->nodes[r].resv = 0;
-		f->resv = 0;
-		s->wake = 1;
-		return -1;
-	}
-	return r;
-}
-
-/* Reserve for HEAD (shaped F) the node with the most free slots among
- * those that could hold it and keep nothing else.  The node, or -1. */
-static int
-reserve(struct sched *s, struct fifo *f, uint64_t head)
-{
-	int k, best = -1, bfree = -1, free;
-
-	for (k = 0; k < s->nnodes; k++) {
-		if (s->nodes[k].resv != 0 && s->nodes[k].resv != head &&
-		    task_of(s, s->nodes[k].resv)->state == TASK_QUEUED)
-			continue;
-		if (!node_could(s, k, f))
-			continue;
-		node_slots(s, k, &free);
-		if (free > bfree) {
-			best = k;
-			bfree = free;
-		}
-	}
-	if (best < 0)
-		return -1;
-	s->nodes[best].resv = head;
-	f->resv = head;
-	f->resv_node = best;
-	s->wake = 1;		/* its idle workers may hold it now */
-	return best;
-}
-
-enum pick { PICK_NONE, PICK_ONE, PICK_HOLD };
-
-/* Consider wide task HEAD (shaped F) for WORKER. */
-static enum pick
-pick_wide(struct sched *s, int worker, struct fifo *f, uint64_t head,
-	  double now, struct sched_pick *out)
-{
-	int r = resv_node(s, f, head);
-
-	if (fits(s, worker, f)) {
-		if (r >= 0 && r != s->w[worker].node) {
-			s->nodes[r].resv = 0;
-			s->wake = 1;
-		}
-		fifo_drop_head(f);
-		place_wide(s, worker, f, head, now, out);
-		return PICK_ONE;
-	}
-	if (r < 0)
-		r = reserve(s, f, head);
-	return r == s->w[worker].node ? PICK_HOLD : PICK_NONE;
-}
-
-/* One task for WORKER: of the highest priority that has one for it,
- * a wide task first (it starts here, or keeps a node, this one or
- * another), else the oldest one-slot task. */
-static enum pick
-pick_one(struct sched *s, int worker, double now, struct sched_pick *out)
-{
-	int i, j;
-
-	for (i = 0; i < s->nlv; i++) {
-		struct level *l = &s->lv[i];
-		uint64_t head;
-
-		for (j = 1; j < l->n; j++) {
-			enum pick p;
-
-			if ((head = fifo_head(s, &l->v[j])) != 0 &&
-			    (p = pick_wide(s, worker, &l->v[j], head, now,
-					   out)) != PICK_NONE)
-				return p;
-		}
-		if ((head = fifo_head(s, &l->v[0])) != 0) {
-			fifo_drop_head(&l->v[0]);
-			start_instance(s, worker, head, now, out, 0);
-			return PICK_ONE;
-		}
-	}
-	return PICK_NONE;
-}
-
-/* WORKER's node is kept for a wide task: start it here if it fits.
- * 1: it started; 0: the node is not kept; -1: kept, it waits. */
-static int
-kept_node(struct sched *s, int worker, double now, struct sched_pick *out)
-{
-	struct snode *n = &s->nodes[s->w[worker].node];
-	struct sched_task *t;
-	struct fifo *f;
-
-	if (n->resv == 0)
-		return 0;
-	t = task_of(s, n->resv);
-	f = fifo_of(s, t);
-	if (t->state != TASK_QUEUED || fifo_head(s, f) != n->resv ||
-	    resv_node(s, f, n->resv) != s->w[worker].node) {
-		n->resv = 0;
-		return 0;
-	}
-	if (!fits(s, worker, f))
-		return -1;
-	fifo_drop_head(f);
-	place_wide(s, worker, f, n->resv, now, out);
-	return 1;
 }
 
 /* Only one-slot tasks of one priority wait (the usual case): no need to
@@ -1010,7 +559,7 @@ probe_window(const struct sched *s, const struct sworker *w, uint64_t head)
 
 	if (head == 0 || s->probe_n < PROBE_N)
 		return w->window;
-	t = task_of(s, head);
+	t = sched_task_of(s, head);
 	if (t->batch != s->probe_batch || t->kind != s->probe_kind ||
 	    (t->batch == w->last_batch && t->kind == w->last_kind))
 		return w->window;
@@ -1022,7 +571,7 @@ probe_window(const struct sched *s, const struct sworker *w, uint64_t head)
 static int
 trial_holds(struct sched *s, struct sworker *w, uint64_t head, double now)
 {
-	const struct sched_task *t = task_of(s, head);
+	const struct sched_task *t = sched_task_of(s, head);
 
 	/* Wide windows, or few tasks (one message each either way). */
 	if (w->window > TRIAL_WINDOW ||
@@ -1072,7 +621,7 @@ sched_take(struct sched *s, int worker, double now, struct sched_pick *out,
 	 * messages where tasks are short. */
 	if (w->fill >= REFILL_WIDE && w->n > w->fill / 2)
 		return 0;
-	if (max > 0 && (k = kept_node(s, worker, now, out)) != 0)
+	if (max > 0 && (k = sched_place_kept(s, worker, now, out)) != 0)
 		return k > 0;
 	if (simple_only(s)) {
 		/* No worker takes more than its share of what is queued: wide
@@ -1083,7 +632,7 @@ sched_take(struct sched *s, int worker, double now, struct sched_pick *out,
 		int share = pass > 0 ?
 			(int)((s->nqueued + (size_t)pass - 1) / (size_t)pass) :
 			(int)(s->nqueued / (size_t)(s->nup > 0 ? s->nup : 1)) + 1;
-		uint64_t head = fifo_head(s, &s->lv[0].v[0]);
+		uint64_t head = sched_fifo_head(s, &s->lv[0].v[0]);
 		int window, limit;
 
 		if (head != 0 && trial_holds(s, w, head, now))
@@ -1094,18 +643,18 @@ sched_take(struct sched *s, int worker, double now, struct sched_pick *out,
 		if (limit > window)
 			limit = window;
 		while (count < max && w->n < limit &&
-		       (tid = fifo_head(s, &s->lv[0].v[0])) != 0) {
-			fifo_drop_head(&s->lv[0].v[0]);
-			start_instance(s, worker, tid, now, &out[count++], 0);
+		       (tid = sched_fifo_head(s, &s->lv[0].v[0])) != 0) {
+			sched_fifo_drop(&s->lv[0].v[0]);
+			sched_start_instance(s, worker, tid, now, &out[count++], 0);
 		}
 	} else {
 		while (count < max && w->n < w->window && !w->wide &&
-		       pick_one(s, worker, now, &out[count]) == PICK_ONE)
+		       sched_place_pick(s, worker, now, &out[count]) == PICK_ONE)
 			count++;
 	}
 	if (count == 0 && w->n == 0 && s->nqueued == 0 && max > 0 &&
 	    (tid = find_straggler(s, worker, now)) != 0)
-		start_instance(s, worker, tid, now, &out[count++], 1);
+		sched_start_instance(s, worker, tid, now, &out[count++], 1);
 	if (count > 0)
 		w->fill = w->n;
 	return count;
@@ -1175,7 +724,7 @@ learn(struct sched *s, struct sworker *w, double seconds)
 static void
 cancel_others(struct sched *s, uint64_t tid)
 {
-	struct sched_task *t = task_of(s, tid);
+	struct sched_task *t = sched_task_of(s, tid);
 	int k, i;
 
 	for (k = 0; k < s->nw && t->ninst > 0; k++) {
@@ -1207,7 +756,7 @@ sched_done(struct sched *s, int worker, uint64_t tid, uint32_t attempt,
 		return SCHED_UNKNOWN;
 	if (s->chunks[(tid - 1) >> CHUNK_SHIFT] == NULL)
 		return SCHED_DUPLICATE;		/* ended long ago */
-	t = task_of(s, tid);
+	t = sched_task_of(s, tid);
 	if (attempt > t->attempts)
 		return SCHED_UNKNOWN;
 	i = ring_find(w, tid, attempt);
@@ -1247,7 +796,7 @@ sched_interrupt(struct sched *s, int worker, uint64_t tid, uint32_t attempt)
 	i = ring_find(&s->w[worker], tid, attempt);
 	if (i < 0)
 		return 0;	/* it ended, or was lost, meanwhile */
-	t = task_of(s, tid);
+	t = sched_task_of(s, tid);
 	drop_instance(s, worker, i);
 	t->ninst--;
 	if (t->state == TASK_RUNNING && t->ninst == 0)
@@ -1339,7 +888,7 @@ sched_fail_open(struct sched *s, const char *reason)
 		if (s->ops.failed)
 			s->ops.failed(s->ops.ctx, tid, reason);
 	}
-	queues_free(s);
+	sched_queues_free(s);
 	for (k = 0; k < s->nnodes; k++)
 		s->nodes[k].resv = 0;
 }
@@ -1358,7 +907,7 @@ sched_fail_batch(struct sched *s, uint32_t batch, const char *reason,
 			tid += CHUNK - 1;	/* a reclaimed chunk: all ended */
 			continue;
 		}
-		t = task_of(s, tid);
+		t = sched_task_of(s, tid);
 		if (t->batch != batch || t->state == TASK_DONE ||
 		    t->state == TASK_FAILED)
 			continue;
@@ -1371,57 +920,6 @@ sched_fail_batch(struct sched *s, uint32_t batch, const char *reason,
 		if (s->ops.failed)
 			s->ops.failed(s->ops.ctx, tid, reason);
 	}
-}
-
-int
-sched_wake(struct sched *s)
-{
-	int w = s->wake;
-
-	s->wake = 0;
-	return w;
-}
-
-int
-sched_holder(const struct sched *s, int worker)
-{
-	return s->w[worker].holder;
-}
-
-/* Why the wide task HEAD (shaped F) waits. */
-static void
-why_waits(struct sched *s, struct fifo *f, uint64_t head,
-	  struct sched_wait *out)
-{
-	const struct sched_task *t = task_of(s, head);
-	int k, could = 0;
-
-	out->batch = t->batch;
-	out->index = t->index;
-	out->cpus = f->cpus;
-	out->gpus = f->gpus;
-	out->node = resv_node(s, f, head);
-	for (k = 0; k < s->nnodes && !could; k++)
-		could = node_could(s, k, f);
-	out->why = out->node >= 0 ? SCHED_WAIT_RESERVED :
-		   could ? SCHED_WAIT_BUSY : SCHED_WAIT_NO_NODE;
-}
-
-int
-sched_waiting(struct sched *s, struct sched_wait *out, int max)
-{
-	int i, j, n = 0;
-
-	for (i = 0; i < s->nlv; i++) {
-		for (j = 1; j < s->lv[i].n && n < max; j++) {
-			struct fifo *f = &s->lv[i].v[j];
-			uint64_t head = fifo_head(s, f);
-
-			if (head != 0)
-				why_waits(s, f, head, &out[n++]);
-		}
-	}
-	return n;
 }
 
 size_t
