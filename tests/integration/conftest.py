@@ -146,7 +146,13 @@ class Cluster:
         self.bindir = Path(bindir)
         self.ftfarm = str(self.bindir / "ftfarm")
         self.tag = uuid.uuid4().hex
-        self.env = dict(os.environ, FTFARM_TEST_TAG=self.tag)
+        # Open MPI's session directories of this cluster alone: two
+        # mpiruns sharing /tmp/ompi.HOST.UID race, one removing the top
+        # directory as it ends while the other makes its own inside it
+        # ("ORTE_ERROR_LOG: Error in file ... session_dir.c").
+        self.ompi_tmp = tempfile.mkdtemp(prefix="ompi-", dir="/tmp")
+        self.env = dict(os.environ, FTFARM_TEST_TAG=self.tag,
+                        OMPI_MCA_orte_tmpdir_base=self.ompi_tmp)
         self.env.pop("FTFARM_CONFIG", None)
         self.seen_pids = set()      # every worker pid ever seen
         self.launcher_pid = None
@@ -351,6 +357,7 @@ class Cluster:
                 except OSError:
                     pass
         wait_until(lambda: not any(pid_alive(p) for p in victims), 5)
+        shutil.rmtree(self.ompi_tmp, ignore_errors=True)
 
 
 # ---- the binaries under test ----
@@ -420,10 +427,20 @@ def pytest_configure(config):
         "markers", "long: minutes of a big or long-lived cluster; in "
         "`make test-long`, not `make test`")
     config.addinivalue_line(
+        "markers", "heavy: takes 20 s or more; runs first, so that the "
+        "parallel workers of `make test` end together")
+    config.addinivalue_line(
         "markers", "slurm: runs a Slurm cluster; `make integration` runs "
         "these one at a time outside pytest-xdist (under its workers, "
         "salloc's mpirun loses its ORTE daemons at launch; cause not "
         "found)")
+
+
+def pytest_collection_modifyitems(config, items):
+    """The heavy tests first (a stable sort keeps the rest in order):
+    pytest-xdist hands tests out in this order, and a long test begun
+    last would keep one worker busy long after the others ran dry."""
+    items.sort(key=lambda item: item.get_closest_marker("heavy") is None)
 
 
 @pytest.fixture

@@ -441,6 +441,7 @@ def test_rotate(make_cluster):
 SOAK_SCALE = int(os.environ.get("FTFARM_SOAK_SCALE", "1"))
 
 
+@pytest.mark.heavy
 @pytest.mark.timeout(180 * SOAK_SCALE)
 def test_soak_fds_and_rss_flat(make_cluster):
     """3,000 one-task batches, then 20 batches of 10,000 no-op tasks (times

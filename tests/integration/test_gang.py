@@ -286,6 +286,7 @@ def test_pipeline_4x4_verified(gc, tmp_path):
     check_pipeline(res, job, gang_ref.gen_bytes(9, job["bytes"]))
 
 
+@pytest.mark.heavy
 def test_pipeline_rank_killed_rerun(gc, tmp_path):
     """An inner node of the route dies: the attempt fails, the master runs
     it again, one result line (a later attempt) with every byte."""

@@ -57,6 +57,7 @@ def files_under(d):
     return sorted(str(p.relative_to(d)) for p in d.rglob("*") if p.is_file())
 
 
+@pytest.mark.heavy
 @pytest.mark.timeout(300)
 def test_installed_tree_runs_every_job_type(tmp_path):
     prefix = tmp_path / "prefix"

@@ -138,6 +138,7 @@ def test_big_argument_and_value(make_cluster):
             ex.submit(lambda: threading.Lock()).result(60)
 
 
+@pytest.mark.heavy
 @pytest.mark.timeout(400)
 def test_slots_killed_under_a_map_every_result_exact(make_cluster):
     c = two_slots(make_cluster)

@@ -38,6 +38,7 @@ def tcp_clients(c):
     return c.master_log().count(" authenticated as uid ")
 
 
+@pytest.mark.heavy
 @pytest.mark.timeout(120)
 def test_every_command_over_tcp(make_cluster, munged):
     c = remote_cluster(make_cluster, munged)

@@ -118,12 +118,12 @@ def ancestors(pid):
 
 # ---- a workflow, every output exact, a slot SIGKILLed under it ----
 
-N = 12          # gen and square jobs
-GROUP = 4       # square outputs per merge job
-
-WORKFLOW = f"""
-N = {N}
-GROUP = {GROUP}
+def workflow(n, group):
+    """A workflow of N gen and N square jobs (2 slots each), N / GROUP
+    merges and a total."""
+    return f"""
+N = {n}
+GROUP = {group}
 
 rule all:
     input: "total.txt"
@@ -156,24 +156,26 @@ rule total:
 """
 
 
-def expected_outputs():
+def expected_outputs(n, group):
     """Every file the workflow writes, with the bytes it must hold."""
     out = {}
-    for i in range(N):
+    for i in range(n):
         out[f"gen/{i}.txt"] = "".join(f"{k}\n" for k in range(i, i + 41))
         out[f"sq/{i}.txt"] = "".join(f"{k * k}\n" for k in
                                      range(i, i + 41)) + "cpus=2\n"
-    for g in range(N // GROUP):
+    for g in range(n // group):
         out[f"merge/{g}.txt"] = "".join(out[f"sq/{k}.txt"] for k in
-                                        range(g * GROUP, (g + 1) * GROUP))
-    out["total.txt"] = "%d\n" % sum(k * k for i in range(N)
+                                        range(g * group, (g + 1) * group))
+    out["total.txt"] = "%d\n" % sum(k * k for i in range(n)
                                     for k in range(i, i + 41))
     return out
 
 
-def test_workflow_exact_with_a_slot_killed(make_cluster, tmp_path):
-    c, wd = cluster_and_workflow(make_cluster, tmp_path, WORKFLOW)
-    jobs = 2 * N + N // GROUP + 1       # every rule but the local all
+def workflow_with_a_slot_killed(make_cluster, tmp_path, n, group):
+    """Run workflow(N, GROUP), SIGKILL a busy slot once N / 2 batches have
+    finished: every output exact, each job one batch of one result."""
+    c, wd = cluster_and_workflow(make_cluster, tmp_path, workflow(n, group))
+    jobs = 2 * n + n // group + 1       # every rule but the local all
     p = start_snakemake(c, wd)
     killed = None
     try:
@@ -182,7 +184,7 @@ def test_workflow_exact_with_a_slot_killed(make_cluster, tmp_path):
             if p.poll() is not None:
                 return "snakemake ended"
             b = run_batches(c)
-            if sum(x["state"] == "finished" for x in b.values()) < 6:
+            if sum(x["state"] == "finished" for x in b.values()) < n // 2:
                 return None
             w = [w for w in c.status()["workers"] if w["state"] == "busy"]
             return w[0] if w else None
@@ -198,7 +200,7 @@ def test_workflow_exact_with_a_slot_killed(make_cluster, tmp_path):
     assert rc == 0, log[-4000:]
 
     # Every output, byte for byte.
-    for name, text in expected_outputs().items():
+    for name, text in expected_outputs(n, group).items():
         assert (wd / name).read_text() == text, name
 
     # Each job one batch (Snakemake never saw the kill), each batch's one
@@ -222,7 +224,19 @@ def test_workflow_exact_with_a_slot_killed(make_cluster, tmp_path):
                            "batch.json").read_text())["tasks"][0]
         want = 2 if ".square." in b["name"] else 1
         assert task.get("cpus", 1) == want, (b["name"], task)
-    assert sum(".square." in b["name"] for b in ours.values()) == N
+    assert sum(".square." in b["name"] for b in ours.values()) == n
+
+
+@pytest.mark.heavy
+def test_workflow_exact_with_a_slot_killed(make_cluster, tmp_path):
+    # 11 jobs: every rule, four levels of Snakemake's status rounds.
+    workflow_with_a_slot_killed(make_cluster, tmp_path, 4, 2)
+
+
+@pytest.mark.long
+def test_workflow_of_28_jobs_exact_with_a_slot_killed(make_cluster,
+                                                      tmp_path):
+    workflow_with_a_slot_killed(make_cluster, tmp_path, 12, 4)
 
 
 # ---- Ctrl-C ----
@@ -261,6 +275,7 @@ def assert_run_cancelled(c, wd, tag, p):
     return ours, log
 
 
+@pytest.mark.heavy
 def test_sigint_cancels_the_runs_batches(make_cluster, tmp_path):
     c, wd = cluster_and_workflow(make_cluster, tmp_path, LONG_WORKFLOW)
     p = start_snakemake(c, wd)
@@ -298,6 +313,7 @@ exit $rc
 """
 
 
+@pytest.mark.heavy
 def test_sigint_in_a_submission_cancels_its_batch(make_cluster, tmp_path):
     c, wd = cluster_and_workflow(make_cluster, tmp_path, LONG_WORKFLOW)
     marks = tmp_path / "marks"

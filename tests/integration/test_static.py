@@ -105,6 +105,7 @@ def test_static_openmpi_kill_and_stop(make_cluster):
     assert took < 20, f"stop took {took:.1f} s: {r.stderr.strip()}"
 
 
+@pytest.mark.heavy
 def test_static_mpich_kill_and_sigstop(make_cluster):
     c = make_cluster(mpi="mpich", launch="static",
                      heartbeat_ms=HEARTBEAT_MS)

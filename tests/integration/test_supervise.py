@@ -133,6 +133,7 @@ def kill(pid, sig=signal.SIGKILL):
 N_KILL = 2000
 
 
+@pytest.mark.heavy
 @pytest.mark.parametrize("launch", ["dynamic", "static"])
 def test_master_killed_three_times(make_cluster, launch):
     # Pings at the default pace: a static world cannot respawn a worker
