@@ -856,7 +856,8 @@ print_cell(const struct ctl_col *col, json_t *row, int last)
 		printf("%*s", w, buf);
 		break;
 	default:
-		printf("%*s", w, json_is_string(v) ? json_string_value(v) : "");
+		printf("%*s", w, json_is_string(v) ? json_string_value(v) :
+				 json_is_null(v) ? "-" : "");
 	}
 	putchar(last ? '\n' : ' ');
 }

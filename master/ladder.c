@@ -22,6 +22,7 @@
 
 static struct master *lm;	/* for the children's callbacks */
 static struct child **ready;	/* each node's ready command, if it runs */
+static int nready;
 static ladder_ended_fn *on_ended;	/* node health's */
 
 void
@@ -29,7 +30,21 @@ ladder_init(struct master *m, ladder_ended_fn *ended)
 {
 	lm = m;
 	on_ended = ended;
-	ready = ft_calloc((size_t)m->cfg.nnodes, sizeof(*ready));
+	ready = NULL;
+	nready = 0;
+	ladder_grow(m);
+}
+
+void
+ladder_grow(struct master *m)
+{
+	int n = m->cfg.nnodes;
+
+	if (n <= nready)
+		return;
+	ready = ft_realloc(ready, (size_t)n * sizeof(*ready));
+	memset(ready + nready, 0, (size_t)(n - nready) * sizeof(*ready));
+	nready = n;
 }
 
 void
@@ -37,10 +52,12 @@ ladder_free(struct master *m)
 {
 	int i;
 
-	for (i = 0; ready && i < m->cfg.nnodes; i++)
+	(void)m;
+	for (i = 0; ready && i < nready; i++)
 		child_abandon(ready[i]);
 	free(ready);
 	ready = NULL;
+	nready = 0;
 }
 
 void
@@ -288,7 +305,7 @@ on_bmc(struct master *m, int node, enum bmc_cmd cmd,
 static void
 on_ready(void *arg, const struct child_result *r)
 {
-	struct node *n = arg;
+	struct node *n = &lm->nodes[(intptr_t)arg];
 	char what[CHILD_OUT_MAX + 64], why[CHILD_OUT_MAX + 128];
 
 	ready[n->id] = NULL;
@@ -328,7 +345,7 @@ run_ready(struct master *m, struct node *n, double now)
 	ready[n->id] = child_start(m->loop, probe ? probe : cn->ready_command,
 				   m->cfg.dir, fmin(probe ? HOSTS_PROBE_BOUND :
 						    READY_RUN_MAX, left),
-				   on_ready, n);
+				   on_ready, (void *)(intptr_t)n->id);
 	hosts_argv_free(probe);
 }
 
