@@ -864,11 +864,15 @@ health_leave(struct master *m, struct node *n, double grace, char *err,
 void
 health_left(struct master *m, struct node *n)
 {
+	char why[sizeof(n->reason)];
+
 	if (n->state == N_LEFT)
 		return;
 	if (n->state == N_LEAVING ||
-	    node_set(n, N_LEAVING, "its agent left", &m->events) == 0)
-		set_state(m, n, N_LEFT, "its agent left");
+	    node_set(n, N_LEAVING, "its agent left", &m->events) == 0) {
+		snprintf(why, sizeof(why), "%s", n->reason);	/* the leave's */
+		set_state(m, n, N_LEFT, why);
+	}
 	persist(m);
 }
 

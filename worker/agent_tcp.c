@@ -130,10 +130,11 @@ on_signal(struct tcp_agent *t)
 		snprintf(t->why, sizeof(t->why), "%s", strsignal((int)si.ssi_signo));
 		return END_SIGNALLED;
 	}
-	if (si.ssi_signo == SIGTERM)
+	if (si.ssi_signo == SIGTERM && getenv("SLURM_JOB_ID"))
 		slurm_signal_reason(SIGTERM, why, sizeof(why));
 	else
-		snprintf(why, sizeof(why), "%s", strsignal((int)si.ssi_signo));
+		snprintf(why, sizeof(why), "%s", si.ssi_signo == SIGTERM ?
+			 "SIGTERM" : "SIGINT");
 	leave(t, why);
 	return 0;
 }
