@@ -1,6 +1,7 @@
 /* remote: the CLI's way to a master on another host (see remote.h). */
 #include "remote.h"
 
+#include <string.h>
 #include <unistd.h>
 
 #include "ctl.h"
@@ -18,7 +19,10 @@ over_tcp(void *ctx, const char *state_dir, char *err, size_t n)
 
 	/* An address left by a master of a cluster now down (killed with
 	 * its job) may be dead, or someone else's by now. */
-	if (down_check(state_dir, why, sizeof(why))) {
+	/* A master that is stopping still answers (the stop's own request
+	 * among them). */
+	if (down_check(state_dir, why, sizeof(why)) &&
+	    strcmp(why, "stopping") != 0) {
 		ft_snprintf(err, n, "no master runs (the cluster is down: %s)",
 			    why);
 		return -1;

@@ -18,6 +18,7 @@
 
 #include "agent.h"
 #include "frame.h"
+#include "lease.h"
 #include "proto.h"
 #include "rdial.h"
 #include "slots.h"
@@ -30,6 +31,7 @@
 				 * not read: it is gone */
 #define BYE_TIMEOUT 5.0		/* for the bye to go out */
 #define REAP_TIMEOUT 3.0	/* for killed slots to be reaped */
+#define SAY_EVERY 30.0		/* a failing join says why this often */
 #define LEAVE_WAIT 30.0		/* after its tasks were interrupted, for
 				 * the master's STOP */
 
@@ -313,13 +315,34 @@ close_connection(struct tcp_agent *t)
 	frame_writer_free(&t->out);
 }
 
+/* Has the cluster been stopped (`ftfarm stop`: its lease free)?  Asked
+ * of an agent that has been joined: it then leaves rather than wait for
+ * a master that will not come (one that died, or restarts, keeps the
+ * lease). */
+static int
+cluster_stopped(const struct tcp_agent *t)
+{
+	struct lease l;
+	struct lease_rec r;
+	char err[256];
+	int rc;
+
+	if (t->incarnation == 0 ||
+	    lease_open(&l, t->args->cfg->state_dir, err, sizeof(err)) == -1)
+		return 0;
+	rc = lease_read(&l, &r);
+	lease_close(&l);
+	return rc == 0 && r.state == LEASE_FREE && r.epoch > 0;
+}
+
 /* Connect and greet, trying until UNTIL.  0; -2 when the master refused
- * us (final); -1 when UNTIL passed (t->why says the last failure). */
+ * us (final); -3 when the cluster was stopped meanwhile; -1 when UNTIL
+ * passed (t->why says the last failure). */
 static int
 dial(struct tcp_agent *t, double until)
 {
 	const struct ft_config *cfg = t->args->cfg;
-	double wait = BACKOFF_MIN;
+	double wait = BACKOFF_MIN, said = 0;
 	char host[256], port[16];
 	int one = 1;
 
@@ -344,8 +367,15 @@ dial(struct tcp_agent *t, double until)
 			if (rc == -2)
 				return -2;
 		}
+		if (cluster_stopped(t))
+			return -3;
 		if (ft_now() + wait > until)
 			return -1;
+		if (ft_now() - said >= SAY_EVERY) {
+			say(t, "cannot join yet (%s); trying for %.0f s more",
+			    t->why, until - ft_now());
+			said = ft_now();
+		}
 		ft_sleep(wait);
 		wait = fmin(wait * 2, BACKOFF_MAX);
 	}
@@ -406,6 +436,10 @@ agent_tcp_run(const struct agent_tcp_args *args)
 	}
 	for (;;) {
 		rc = dial(&t, until);
+		if (rc == -3) {
+			say(&t, "the cluster was stopped");
+			return 0;
+		}
 		if (rc < 0) {
 			say(&t, "%s%s", rc == -2 ? "" : "cannot join: ", t.why);
 			return rc == -2 ? 2 : 1;

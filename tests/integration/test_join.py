@@ -7,17 +7,15 @@ across a master restart.  The same across hosts and a Slurm allocation is
 in test_join_slurm.py."""
 import json
 import os
-import shutil
 import signal
 import subprocess
 import time
 from collections import Counter
-from pathlib import Path
 
 import pytest
 
 from conftest import check_exactly_once, exec_task, pid_alive, wait_until
-from remote_client import Munged, run_masked
+from remote_client import Munged, open_bins, run_masked
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -228,13 +226,8 @@ def test_sigterm_interrupts_and_gives_back(make_cluster, munged):
 
 def test_join_as_another_user_refused(make_cluster, munged, open_dir):
     c = join_cluster(make_cluster, munged, base=open_dir)
-    bindir = c.dir / "bin"
-    bindir.mkdir(mode=0o755)
-    for prog in ("ftfarm", "ftfarm-agent"):
-        shutil.copy(Path(c.ftfarm).parent / prog, bindir / prog)
-        (bindir / prog).chmod(0o755)
-    r = run_masked([bindir / "ftfarm", "join", "-c", c.config, "--name",
-                    "evil",
+    r = run_masked([open_bins(c.ftfarm, c.dir / "bin"), "join", "-c",
+                    c.config, "--name", "evil",
                     "--reconnect-timeout", "5"], c.state_dir, user="nobody",
                    env=c.env, timeout=60)
     assert r.returncode == 2, (r.returncode, r.stderr)
