@@ -132,8 +132,11 @@ start_workers(struct master *m, struct node *n)
 static int
 has_ready(const struct master *m, const struct node *n)
 {
+	/* A joined node's host is not reached over ssh: its agent joining
+	 * again is the sign that it is ready. */
 	return m->cfg.nodes[n->id].ready_command != NULL ||
-	       !ft_host_is_local(m->cfg.nodes[n->id].host);
+	       (!m->cfg.nodes[n->id].joined &&
+		!ft_host_is_local(m->cfg.nodes[n->id].host));
 }
 
 /* N has power: its ready command, or its workers. */

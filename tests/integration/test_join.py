@@ -8,12 +8,14 @@ in test_join_slurm.py."""
 import json
 import os
 import signal
+import socket
 import subprocess
 import time
 from collections import Counter
 
 import pytest
 
+from bmc import bmc_sim  # noqa: F401
 from conftest import check_exactly_once, exec_task, pid_alive, wait_until
 from remote_client import Munged, open_bins, run_masked
 
@@ -270,3 +272,28 @@ def test_joined_drain_outlives_a_master_restart(make_cluster, munged):
     assert set(node_of_results(c, bid).values()) == {"d2"}
     r = c.cli("undrain", "-c", c.config, "d1")
     assert r.returncode == 0 and node_rows(c)["d1"]["state"] == "up"
+
+
+@pytest.mark.timeout(120)
+def test_joined_node_rebooted_over_its_hosts_bmc(make_cluster, munged,
+                                                bmc_sim):
+    host = socket.gethostname()
+    c = make_cluster(nodes=0, workers_per_node=2, heartbeat_ms=500,
+                     reboot_wait_s=20, respawn_limit=1,
+                     control={"listen": "127.0.0.1:0",
+                              "munge_socket": str(munged.socket)},
+                     join={"hosts": {host: {}}})
+    bmc_sim(c.config, boot_delay=1)
+    c.start()
+    a = Agent(c, "b1")
+    joined(c, a)
+    assert node_rows(c)["b1"]["bmc"].startswith("127.0.0.1:")
+    r = c.cli("reboot", "-c", c.config, "b1", timeout=90)
+    assert r.returncode == 0, (r.stdout, r.stderr, c.master_log()[-2000:])
+    assert r.stdout.startswith("b1: up, reboots 1"), r.stdout
+    evs = [e["event"] for e in c.events() if e.get("node") == "b1"]
+    # Idle: no drain needed; cycled, then back with its workers.
+    assert evs.index("node_power_cycle") < evs.index("node_back"), evs
+    bid = submit(c, {"name": "after", "tasks": [
+        exec_task("echo $0", i) for i in range(20)]})
+    assert not check_exactly_once(c.results(bid), 20, lambda i: f"{i}\n")
