@@ -177,7 +177,9 @@ wait_text(const struct master *m, const struct sched_wait *w, char *buf,
 			 "kept for another task", need);
 	else
 		snprintf(buf, n, "%s: no node in service has them (drained, "
-			 "inactive or down)", need);
+			 "inactive or down%s)", need,
+			 ft_config_joinable(&m->cfg) ? ", or none has joined "
+			 "yet" : "");
 }
 
 /* Each batch row of BS whose wide task heads its queue and waits gets
