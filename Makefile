@@ -51,7 +51,7 @@ MASTER := master/main.c master/loop.c master/farm.c master/commands.c \
 	master/blame.c master/ladder.c master/bmc.c master/child.c \
 	master/stats.c master/subs.c master/evring.c \
 	master/http.c master/metrics.c master/expo.c master/page.c \
-	master/gangs.c master/grun.c master/pidwatch.c master/remote.c master/join.c \
+	master/gangs.c master/grun.c master/pidwatch.c master/remote.c master/join.c master/alloc.c master/aplan.c \
 	master/mdecode.c master/parked.c \
 	master/adds.c master/openb.c master/retain.c master/deps.c master/opstate.c master/reaper.c \
 	master/replay.c
@@ -68,7 +68,7 @@ SLOT := worker/slot_main.c worker/slot.c worker/runner.c worker/zygote.c
 RDIAL := common/rdial.c
 CLI := cli/main.c cli/err.c cli/commands.c cli/start.c cli/launch.c cli/supervise.c \
 	cli/nodes.c cli/watch.c cli/events.c cli/progress.c cli/tasks.c cli/remote.c \
-	cli/down.c cli/join.c
+	cli/down.c cli/join.c cli/alloc.c
 PLUGINS := exec sleep wordcount relax python
 
 common_o = $(COMMON:%.c=$(OBJ)/%.o)

@@ -27,6 +27,8 @@
  *                                          node, over TCP (ftfarm-agent)
  *   ftfarm leave  -c CFG NODE [--grace S] [--json]
  *                                          a joined node leaves
+ *   ftfarm alloc  -c CFG [--json]          the allocation queues
+ *   ftfarm alloc pause|resume -c CFG QUEUE
  *   ftfarm watch  -c CFG                   a live view, redrawn in place
  *   ftfarm events -c CFG [--follow] [--since TS] [--type T]...
  *   ftfarm check  -c CFG [BATCH.json...]  validate without running anything
@@ -100,6 +102,7 @@ int cli_batch(struct cli *c);
 int cli_forget(struct cli *c);
 int cli_join(struct cli *c);
 int cli_leave(struct cli *c);
+int cli_alloc(struct cli *c);
 int cli_watch(struct cli *c);
 int cli_events(struct cli *c);
 int cli_check(struct cli *c);

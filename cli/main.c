@@ -71,6 +71,11 @@ static const struct command {
 	  "Ask a joined node to leave: no new task; its running ones go on "
 	  "for S seconds (default 0), then are interrupted and given back, "
 	  "unfinished; then its agent exits." },
+	{ "alloc", cli_alloc, 1, "alloc -c CFG [--json]\n"
+	  "  ftfarm alloc pause|resume -c CFG QUEUE",
+	  "Show the allocation queues (state, reason, submissions) and their "
+	  "Slurm allocations (id, state, nodes, time left); pause a queue, or "
+	  "resume it (after a dry run of its sbatch)." },
 	{ "watch", cli_watch, 1, "watch -c CFG",
 	  "A live view of batches, workers, nodes and events; q quits." },
 	{ "events", cli_events, 1, "events -c CFG [--follow] [--since TS] "

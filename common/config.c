@@ -60,6 +60,21 @@ static const struct jfield top_fields[] = {
 	{ "ssh", JT_STRING, 0 },
 	{ "network", JT_STRING, 0 },
 	{ "join", JT_OBJECT, 0 },
+	{ "allocations", JT_ARRAY, 0 },
+	{ NULL, JT_ANY, 0 },
+};
+
+static const struct jfield alloc_fields[] = {
+	{ "name", JT_STRING, 1 },
+	{ "sbatch", JT_STRING_ARRAY, 0 },
+	{ "nodes", JT_INT, 0 },
+	{ "time_limit_s", JT_NUMBER, 1 },
+	{ "max_nodes", JT_INT, 0 },
+	{ "backlog", JT_INT, 0 },
+	{ "idle_s", JT_NUMBER, 0 },
+	{ "slots", JT_INT, 0 },
+	{ "gpus", JT_ANY, 0 },
+	{ "start_command", JT_STRING, 0 },
 	{ NULL, JT_ANY, 0 },
 };
 
@@ -913,6 +928,116 @@ parse_join(const json_t *root, struct ft_config *cfg, struct jerr *err)
 	return check_joinable(cfg, err);
 }
 
+/* A queue's "gpus" at PATH into *OUT: a count or a list of ids, as
+ * `ftfarm join --gpus` takes them (NULL when absent).  0 or -1. */
+static int
+queue_gpus(const json_t *g, const char *path, char **out, struct jerr *err)
+{
+	struct ft_node tmp = { 0 };
+	json_t *wrap;
+	struct ft_buf b = { 0 };
+	int i, rc;
+
+	*out = NULL;
+	if (g == NULL)
+		return 0;
+	wrap = json_pack("{s:O}", "gpus", g);
+	rc = parse_gpus(wrap, path, &tmp, err);
+	json_decref(wrap);
+	if (rc == -1)
+		return -1;
+	for (i = 0; i < tmp.ngpus; i++) {
+		ft_buf_printf(&b, "%s%s", i ? "," : "", tmp.gpus[i]);
+		free(tmp.gpus[i]);
+	}
+	free(tmp.gpus);
+	*out = ft_asprintf("%.*s", (int)b.len, b.len ? (char *)b.data : "");
+	if (**out == 0) {
+		free(*out);
+		*out = ft_strdup("0");
+	}
+	ft_buf_free(&b);
+	return 0;
+}
+
+/* Queue object EL (at PATH) into Q.  0 or -1. */
+static int
+parse_queue(const json_t *el, const char *path, struct ft_alloc_queue *q,
+	    struct jerr *err)
+{
+	char at[sizeof(err->path)];
+	const json_t *a = json_object_get(el, "sbatch"), *v;
+	size_t i;
+
+	if (!json_is_object(el))
+		return jerr_set(err, path, "expected an object, got %s",
+				jcheck_type_name(el));
+	if (jcheck_object(el, path, alloc_fields, err) == -1 ||
+	    jcheck_int_range(el, path, "nodes", 1, 4096, err) == -1 ||
+	    jcheck_int_range(el, path, "max_nodes", 1, 65536, err) == -1 ||
+	    jcheck_int_range(el, path, "backlog", 1, 1000, err) == -1 ||
+	    jcheck_int_range(el, path, "slots", 1, 4096, err) == -1 ||
+	    jcheck_num_range(el, path, "time_limit_s", 60, 1e8, err) == -1 ||
+	    jcheck_num_range(el, path, "idle_s", 0, 1e8, err) == -1)
+		return -1;
+	jpath_key(at, sizeof(at), path, "name");
+	if (check_node_name(jget_str(el, "name", ""), at, err) == -1)
+		return -1;
+	q->name = ft_strdup(jget_str(el, "name", ""));
+	q->nodes = (int)jget_int(el, "nodes", 1);
+	q->time_limit = jget_num(el, "time_limit_s", 3600);
+	q->max_nodes = (int)jget_int(el, "max_nodes", q->nodes);
+	q->backlog = (int)jget_int(el, "backlog", 1);
+	q->idle = jget_num(el, "idle_s", 300);
+	q->slots = (int)jget_int(el, "slots", 0);
+	if (q->max_nodes < q->nodes) {
+		jpath_key(at, sizeof(at), path, "max_nodes");
+		return jerr_set(err, at, "must be at least \"nodes\" (%d)",
+				q->nodes);
+	}
+	if (jget_str(el, "start_command", NULL))
+		q->start_command = ft_strdup(jget_str(el, "start_command", ""));
+	q->sbatch = ft_calloc(json_array_size(a) + 1, sizeof(char *));
+	json_array_foreach(a, i, v)
+		q->sbatch[q->nsbatch++] = ft_strdup(json_string_value(v));
+	return queue_gpus(json_object_get(el, "gpus"), path, &q->gpus, err);
+}
+
+/* "allocations": the queues, names unique; they need nodes to join. */
+static int
+parse_queues(const json_t *root, struct ft_config *cfg, struct jerr *err)
+{
+	const json_t *arr = json_object_get(root, "allocations"), *el;
+	char path[sizeof(err->path)];
+	size_t i;
+	int k;
+
+	if (arr == NULL)
+		return 0;
+	if (json_array_size(arr) > 64)
+		return jerr_set(err, "allocations", "64 queues at most");
+	cfg->queues = ft_calloc(json_array_size(arr) + 1,
+				sizeof(*cfg->queues));
+	json_array_foreach(arr, i, el) {
+		jpath_index(path, sizeof(path), "allocations", i);
+		if (parse_queue(el, path, &cfg->queues[cfg->nqueues++],
+				err) == -1)
+			return -1;
+		for (k = 0; k < (int)i; k++)
+			if (strcmp(cfg->queues[k].name,
+				   cfg->queues[i].name) == 0)
+				return jerr_set(err, path, "duplicate queue "
+						"name \"%s\"",
+						cfg->queues[i].name);
+	}
+	if (cfg->nqueues > 0 && !ft_config_joinable(cfg))
+		return jerr_set(err, "allocations", "the nodes of allocations "
+				"join over TCP: that needs \"control\": "
+				"{\"listen\": \"HOST:PORT\"} (and join.max_nodes "
+				"above 0)");
+	return 0;
+}
+
 /* Validate ROOT (the decoded file) into CFG (whose path is set).  0, or -1
  * with ERR set; CFG may then hold partial allocations. */
 static int
@@ -928,7 +1053,8 @@ config_parse(const json_t *root, struct ft_config *cfg, struct jerr *err)
 	    parse_control(root, cfg, err) == -1 ||
 	    parse_http(root, cfg, err) == -1 ||
 	    parse_hosts(root, cfg, err) == -1 ||
-	    parse_join(root, cfg, err) == -1)
+	    parse_join(root, cfg, err) == -1 ||
+	    parse_queues(root, cfg, err) == -1)
 		return -1;
 	parse_mpirun_args(root, cfg);
 	return 0;
@@ -997,6 +1123,19 @@ node_free(struct ft_node *node)
 	free(node->gpus);
 }
 
+static void
+queue_free(struct ft_alloc_queue *q)
+{
+	int i;
+
+	free(q->name);
+	for (i = 0; i < q->nsbatch; i++)
+		free(q->sbatch[i]);
+	free(q->sbatch);
+	free(q->gpus);
+	free(q->start_command);
+}
+
 void
 ft_config_free(struct ft_config *cfg)
 {
@@ -1007,6 +1146,9 @@ ft_config_free(struct ft_config *cfg)
 	for (i = 0; i < cfg->join.nhosts; i++)
 		node_free(&cfg->join.hosts[i]);
 	free(cfg->join.hosts);
+	for (i = 0; i < cfg->nqueues; i++)
+		queue_free(&cfg->queues[i]);
+	free(cfg->queues);
 	for (i = 0; i < cfg->nmpirun_args; i++)
 		free(cfg->mpirun_args[i]);
 	free(cfg->mpirun_args);
@@ -1035,12 +1177,6 @@ ft_config_node(const struct ft_config *cfg, const char *name)
 		if (strcmp(cfg->nodes[i].name, name) == 0)
 			return &cfg->nodes[i];
 	return NULL;
-}
-
-int
-ft_config_joinable(const struct ft_config *cfg)
-{
-	return cfg->control.listen_host != NULL && cfg->join.max_nodes > 0;
 }
 
 int

@@ -57,6 +57,28 @@ struct ft_join_cfg {
 	int nhosts;
 };
 
+/* One of "allocations": a queue of Slurm allocations the master submits
+ * while work waits (alloc.h), each running `ftfarm join` on its nodes. */
+struct ft_alloc_queue {
+	char *name;			/* "name", required, unique */
+	char **sbatch;			/* "sbatch": sbatch's arguments, as they are */
+	int nsbatch;
+	int nodes;			/* "nodes" per allocation, default 1 */
+	double time_limit;		/* "time_limit_s", required, at least 60 */
+	int max_nodes;			/* "max_nodes" of the queue's allocations
+					 * at once, default "nodes" */
+	int backlog;			/* "backlog": allocations pending at once,
+					 * default 1 */
+	double idle;			/* "idle_s": a node with nothing to do
+					 * leaves after it, default 300 */
+	int slots;			/* "slots" of each node, 0: what Slurm
+					 * gives (join's default) */
+	char *gpus;			/* "gpus": a count or ids, as join takes
+					 * them, or NULL: the allocation's */
+	char *start_command;		/* "start_command": a shell command run
+					 * on each node before its agent, or NULL */
+};
+
 /* "control": the control socket's access and limits. */
 struct ft_control_cfg {
 	unsigned socket_mode;		/* "socket_mode", octal string, default 0666 */
@@ -131,6 +153,8 @@ struct ft_config {
 	int log_keep;			/* "log_keep": rotated files kept, default 3 */
 	struct ft_control_cfg control;	/* "control" */
 	struct ft_join_cfg join;	/* "join" */
+	struct ft_alloc_queue *queues;	/* "allocations" */
+	int nqueues;
 	enum ft_fsync fsync;		/* "fsync": "none"|"batch"|"always", default "batch" */
 	double fsync_interval;		/* "fsync_interval_ms" / 1000, default 0.1 */
 	double lease;			/* "lease_ms" / 1000, default 5 */
@@ -161,7 +185,11 @@ const struct ft_node *ft_config_node(const struct ft_config *cfg, const char *na
 
 /* May nodes join CFG's master over TCP (control over TCP is on and
  * join.max_nodes is not 0)? */
-int ft_config_joinable(const struct ft_config *cfg);
+static inline int
+ft_config_joinable(const struct ft_config *cfg)
+{
+	return cfg->control.listen_host != NULL && cfg->join.max_nodes > 0;
+}
 /* Is NAME a usable node name ([A-Za-z0-9_.-]+, not "." or "..")? */
 int ft_config_name_ok(const char *name);
 /* Append a node that joined: NAME on HOST with WORKERS slots and the

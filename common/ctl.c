@@ -68,6 +68,14 @@ static const struct jfield ctl_leave_fields[] = {
 	{ NULL, 0, 0 },
 };
 
+static const struct jfield ctl_alloc_set_fields[] = {
+	{ "v", JT_INT, 1 },
+	{ "cmd", JT_STRING, 1 },
+	{ "queue", JT_STRING, 1 },
+	{ "paused", JT_BOOL, 1 },
+	{ NULL, 0, 0 },
+};
+
 static const struct jfield ctl_reboot_fields[] = {
 	{ "v", JT_INT, 1 },
 	{ "cmd", JT_STRING, 1 },

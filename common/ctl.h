@@ -51,7 +51,9 @@ enum ctl_role { CTL_ROLE_READ = 1, CTL_ROLE_SUBMIT, CTL_ROLE_ADMIN };
 	X(CLOSE, "close", CTL_ROLE_SUBMIT, ctl_wait_fields)		\
 	X(BATCH, "batch", CTL_ROLE_READ, ctl_wait_fields)		\
 	X(FORGET, "forget", CTL_ROLE_ADMIN, ctl_wait_fields)		\
-	X(LEAVE, "leave", CTL_ROLE_ADMIN, ctl_leave_fields)
+	X(LEAVE, "leave", CTL_ROLE_ADMIN, ctl_leave_fields)		\
+	X(ALLOC, "alloc", CTL_ROLE_READ, ctl_no_fields)			\
+	X(ALLOC_SET, "alloc_set", CTL_ROLE_ADMIN, ctl_alloc_set_fields)
 
 enum ctl_cmd {
 	CTL_INVALID = 0,

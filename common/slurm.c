@@ -270,3 +270,88 @@ slurm_job_end(const char *jobid)
 		return 0;
 	return t;
 }
+
+int
+slurm_parse_jobid(const char *out, char *id, size_t n)
+{
+	const char *line = out;
+
+	while (line && *line) {
+		size_t d = strspn(line, "0123456789");
+		const char *next = strchr(line, '\n');
+
+		if (d > 0 && d < n && d < 32 &&
+		    (line[d] == '\0' || line[d] == '\n' || line[d] == ';' ||
+		     line[d] == '\r')) {
+			memcpy(id, line, d);
+			id[d] = '\0';
+			return 0;
+		}
+		line = next ? next + 1 : NULL;
+	}
+	return -1;
+}
+
+/* The next '|'-separated field of *P (up to END) into OUT.  0 or -1. */
+static int
+field(const char **p, const char *end, char *out, size_t n)
+{
+	const char *bar = memchr(*p, '|', (size_t)(end - *p));
+	const char *stop = bar ? bar : end;
+	size_t len = (size_t)(stop - *p);
+
+	if (len >= n)
+		return -1;
+	memcpy(out, *p, len);
+	out[len] = '\0';
+	*p = bar ? bar + 1 : end;
+	return bar ? 0 : 1;
+}
+
+int
+slurm_parse_squeue(const char *line, size_t len, struct slurm_job *j)
+{
+	const char *p = line, *end = line + len;
+	char when[64];
+
+	while (end > p && (end[-1] == '\n' || end[-1] == '\r' ||
+			   end[-1] == ' '))
+		end--;
+	memset(j, 0, sizeof(*j));
+	if (field(&p, end, j->id, sizeof(j->id)) != 0 ||
+	    field(&p, end, j->state, sizeof(j->state)) != 0 ||
+	    field(&p, end, when, sizeof(when)) != 0 ||
+	    field(&p, end, j->name, sizeof(j->name)) != 0 ||
+	    field(&p, end, j->nodes, sizeof(j->nodes)) != 1 ||
+	    j->id[0] == '\0' || strspn(j->id, "0123456789_") != strlen(j->id) ||
+	    j->state[0] == '\0')
+		return -1;
+	if (slurm_parse_time(when, &j->end) == -1)
+		j->end = 0;
+	return 0;
+}
+
+int
+slurm_state_ended(const char *state)
+{
+	static const char *const live[] = {
+		"PENDING", "CONFIGURING", "RUNNING", "COMPLETING", "SUSPENDED",
+		"REQUEUED", "REQUEUE_HOLD", "REQUEUE_FED", "RESIZING",
+		"SIGNALING", "STAGE_OUT", "STOPPED", "RESV_DEL_HOLD", NULL,
+	};
+	int i;
+
+	for (i = 0; live[i]; i++)
+		if (strcmp(state, live[i]) == 0)
+			return 0;
+	return 1;
+}
+
+int
+slurm_state_running(const char *state)
+{
+	return strcmp(state, "RUNNING") == 0 ||
+	       strcmp(state, "COMPLETING") == 0 ||
+	       strcmp(state, "SIGNALING") == 0 ||
+	       strcmp(state, "STAGE_OUT") == 0;
+}

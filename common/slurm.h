@@ -38,6 +38,27 @@ int slurm_parse_time(const char *s, double *t);
  * none or squeue does not say within a few seconds. */
 double slurm_job_end(const char *jobid);
 
+/* The job id in what `sbatch --parsable` printed (OUT, its output and
+ * errors mixed: the first line of digits, "812" or "812;cluster") into
+ * ID.  0, or -1 when there is none. */
+int slurm_parse_jobid(const char *out, char *id, size_t n);
+
+/* One line of `squeue -h -o "%i|%T|%e|%j|%N"`. */
+#define SLURM_SQUEUE_FORMAT "%i|%T|%e|%j|%N"
+struct slurm_job {
+	char id[32];
+	char state[32];			/* PENDING, RUNNING, COMPLETING, ... */
+	double end;			/* its end (epoch), 0: unknown */
+	char name[128];			/* its name */
+	char nodes[256];		/* its node list, compressed, or "" */
+};
+/* LINE (LEN bytes) into J.  0, or -1 (malformed). */
+int slurm_parse_squeue(const char *line, size_t len, struct slurm_job *j);
+/* Has a job in STATE (squeue's word) ended? */
+int slurm_state_ended(const char *state);
+/* Does a job in STATE run (or end its run)? */
+int slurm_state_running(const char *state);
+
 /* Why signal SIGNUM ends a process, in words, into BUF: in a Slurm job
  * (SLURM_JOB_ID set) SIGTERM is the job's end, which every process of it
  * gets at once (its time limit, scancel, preemption): "SIGTERM: the end

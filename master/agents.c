@@ -117,6 +117,20 @@ agents_grow(struct master *m)
 	m->nagents = n;
 }
 
+void
+agents_renamed(struct master *m, int node)
+{
+	struct agent *a = &m->agents[node];
+	unsigned gen = a->gen;	/* what was deferred for the one before
+				 * stays stale */
+
+	drop_relay(a);
+	memset(a, 0, sizeof(*a));
+	a->node = node;
+	a->tcp = 1;
+	a->gen = gen;
+}
+
 int
 agents_is_tcp(const struct master *m, int node)
 {

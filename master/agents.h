@@ -122,6 +122,9 @@ int agents_leave(struct master *m, int node, double grace);
 /* Tell NODE's agent to stop its slots and itself (a joined node that has
  * left: nothing of it runs any more). */
 void agents_stop(struct master *m, int node);
+/* NODE's place (a joined node that left) goes to another node: its
+ * agent is new (NONE, nothing counted). */
+void agents_renamed(struct master *m, int node);
 /* Is NODE's agent one that joined over TCP? */
 int agents_is_tcp(const struct master *m, int node);
 void agents_free(struct master *m);

@@ -37,7 +37,29 @@ child_pid(const struct child *c)
 	return c->pid;
 }
 
-/* Our environment less IPMI_PASSWORD (a new array of borrowed strings). */
+/* Kept out of a child's environment: the BMC's password, the marks by
+ * which the supervisor finds the MPI job's processes (what the master
+ * starts may outlive the job: a Slurm allocation it submits), and the
+ * MPI runtime's own (a task on a node of such an allocation is no rank
+ * of the master's job). */
+static const char *const kept_out[] = {
+	"IPMI_PASSWORD=", "FTFARM_STATE_DIR=", "FTFARM_EPOCH=", "OMPI_",
+	"PMIX_", NULL,
+};
+
+static int
+keep(const char *e)
+{
+	int i;
+
+	for (i = 0; kept_out[i]; i++)
+		if (strncmp(e, kept_out[i], strlen(kept_out[i])) == 0)
+			return 0;
+	return 1;
+}
+
+/* Our environment less what is kept out (a new array of borrowed
+ * strings). */
 static char **
 child_env(void)
 {
@@ -48,7 +70,7 @@ child_env(void)
 		n++;
 	env = ft_calloc(n + 1, sizeof(*env));
 	for (n = 0; environ[n]; n++)
-		if (strncmp(environ[n], "IPMI_PASSWORD=", 14) != 0)
+		if (keep(environ[n]))
 			env[k++] = environ[n];
 	return env;
 }

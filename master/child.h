@@ -5,7 +5,9 @@
  * The child is started with posix_spawnp from an argv array, in a session
  * of its own, in a given working directory, with stdin from /dev/null,
  * stdout and stderr into one pipe, no descriptor of the master's beyond
- * 2, and IPMI_PASSWORD out of its environment.  The libev loop hears of
+ * 2, and IPMI_PASSWORD, the MPI job's marks (FTFARM_STATE_DIR,
+ * FTFARM_EPOCH) and the MPI runtime's variables (OMPI_*, PMIX_*) out of
+ * its environment.  The libev loop hears of
  * its exit (ev_child) and its output (ev_io); at its deadline (ev_timer)
  * its session gets SIGTERM, and SIGKILL a moment later.  Once it has
  * exited, whatever is left of its session is killed and DONE is called,

@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "alloc.h"
 #include "batch.h"
 #include "control.h"
 #include "ctl.h"
@@ -552,6 +553,7 @@ cmd_stop(struct master *m, struct client *c, json_t *req, json_t **ans,
 	(void)req, (void)err, (void)n;
 	if (!m->stopping) {
 		log_info("stop requested");
+		alloc_stop(m);		/* the farm's allocations go too */
 		snprintf(m->stop_reason, sizeof(m->stop_reason),
 			 "stop requested by uid %u",
 			 (unsigned)control_peer_uid(c));
@@ -731,6 +733,34 @@ cmd_leave(struct master *m, struct client *c, json_t *req, json_t **ans,
 	if (health_leave(m, nd, grace, err, n) == -1)
 		return -1;
 	*ans = json_pack("{s:b, s:o}", "ok", 1, "node", node_row(m, nd));
+	return 0;
+}
+
+/* alloc: the allocation queues and their allocations. */
+static int
+cmd_alloc(struct master *m, struct client *c, json_t *req, json_t **ans,
+	  char *err, size_t n)
+{
+	(void)c, (void)req, (void)err, (void)n;
+	*ans = alloc_json(m);
+	json_object_set_new(*ans, "ok", json_true());
+	return 0;
+}
+
+/* alloc_set {"queue": Q, "paused": B}: pause a queue, or resume it (a
+ * dry run first: it pauses again with Slurm's words if that fails). */
+static int
+cmd_alloc_set(struct master *m, struct client *c, json_t *req, json_t **ans,
+	      char *err, size_t n)
+{
+	const char *q = json_string_value(json_object_get(req, "queue"));
+
+	(void)c;
+	if (alloc_set(m, q, json_is_true(json_object_get(req, "paused")), err,
+		      n) == -1)
+		return -1;
+	*ans = alloc_json(m);
+	json_object_set_new(*ans, "ok", json_true());
 	return 0;
 }
 
@@ -1069,6 +1099,8 @@ static const cmd_fn handlers[CTL_NCMDS] = {
 	[CTL_BATCH] = cmd_batch,
 	[CTL_FORGET] = cmd_forget,
 	[CTL_LEAVE] = cmd_leave,
+	[CTL_ALLOC] = cmd_alloc,
+	[CTL_ALLOC_SET] = cmd_alloc_set,
 };
 
 /* May UID send commands of ROLE?  Reading is for everyone; submitting

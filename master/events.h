@@ -55,6 +55,12 @@
 	E(node_joined, EVF_NOW)						\
 	E(node_leaving, EVF_NOW)					\
 	E(node_left, EVF_NOW)						\
+	E(alloc_submitted, EVF_NOW)					\
+	E(alloc_started, EVF_NOW)					\
+	E(alloc_ended, EVF_NOW)						\
+	E(alloc_cancelled, EVF_NOW)					\
+	E(queue_paused, EVF_NOW)					\
+	E(queue_resumed, EVF_NOW)					\
 	E(node_state_damaged, EVF_NOW)					\
 	E(bmc_command, EVF_NOW)						\
 	E(batch_submitted, 0)						\
@@ -126,6 +132,20 @@
  * it has left once its agent said bye (or died in the middle). */
 #define EV_FIELDS_node_leaving(F) F(str, node) F(str, reason)
 #define EV_FIELDS_node_left(F) F(str, node) F(str, reason)
+/* Automatic allocation (alloc.h): an allocation of QUEUE submitted
+ * (sbatch: its Slurm job id, NODES asked), running on HOSTS, ended
+ * (REASON: Slurm's state, or why), cancelled (why); a queue paused
+ * (REASON: Slurm's words, or an operator) or resumed. */
+#define EV_FIELDS_alloc_submitted(F)					\
+	F(str, queue) F(str, allocation) F(int, nodes)
+#define EV_FIELDS_alloc_started(F)					\
+	F(str, queue) F(str, allocation) F(str, hosts)
+#define EV_FIELDS_alloc_ended(F)					\
+	F(str, queue) F(str, allocation) F(str, reason)
+#define EV_FIELDS_alloc_cancelled(F)					\
+	F(str, queue) F(str, allocation) F(str, reason)
+#define EV_FIELDS_queue_paused(F) F(str, queue) F(str, reason)
+#define EV_FIELDS_queue_resumed(F) F(str, queue)
 /* A line of nodes.state (LINE 0: the whole file) not taken for REASON. */
 #define EV_FIELDS_node_state_damaged(F)					\
 	F(str, file) F(int, line) F(str, reason)

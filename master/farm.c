@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "agents.h"
+#include "alloc.h"
 #include "commands.h"
 #include "gangs.h"
 #include "health.h"
@@ -267,6 +268,43 @@ joined_nodes(const struct master *m)
 	return k;
 }
 
+/* A joined node that has left and that nobody drained, the one that
+ * left first: its place may go to a node of another name (a farm fed by
+ * allocations for months sees a node a job; their places are reused,
+ * not piled up).  Its index, or -1. */
+static int
+recyclable(const struct master *m)
+{
+	int i, best = -1;
+
+	for (i = 0; i < m->cfg.nnodes; i++) {
+		const struct node *n = &m->nodes[i];
+
+		if (m->cfg.nodes[i].joined && n->state == N_LEFT &&
+		    !n->drain_wanted && m->agents[i].state != A_UP &&
+		    m->agents[i].state != A_STARTING &&
+		    m->agents[i].state != A_STOPPING &&
+		    (best < 0 || n->since < m->nodes[best].since))
+			best = i;
+	}
+	return best;
+}
+
+/* The place of node I, which left, goes to the node J names. */
+static void
+recycle(struct master *m, int i, const struct agent_join *j)
+{
+	char *old = m->cfg.nodes[i].name;
+
+	log_info("node %s joins in the place of node %s, which left",
+		 j->name, old);
+	m->cfg.nodes[i].name = ft_strdup(j->name);
+	ft_config_rejoin(&m->cfg, i, j->host, j->slots, j->gpus, j->ngpus);
+	health_renamed(m, &m->nodes[i], m->cfg.nodes[i].name);
+	agents_renamed(m, i);
+	free(old);
+}
+
 /* The index of the node J names: known (its next incarnation; it may
  * be), or new.  -1 with ERR when it may not join. */
 static int
@@ -299,6 +337,10 @@ node_for(struct master *m, const struct agent_join *j, char *err, size_t n)
 		}
 		ft_config_rejoin(&m->cfg, i, j->host, j->slots, j->gpus,
 				 j->ngpus);
+		return i;
+	}
+	if ((i = recyclable(m)) >= 0) {
+		recycle(m, i, j);
 		return i;
 	}
 	if (joined_nodes(m) >= m->cfg.join.max_nodes) {
@@ -401,6 +443,7 @@ farm_free(struct master *m)
 {
 	batches_close(&m->batches);
 	defer_clear(&m->defer);
+	alloc_free(m);
 	health_free(m);
 	registry_free(m);
 	sched_free(m->sched);
@@ -463,6 +506,7 @@ farm_cron(struct master *m, double now)
 	defer_run(&m->defer);		/* what the tick found, before going on */
 	registry_cron(m, now);
 	health_cron(m, now);
+	alloc_cron(m, now);
 	registry_dispatch_all(m);
 	defer_run(&m->defer);
 	sched_reclaim(m->sched);	/* nobody needs the ended tasks now */

@@ -796,6 +796,21 @@ health_grow(struct master *m)
 }
 
 void
+health_renamed(struct master *m, struct node *n, const char *name)
+{
+	struct opstate_rec saved;
+	int i = n->id;
+
+	/* A new node in an old place: nothing of the one before. */
+	node_init(n, i, name);
+	names[i] = name;
+	rec_of(n, &recs[i]);
+	if (take_carried(name, &saved) && node_state_parse(saved.state) != 0)
+		restore_node(m, n, &saved, node_state_parse(saved.state));
+	persist(m);
+}
+
+void
 health_joined(struct master *m, struct node *n, const char *why)
 {
 	switch (n->state) {

@@ -91,6 +91,10 @@ struct node *health_node(struct master *m, const char *name);
 /* Nodes joined (cfg.nodes grew): each new one UP, or as a master before
  * left it (its record carried over in nodes.state, by name). */
 void health_grow(struct master *m);
+/* N's place (a joined node that left) goes to a node called NAME (a
+ * string that lives as long as N): nothing of the one before is kept,
+ * what a master before saved for NAME is taken. */
+void health_renamed(struct master *m, struct node *n, const char *name);
 /* N's agent joined (again) for WHY: a node that had left or was given
  * up on is back (drained if an operator drained it). */
 void health_joined(struct master *m, struct node *n, const char *why);

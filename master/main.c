@@ -23,6 +23,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "alloc.h"
 #include "batch.h"
 #include "commands.h"
 #include "farm.h"
@@ -186,6 +187,7 @@ run(struct master *m, int dynamic)
 	join_open(m);
 	health_hosts_left_out(m);
 	health_restore(m);
+	alloc_init(m);
 	health_check_power(m);
 	if (registry_start(m, err, sizeof(err)) == -1)
 		goto fail;
