@@ -700,6 +700,99 @@ test_slurm_signal_reason(void **state)
 	unsetenv("SLURM_JOB_ID");
 }
 
+/* What sbatch and squeue print, read back. */
+static void
+test_slurm_outputs(void **state)
+{
+	struct slurm_job j;
+	char id[32];
+	double t;
+	const char *line = "812|RUNNING|2026-11-29T05:00:00|ftfarm.1a2b3c.q1"
+			   "|sl[1-2]\n";
+
+	(void)state;
+	assert_int_equal(slurm_parse_jobid("812\n", id, sizeof(id)), 0);
+	assert_string_equal(id, "812");
+	assert_int_equal(slurm_parse_jobid("sbatch: warning: x\n813;c1\n", id,
+					   sizeof(id)), 0);
+	assert_string_equal(id, "813");
+	assert_int_equal(slurm_parse_jobid("sbatch: error: invalid partition "
+					   "specified: later\n", id,
+					   sizeof(id)), -1);
+	assert_int_equal(slurm_parse_squeue(line, strlen(line), &j), 0);
+	assert_string_equal(j.id, "812");
+	assert_string_equal(j.state, "RUNNING");
+	assert_string_equal(j.name, "ftfarm.1a2b3c.q1");
+	assert_string_equal(j.nodes, "sl[1-2]");
+	assert_int_equal(slurm_parse_time("2026-11-29T05:00:00", &t), 0);
+	assert_true(j.end == t && t > 1.7e9);
+	line = "9|PENDING|N/A|n|";
+	assert_int_equal(slurm_parse_squeue(line, strlen(line), &j), 0);
+	assert_true(j.end == 0 && j.nodes[0] == '\0');
+	line = "9|PENDING|N/A";
+	assert_int_equal(slurm_parse_squeue(line, strlen(line), &j), -1);
+	line = "x9|PENDING|N/A|n|";
+	assert_int_equal(slurm_parse_squeue(line, strlen(line), &j), -1);
+	assert_true(slurm_state_ended("COMPLETED") && slurm_state_ended("TIMEOUT"));
+	assert_false(slurm_state_ended("PENDING") ||
+		     slurm_state_ended("COMPLETING"));
+	assert_true(slurm_state_running("RUNNING") &&
+		    !slurm_state_running("PENDING"));
+	assert_int_equal(slurm_parse_time("UNLIMITED", &t), -1);
+}
+
+/* "allocations": queues, their defaults and their bounds; they need
+ * nodes to join. */
+static void
+test_allocations(void **state)
+{
+	struct ft_config cfg;
+
+	accepted(state, "{\"state_dir\": \"/s\", \"nodes\": [], \"control\": "
+		 "{\"listen\": \":0\"}, \"allocations\": [{\"name\": \"q1\", "
+		 "\"time_limit_s\": 3600, \"sbatch\": [\"-p\", \"debug\"], "
+		 "\"nodes\": 2, \"max_nodes\": 8, \"backlog\": 2, \"idle_s\": "
+		 "15, \"slots\": 4, \"gpus\": 2, \"start_command\": \"true\"}, "
+		 "{\"name\": \"q2\", \"time_limit_s\": 60}]}", &cfg);
+	assert_int_equal(cfg.nqueues, 2);
+	assert_string_equal(cfg.queues[0].sbatch[1], "debug");
+	assert_int_equal(cfg.queues[0].nsbatch, 2);
+	assert_int_equal(cfg.queues[0].nodes, 2);
+	assert_int_equal(cfg.queues[0].max_nodes, 8);
+	assert_string_equal(cfg.queues[0].gpus, "0,1");
+	assert_string_equal(cfg.queues[0].start_command, "true");
+	assert_int_equal(cfg.queues[1].nodes, 1);
+	assert_int_equal(cfg.queues[1].max_nodes, 1);
+	assert_int_equal(cfg.queues[1].backlog, 1);
+	assert_true(cfg.queues[1].idle == 300);
+	assert_int_equal(cfg.queues[1].slots, 0);
+	assert_null(cfg.queues[1].gpus);
+	ft_config_free(&cfg);
+	refused(state, "{\"state_dir\": \"s\", " NODES ", \"allocations\": "
+		"[{\"name\": \"q\", \"time_limit_s\": 600}]}",
+		"%s:1:47: allocations: the nodes of allocations join over TCP: "
+		"that needs \"control\": {\"listen\": \"HOST:PORT\"} (and "
+		"join.max_nodes above 0)");
+	refused(state, "{\"state_dir\": \"s\", \"nodes\": [], \"control\": "
+		"{\"listen\": \":0\"}, \"allocations\": [{\"name\": \"q\", "
+		"\"time_limit_s\": 30}]}",
+		"%s:1:92: allocations[0].time_limit_s: must be between 60 and "
+		"100000000");
+	refused(state, "{\"state_dir\": \"s\", \"nodes\": [], \"control\": "
+		"{\"listen\": \":0\"}, \"allocations\": [{\"name\": \"q\", "
+		"\"time_limit_s\": 60, \"nodes\": 4, \"max_nodes\": 2}]}",
+		"%s:1:124: allocations[0].max_nodes: must be at least \"nodes\" "
+		"(4)");
+	refused(state, "{\"state_dir\": \"s\", \"nodes\": [], \"control\": "
+		"{\"listen\": \":0\"}, \"allocations\": [{\"name\": \"q\", "
+		"\"time_limit_s\": 60}, {\"name\": \"q\", \"time_limit_s\": "
+		"60}]}", "%s:1:113: allocations[1]: duplicate queue name \"q\"");
+	refused(state, "{\"state_dir\": \"s\", \"nodes\": [], \"control\": "
+		"{\"listen\": \":0\"}, \"allocations\": [{\"name\": \"q\"}]}",
+		"%s:1:78: allocations[0]: missing required key "
+		"\"time_limit_s\"");
+}
+
 /* A node's "gpus": ids or a count; refused when malformed. */
 static void
 test_node_gpus(void **state)
@@ -813,6 +906,8 @@ main(void)
 		T(test_slurm_gpus),
 		T(test_slurm_signal_reason),
 		T(test_node_gpus),
+		T(test_slurm_outputs),
+		T(test_allocations),
 		T(test_wrong_type),
 		T(test_unknown_key),
 		T(test_bad_json),
