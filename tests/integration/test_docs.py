@@ -139,6 +139,7 @@ CONFIG_TABLES = {
         "http_fields": ("ftfarm.json.5", "http keys"),
         "join_fields": ("ftfarm.json.5", "join keys"),
         "join_host_fields": ("ftfarm.json.5", "Node keys"),
+        "alloc_fields": ("ftfarm.json.5", "allocations keys"),
     },
     "common/batch.c": {
         "batch_fields": ("ftfarm-batch.5", "Batch keys"),
