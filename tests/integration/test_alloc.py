@@ -184,3 +184,27 @@ def test_paused(make_cluster, slurm_cluster_factory, open_dir):
     assert alloc_json(c)[0]["state"] == "paused"
     r = c.cli("alloc", "resume", "-c", c.config, "nosuch")
     assert r.returncode != 0 and "nosuch" in r.stderr
+
+
+@pytest.mark.long
+@pytest.mark.timeout(600)
+def test_limit(make_cluster, slurm_cluster_factory, open_dir):
+    """An allocation's time limit (a minute, Slurm's least) mid-batch: its
+    tasks go back, interrupted, not failed, and a new allocation is
+    asked for what is left."""
+    sl = slurm_cluster_factory(2, slurmd_timeout=60)
+    c = alloc_cluster(make_cluster, sl, open_dir,
+                      queue={"time_limit_s": 60, "max_nodes": 1,
+                             "backlog": 1, "idle_s": 30})
+    c.start()
+    n = 400
+    bid = submit(c, n, 0.5)
+    r = c.cli("wait", "-c", c.config, bid, timeout=500)
+    assert r.returncode == 0, (r.stdout, r.stderr, alloc_json(c))
+    res = c.results(bid)
+    assert not check_exactly_once(res, n, lambda i: f"{i}\n")
+    assert all(x["status"] == "ok" for x in res)
+    ended = events(c, "alloc_ended")
+    assert ended and len(events(c, "alloc_submitted")) >= 2, \
+        (ended, alloc_json(c))
+    assert events(c, "task_interrupted"), "no task given back at the limit"
