@@ -1038,12 +1038,6 @@ ft_config_node(const struct ft_config *cfg, const char *name)
 }
 
 int
-ft_config_joinable(const struct ft_config *cfg)
-{
-	return cfg->control.listen_host != NULL && cfg->join.max_nodes > 0;
-}
-
-int
 ft_config_name_ok(const char *name)
 {
 	struct jerr e;

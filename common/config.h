@@ -161,7 +161,11 @@ const struct ft_node *ft_config_node(const struct ft_config *cfg, const char *na
 
 /* May nodes join CFG's master over TCP (control over TCP is on and
  * join.max_nodes is not 0)? */
-int ft_config_joinable(const struct ft_config *cfg);
+static inline int
+ft_config_joinable(const struct ft_config *cfg)
+{
+	return cfg->control.listen_host != NULL && cfg->join.max_nodes > 0;
+}
 /* Is NAME a usable node name ([A-Za-z0-9_.-]+, not "." or "..")? */
 int ft_config_name_ok(const char *name);
 /* Append a node that joined: NAME on HOST with WORKERS slots and the
