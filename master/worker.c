@@ -22,7 +22,7 @@ static const unsigned allowed[W_NSTATES] = {
 	[W_SLOW] = UP_STATES | B(W_STOPPING) | B(W_STOPPED) | B(W_DEAD) |
 		   B(W_INACTIVE),
 	[W_STOPPING] = B(W_STOPPED) | B(W_DEAD) | B(W_INACTIVE),
-	[W_STOPPED] = 0,
+	[W_STOPPED] = B(W_INACTIVE),	/* its node left (a joined one) */
 	[W_DEAD] = B(W_SPAWNING) | B(W_STARTING) | B(W_INACTIVE),
 	[W_INACTIVE] = B(W_SPAWNING) | B(W_STARTING),
 };

@@ -8,6 +8,7 @@
  *                                                            v
  *   (starting or live) --fail--> DEAD --respawn--> ...   STOPPING --bye--> STOPPED
  *   (any but STOPPED) --retire--> INACTIVE --revive (its node is back)--> ...
+ *   STOPPED --retire (its joined node left)--> INACTIVE
  *
  * worker_set() is the only writer of a worker's state.  It refuses a
  * transition the table does not allow, logs the change, keeps the

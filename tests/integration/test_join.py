@@ -90,7 +90,9 @@ def joined(c, agent, slots=2, timeout=30):
     """Wait until AGENT's node is up with SLOTS workers up."""
     ok = wait_until(lambda: len(up_workers(c, agent.name)) == slots and
                     node_rows(c)[agent.name]["state"] == "up", timeout)
-    assert ok, (node_rows(c).get(agent.name), agent.text())
+    assert ok, (node_rows(c).get(agent.name), agent.text(),
+                [w for w in c.status()["workers"]],
+                c.master_log()[-1500:])
 
 
 def restart_master(c):
@@ -297,3 +299,33 @@ def test_joined_node_rebooted_over_its_hosts_bmc(make_cluster, munged,
     bid = submit(c, {"name": "after", "tasks": [
         exec_task("echo $0", i) for i in range(20)]})
     assert not check_exactly_once(c.results(bid), 20, lambda i: f"{i}\n")
+
+
+def fds(pid):
+    return len(os.listdir(f"/proc/{pid}/fd"))
+
+
+@pytest.mark.timeout(180)
+def test_nodes_come_and_go_nothing_piles_up(make_cluster, munged):
+    """Thirty nodes of thirty names join and leave in turn: the master's
+    descriptors stay as they were, and the place of a node that left goes
+    to the next (its table does not grow)."""
+    c = join_cluster(make_cluster, munged)
+    master = c._read_pid("master.pid")
+    first = Agent(c, "warm", slots=1)
+    joined(c, first, 1)
+    c.cli("leave", "-c", c.config, "warm")
+    assert first.wait(30) == 0
+    base = fds(master)
+    for i in range(30):
+        a = Agent(c, f"n{i}", slots=1)
+        joined(c, a, 1)
+        bid = submit(c, {"name": "one", "tasks": [exec_task("echo $0", i)]})
+        assert c.results(bid)[0]["stdout"] == f"{i}\n"
+        r = c.cli("leave", "-c", c.config, f"n{i}")
+        assert r.returncode == 0, r.stderr
+        assert a.wait(30) == 0, a.text()
+    rows = node_rows(c)
+    assert len(rows) == 1 and "n29" in rows, sorted(rows)
+    assert len(c.status()["workers"]) == 1
+    assert abs(fds(master) - base) <= 2, (base, fds(master))

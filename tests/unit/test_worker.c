@@ -96,10 +96,13 @@ test_worker_refuses(void **state)
 	assert_int_equal(worker_set(&w, W_STOPPING, "stop", &f->ev), 0);
 	assert_int_equal(worker_set(&w, W_IDLE, NULL, &f->ev), -1);
 	assert_int_equal(worker_set(&w, W_STOPPED, "bye", &f->ev), 0);
-	/* STOPPED is for good. */
+	/* STOPPED does not die or start again; only its node's leaving
+	 * retires it, so a node that joins in its place starts afresh. */
 	assert_int_equal(worker_set(&w, W_DEAD, "late", &f->ev), -1);
 	assert_int_equal(worker_set(&w, W_SPAWNING, NULL, &f->ev), -1);
 	assert_int_equal(w.state, W_STOPPED);
+	assert_int_equal(worker_set(&w, W_INACTIVE, "left", &f->ev), 0);
+	assert_int_equal(worker_set(&w, W_STARTING, NULL, &f->ev), 0);
 	/* INACTIVE only starts again, when its node is back: a respawn. */
 	worker_init(&w, 1, 0, "n");
 	assert_int_equal(worker_set(&w, W_INACTIVE, "node gone", &f->ev), 0);
@@ -110,9 +113,10 @@ test_worker_refuses(void **state)
 	assert_int_equal(worker_set(&w, W_SPAWNING, NULL, &f->ev), 0);
 	assert_int_equal(w.respawns, 1);
 	a = events_read(f);
-	assert_int_equal(json_array_size(a), 2);
+	assert_int_equal(json_array_size(a), 3);
 	assert_string_equal(ev_name(a, 0), "worker_up");
 	assert_string_equal(ev_name(a, 1), "worker_inactive");
+	assert_string_equal(ev_name(a, 2), "worker_inactive");
 	json_decref(a);
 }
 
@@ -167,7 +171,7 @@ test_worker_table(void **state)
 			assert_int_equal(w.state, rc == 0 ? to : from);
 			allowed += rc == 0;
 		}
-	assert_int_equal(allowed, 37);
+	assert_int_equal(allowed, 38);
 	assert_string_equal(worker_state_name(W_SLOW), "slow");
 	assert_string_equal(worker_state_name(W_NSTATES), "?");
 }
