@@ -20,6 +20,18 @@
 
 #include "util.h"
 
+/* fork(), with the child killed when this test process ends: a failed
+ * assertion leaves no spinning child behind. */
+static pid_t
+fork_bound(void)
+{
+	pid_t pid = fork();
+
+	if (pid == 0)
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+	return pid;
+}
+
 static void *
 idle_thread(void *arg)
 {
@@ -48,7 +60,7 @@ child(int *sock, int threads)
 	pid_t pid;
 
 	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
-	pid = fork();
+	pid = fork_bound();
 	assert_true(pid >= 0);
 	if (pid == 0) {
 		close(sv[0]);
@@ -122,7 +134,7 @@ test_busy_only_when_it_wants_a_cpu_or_is_in_the_kernel(void **state)
 	pid_t spin, idle = child(&sock, 0), vforker, threaded;
 
 	(void)state;
-	spin = fork();
+	spin = fork_bound();
 	assert_true(spin >= 0);
 	if (spin == 0)
 		for (;;)
@@ -143,7 +155,7 @@ test_busy_only_when_it_wants_a_cpu_or_is_in_the_kernel(void **state)
 	assert_false(ft_pid_busy(spin));
 	/* A vfork parent waits in the kernel (D) until its child execs; the
 	 * child stops itself first. */
-	vforker = fork();
+	vforker = fork_bound();
 	assert_true(vforker >= 0);
 	if (vforker == 0) {
 		if (vfork() == 0) {
@@ -162,7 +174,7 @@ test_busy_only_when_it_wants_a_cpu_or_is_in_the_kernel(void **state)
 	assert_true(ft_pid_busy(vforker));
 	/* Asleep in its main thread, while another thread of it runs (a
 	 * main thread waiting for a lock a busy thread holds). */
-	threaded = fork();
+	threaded = fork_bound();
 	assert_true(threaded >= 0);
 	if (threaded == 0) {
 		pthread_t t;
@@ -202,7 +214,7 @@ test_sched_time_grows_only_while_it_wakes(void **state)
 	pid_t napper;
 
 	(void)state;
-	napper = fork();
+	napper = fork_bound();
 	assert_true(napper >= 0);
 	if (napper == 0)
 		for (;;)
