@@ -993,6 +993,6 @@ alloc_longest(const struct master *m)
 	int i;
 
 	for (i = 0; i < m->cfg.nqueues; i++)
-		t = fmax(t, m->cfg.queues[i].time_limit);
+		t = fmax(t, aplan_usable(m->cfg.queues[i].time_limit));
 	return t;
 }

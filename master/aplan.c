@@ -1,5 +1,15 @@
 /* aplan: what the allocation queues should do now (see aplan.h). */
+#include <math.h>
+
 #include "aplan.h"
+
+double
+aplan_usable(double time_limit)
+{
+	double slurm = ceil(time_limit / 60) * 60;
+
+	return slurm - fmin(30, slurm / 10);
+}
 
 static uint64_t
 slots_of(const struct aplan_queue *q)
@@ -23,14 +33,16 @@ has_room(const struct aplan_queue *q)
 	       (q->pending + q->running + 1) * q->nodes <= q->max_nodes;
 }
 
-/* Will an allocation of a queue long enough for T come anyway? */
+/* Will an allocation of a queue long enough for T come anyway (pending,
+ * or running with nodes yet to join)? */
 static int
 unmet_served(const struct aplan_queue *qs, int n, double t)
 {
 	int i;
 
 	for (i = 0; i < n; i++)
-		if (qs[i].pending > 0 && qs[i].time_limit >= t)
+		if ((qs[i].pending > 0 || qs[i].starting_nodes > 0) &&
+		    aplan_usable(qs[i].time_limit) >= t)
 			return 1;
 	return 0;
 }
@@ -52,7 +64,8 @@ aplan_decide(const struct aplan_need *need, const struct aplan_queue *qs,
 	/* A time request no node up can meet: a long enough queue asks. */
 	if (need->unmet > 0 && !unmet_served(qs, n, need->unmet))
 		for (i = 0; i < n && !asked; i++)
-			if (has_room(&qs[i]) && qs[i].time_limit >= need->unmet)
+			if (has_room(&qs[i]) &&
+			    aplan_usable(qs[i].time_limit) >= need->unmet)
 				submit[i] = asked = 1;
 	if (asked || need->waiting <= ahead)
 		return;

@@ -97,6 +97,16 @@ test_queues_and_time(void **state)
 	qs[1].pending = 1;			/* coming already */
 	aplan_decide(&need, qs, 2, sub, can);
 	assert_int_equal(sub[0] + sub[1], 0);
+	qs[1].pending = 0;			/* running, not joined yet */
+	qs[1].running = 1;
+	qs[1].starting_nodes = 1;
+	aplan_decide(&need, qs, 2, sub, can);
+	assert_int_equal(sub[0] + sub[1], 0);
+	qs[1].running = qs[1].starting_nodes = 0;
+	need.unmet = 7200;			/* longer than its usable time */
+	aplan_decide(&need, qs, 2, sub, can);
+	assert_int_equal(sub[0] + sub[1], 0);
+	need.unmet = 3600;
 	need.idle = 0;
 	need.unmet = 0;
 	need.waiting = 1000;
@@ -106,6 +116,16 @@ test_queues_and_time(void **state)
 	assert_int_equal(sub[1], 1);
 }
 
+/* Slurm counts whole minutes; the start takes a tenth, at most 30 s. */
+static void
+test_usable(void **state)
+{
+	(void)state;
+	assert_true(aplan_usable(7200) == 7170);
+	assert_true(aplan_usable(100) == 108);		/* 2 min less 12 s */
+	assert_true(aplan_usable(60) == 54);
+}
+
 int
 main(void)
 {
@@ -113,6 +133,7 @@ main(void)
 		cmocka_unit_test(test_backlog_and_max),
 		cmocka_unit_test(test_cancel_and_pause),
 		cmocka_unit_test(test_queues_and_time),
+		cmocka_unit_test(test_usable),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
