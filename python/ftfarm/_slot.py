@@ -166,11 +166,11 @@ def _pickled(outcomes):
     told in words."""
     try:
         return pickle.dumps(outcomes, protocol=pickle.HIGHEST_PROTOCOL)
-    except Exception:
+    except BaseException:       # a __reduce__ may raise SystemExit
         pass
     try:
         return cloudpickle.dumps(outcomes, protocol=pickle.HIGHEST_PROTOCOL)
-    except Exception:
+    except BaseException:
         pass
     if type(outcomes) is tuple:
         outcomes = [(0, v) for v in outcomes[1]]
@@ -179,7 +179,7 @@ def _pickled(outcomes):
         try:
             cloudpickle.dumps(o)
             safe.append(o)
-        except Exception as e:
+        except BaseException as e:
             if o[0] == 0:
                 safe.append((2, "TypeError", "the call's value cannot be "
                              f"pickled: {e}", ""))
@@ -272,7 +272,7 @@ def _run(req):
         fn = _function(task)
         args, kwargs, compact = _split_calls(pickle.loads(
             _load(task, "args", "args_file")))
-    except Exception as e:
+    except BaseException as e:      # SystemExit while unpickling too
         tb = _format_exc()
         outcome = (1, RuntimeError(f"cannot load the call: "
                                    f"{type(e).__name__}: {e}"), tb)

@@ -23,6 +23,7 @@ import collections
 import concurrent.futures
 import itertools
 import json
+import logging
 import os
 import sys
 import threading
@@ -41,15 +42,18 @@ CHUNK_MAX = 4096              # map: calls in one task, at most
 CHUNK_SLACK = 10.0            # a chunk's task timeout beyond its calls'
 SPLIT_REASONS = ("poison", "lost")      # a chunk failed so is split
 
+_LOG = logging.getLogger("concurrent.futures")  # as its own callbacks log
+
 
 class _Task:
     """One task: its calls, and what to do with their outcomes (what
     _calls.outcomes returns; or an Error for all of them)."""
 
     __slots__ = ("fn", "calls", "keywords", "done", "futures", "spec",
-                 "index")
+                 "index", "lazy")
 
-    def __init__(self, fn, calls, done, futures=(), keywords=True):
+    def __init__(self, fn, calls, done, futures=(), keywords=True,
+                 lazy=False):
         self.fn = fn
         self.calls = calls          # (args, kwargs) pairs, or args tuples
         self.keywords = keywords    # which of the two
@@ -57,6 +61,7 @@ class _Task:
         self.futures = futures      # user futures (cancel, running)
         self.spec = None            # its JSON text, until it is sent
         self.index = None
+        self.lazy = lazy            # a value in a file is read when used
 
 
 class Executor(concurrent.futures.Executor):
@@ -132,7 +137,13 @@ class Executor(concurrent.futures.Executor):
 
         def done(result, seconds=None):
             _settle(fut, result, 0)
-        self._enqueue([_Task(fn, [(args, kwargs)], done, (fut,))])
+        task = _Task(fn, [(args, kwargs)], done, (fut,))
+        try:
+            task.spec = self._spec(fn, task.calls, True)
+        except Error as e:          # its function or arguments: the call's
+            fut.set_exception(e)
+            return fut
+        self._enqueue([task])
         return fut
 
     def map(self, fn, *iterables, timeout=None, chunksize=None):
@@ -164,7 +175,7 @@ class Executor(concurrent.futures.Executor):
                 fut.set_result(_outcomes_or(result, len(args)))
             except concurrent.futures.InvalidStateError:
                 pass                # cancelled: its map was left
-        self._enqueue([_Task(fn, args, done, keywords=False)])
+        self._enqueue([_Task(fn, args, done, keywords=False, lazy=True)])
         return fut, len(args)
 
     def _enqueue(self, tasks, direct=True):
@@ -172,7 +183,8 @@ class Executor(concurrent.futures.Executor):
         thread); send at once when no add is in flight, from this thread
         if DIRECT (the reader's must never wait to send)."""
         for t in tasks:
-            t.spec = self._spec(t.fn, t.calls, t.keywords)
+            if t.spec is None:
+                t.spec = self._spec(t.fn, t.calls, t.keywords)
         with self._lock:
             if self._shutdown and direct:
                 raise RuntimeError("cannot schedule new futures after "
@@ -258,6 +270,13 @@ class Executor(concurrent.futures.Executor):
         return first, body
 
     def _send_loop(self):
+        try:
+            self._send_forever()
+        except BaseException as e:
+            self._break(Error(f"the executor's sender stopped: "
+                              f"{_calls._named(e)}"))
+
+    def _send_forever(self):
         while True:
             with self._lock:
                 while not self._stop and (not self._outbox or
@@ -270,6 +289,15 @@ class Executor(concurrent.futures.Executor):
     # ---- reading ----
 
     def _read_loop(self):
+        """Read until the end; whatever stops it early breaks the executor
+        (every future fails, shutdown returns), never silently."""
+        try:
+            self._read_forever()
+        except BaseException as e:
+            self._break(Error(f"the executor's reader stopped: "
+                              f"{_calls._named(e)}"))
+
+    def _read_forever(self):
         while True:
             conn = self._conn
             try:
@@ -318,7 +346,9 @@ class Executor(concurrent.futures.Executor):
         if t is None:
             return                  # seen before a reconnection
         value = line.get("value")
-        if value:
+        if value and t.lazy and value.startswith("file:"):
+            result = _calls.Later(value, len(t.calls))
+        elif value:
             try:
                 result = _calls.outcomes(value, len(t.calls))
             except Error as e:
@@ -330,7 +360,10 @@ class Executor(concurrent.futures.Executor):
                     SPLIT_REASONS):
                 self._split(t)
                 return
-        t.done(result, line.get("seconds"))
+        try:
+            t.done(result, line.get("seconds"))
+        except BaseException:       # a user's callback: its future is set
+            _LOG.exception("a future's callback raised")
 
     def _split(self, t):
         """T, a chunk that killed its slots, again as one task a call, so
@@ -505,20 +538,38 @@ class _MapRun:
         """The results in order (a generator)."""
         try:
             while self.window:
-                fut, n = self.window.popleft()
-                outs = fut.result(_left(deadline))
-                self.fill()
+                outs = self._next(deadline)
                 values = _calls.returned(outs)
-                if values is not None:
-                    yield from values
-                    continue
-                for out in outs:
-                    if out[0]:
-                        raise _calls.exception(out)
-                    yield out[1]
+                outs = values if values is not None else list(outs)
+                # Each value is handed out and dropped: nothing here
+                # keeps one the caller has let go (a loop over values
+                # of 50 MB holds one at a time).
+                outs.reverse()
+                while outs:
+                    if values is not None:
+                        yield outs.pop()
+                    elif outs[-1][0]:
+                        raise _calls.exception(outs.pop())
+                    else:
+                        yield outs.pop()[1]
         finally:
             for fut, _ in self.window:
                 fut.cancel()
+
+
+    def _next(self, deadline):
+        """The outcomes of the window's first task (read from its file
+        now if it was left there), the window filled again."""
+        fut, n = self.window.popleft()
+        outs = fut.result(_left(deadline))
+        del fut                     # its result is ours alone now
+        self.fill()
+        if isinstance(outs, _calls.Later):
+            try:
+                outs = outs.load()
+            except Error as e:
+                outs = _outcomes_or(e, n)
+        return outs
 
 
 class _Sizer:
