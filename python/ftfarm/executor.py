@@ -29,7 +29,7 @@ import sys
 import threading
 import time
 
-from . import _calls, _config, _control, _lease
+from . import _calls, _config, _control, _lease, _ref
 from ._errors import Error
 
 ADD_MAX_TASKS = 4096          # tasks in one add
@@ -50,7 +50,7 @@ class _Task:
     _calls.outcomes returns; or an Error for all of them)."""
 
     __slots__ = ("fn", "calls", "keywords", "done", "futures", "spec",
-                 "index", "lazy")
+                 "index", "lazy", "deps", "dep")
 
     def __init__(self, fn, calls, done, futures=(), keywords=True,
                  lazy=False):
@@ -62,6 +62,42 @@ class _Task:
         self.spec = None            # its JSON text, until it is sent
         self.index = None
         self.lazy = lazy            # a value in a file is read when used
+        self.deps = None            # the _Deps its arguments name
+        self.dep = None             # its own, once a call names it
+
+
+class _Dep:
+    """A call whose future is an argument of later calls: its task's
+    index once it is sent (None before, or for good when it was cancelled
+    before it went), its future and its name, for errors."""
+
+    __slots__ = ("index", "fut", "name", "executor")
+
+    def __init__(self, executor, fut, fn):
+        self.index = None
+        self.fut = fut
+        self.executor = executor
+        self.name = getattr(fn, "__qualname__", None) or repr(fn)
+
+    def failure(self):
+        """The Error of a call whose argument this call's future is,
+        when this call failed or was cancelled (None when it returned
+        or has not ended)."""
+        fut = self.fut
+        if not fut.done():
+            return None
+        where = f"the future of {self.name}" + \
+            (f" (task {self.index})" if self.index is not None else "")
+        if fut.cancelled():
+            return Error(f"an argument of the call is {where}, which was "
+                         "cancelled")
+        exc = fut.exception()
+        if exc is None:
+            return None
+        err = Error(f"an argument of the call is {where}, which raised "
+                    f"{_calls._named(exc)}")
+        err.__cause__ = exc
+        return err
 
 
 class Executor(concurrent.futures.Executor):
@@ -134,17 +170,54 @@ class Executor(concurrent.futures.Executor):
     def submit(self, fn, /, *args, **kwargs):
         """Call FN(*ARGS, **KWARGS) in a slot; its Future."""
         fut = concurrent.futures.Future()
+        task = _Task(fn, None, None, (fut,))
 
         def done(result, seconds=None):
+            if isinstance(result, Error) and task.deps:
+                result = _dep_failure(task.deps, result)
             _settle(fut, result, 0)
-        task = _Task(fn, [(args, kwargs)], done, (fut,))
+        task.done = done
         try:
-            task.spec = self._spec(fn, task.calls, True)
+            args, kwargs, task.deps = self._refs(args, kwargs)
+            task.calls = [(args, kwargs)]
+            task.spec = self._spec(fn, task.calls, True, bool(task.deps))
         except Error as e:          # its function or arguments: the call's
             fut.set_exception(e)
             return fut
+        fut._ftfarm_dep = _Dep(self, fut, fn)
+        task.dep = fut._ftfarm_dep
         self._enqueue([task])
         return fut
+
+    def _refs(self, args, kwargs):
+        """ARGS and KWARGS with this executor's futures at their top level
+        replaced: by their value when it is there, else by a Ref to the
+        task's input it will be (the master sends the value with the
+        task: master/inputs.h).  Returns (args, kwargs, [_Dep] or None);
+        raises the Error of a future that failed or was cancelled."""
+        deps = []
+
+        def ref(v):
+            dep = getattr(v, "_ftfarm_dep", None) \
+                if isinstance(v, concurrent.futures.Future) else None
+            if dep is None or dep.executor is not self:
+                return v
+            if v.done():
+                err = dep.failure()
+                if err is not None:
+                    raise err
+                return v.result()
+            for k, d in enumerate(deps):
+                if d is dep:
+                    return _ref.Ref(k)
+            deps.append(dep)
+            return _ref.Ref(len(deps) - 1)
+        if any(isinstance(v, concurrent.futures.Future) for v in args) or \
+                any(isinstance(v, concurrent.futures.Future)
+                    for v in kwargs.values()):
+            args = tuple(ref(v) for v in args)
+            kwargs = {n: ref(v) for n, v in kwargs.items()}
+        return args, kwargs, deps or None
 
     def map(self, fn, *iterables, timeout=None, chunksize=None):
         """FN over the items of ITERABLES, like the built-in map, run in
@@ -198,11 +271,15 @@ class Executor(concurrent.futures.Executor):
         if now:
             self._flush()
 
-    def _spec(self, fn, calls, keywords):
+    def _spec(self, fn, calls, keywords, values=False):
         """The task of CALLS of FN as JSON (_calls.py; KEYWORDS: see
-        _Task): the executor's keys and the function's are made once."""
+        _Task): the executor's keys and the function's are made once.
+        VALUES: its arguments name other calls' values (its "after" is
+        put in once their tasks' indexes are known: _take_add)."""
         parts = [self._spec_keys, self._fns.text(fn),
                  _calls.args_text(calls, self._spool, keywords)]
+        if values:
+            parts.append('"after_values":true')
         if self._timeout is not None:
             parts.append('"timeout":' + json.dumps(
                 self._timeout * len(calls) + CHUNK_SLACK))
@@ -254,8 +331,14 @@ class Executor(concurrent.futures.Executor):
             t = self._outbox.popleft()
             if not all(f.set_running_or_notify_cancel() for f in t.futures):
                 continue
-            t.index = self._next + len(tasks)
             text = t.spec
+            if t.deps:
+                text = self._after(t, text)
+                if text is None:
+                    continue
+            t.index = self._next + len(tasks)
+            if t.dep is not None:
+                t.dep.index = t.index
             t.spec = None
             tasks.append((t, text))
             size += len(text)
@@ -268,6 +351,22 @@ class Executor(concurrent.futures.Executor):
         body = ('{"tasks":[' + ",".join(text for _, text in tasks) +
                 "]}").encode()
         return first, body
+
+    @staticmethod
+    def _after(t, text):
+        """T's spec TEXT with its "after": the indexes of the tasks its
+        arguments name; None when one of them was cancelled before it
+        was sent (T's future then fails, naming it)."""
+        after = []
+        for d in t.deps:
+            if d.index is None:
+                # Failed once the lock is let go (a callback may submit).
+                threading.Thread(target=t.done, daemon=True, args=(Error(
+                    f"an argument of the call is the future of {d.name}, "
+                    "which was cancelled"),)).start()
+                return None
+            after.append(d.index)
+        return text[:-1] + ',"after":' + json.dumps(after) + "}"
 
     def _send_loop(self):
         try:
@@ -616,6 +715,17 @@ def _left(deadline):
     if left <= 0:
         raise concurrent.futures.TimeoutError()
     return left
+
+
+def _dep_failure(deps, err):
+    """ERR, the Error of a call that could not run, or, when that was for
+    a call its arguments name (failed or cancelled), the Error that
+    names it."""
+    for d in deps:
+        named = d.failure()
+        if named is not None:
+            return named
+    return err
 
 
 def _outcomes_or(result, n):

@@ -4,8 +4,12 @@
  *
  *   {"type": "python", "fn": BASE64 | "fn_file": PATH,
  *    "args": BASE64 | "args_file": PATH, "python": "python3",
- *    "dir": DIR, "call_timeout": S, "timeout": S}
+ *    "dir": DIR, "call_timeout": S, "timeout": S, "after_values": B}
  *
+ * With "after_values": true the master sends the task, once the tasks of
+ * its "after" have succeeded, with their values: "inputs": [VALUE...]
+ * (or "inputs_file": PATH of that array; master/inputs.h), which the
+ * interpreter puts in place of the arguments that name them.
  * "fn" is a function pickled with cloudpickle (with the client's
  * sys.path and working directory: python/ftfarm/_calls.py), "args" a
  * pickled list of (args, kwargs) pairs: one call of the function each,
@@ -112,6 +116,10 @@ static const struct jfield python_fields[] = {
 	{ "dir", JT_STRING, 0 },
 	{ "call_timeout", JT_NUMBER, 0 },
 	{ "timeout", JT_NUMBER, 0 },
+	{ "after_values", JT_BOOL, 0 },
+	{ "inputs", JT_ARRAY, 0 },
+	{ "inputs_file", JT_STRING, 0 },
+	{ "inputs_error", JT_STRING, 0 },
 	{ NULL, JT_ANY, 0 },
 };
 
