@@ -265,7 +265,10 @@ class Executor(concurrent.futures.Executor):
             if self._broken is not None:
                 raise self._broken
             self._outbox.extend(tasks)
-            now = direct and self._inflight == 0
+            # A future's callback submits from the reader (joblib's next
+            # batch): the sender sends it, the reader must never wait.
+            now = direct and self._inflight == 0 and \
+                threading.current_thread() is not self._reader
             if not now:
                 self._wake.notify()
         if now:
