@@ -167,7 +167,8 @@ demo: deps
 # own directory), the task and gang plugins in lib/ftfarm/{tasks,gangs}
 # (found from bin), the example configs (and a Snakemake workflow) in
 # share/ftfarm/examples with the BMC simulator they name in
-# share/ftfarm/scripts, the sbatch script in
+# share/ftfarm/scripts, the bash completion in
+# share/bash-completion/completions/ftfarm, the sbatch script in
 # share/ftfarm, the Snakemake profile in share/ftfarm/snakemake/ftfarm
 # (its scripts find bin/ftfarm from there), the user documentation in
 # share/doc/ftfarm, the Python package (every .py file of python/ftfarm) in
@@ -188,7 +189,8 @@ I_PYDIR := lib/python3/dist-packages/ftfarm
 I_SMK := share/ftfarm/snakemake/ftfarm
 I_SMK_EXE := ftfarm-submit.py ftfarm-status.sh ftfarm-cancel.py
 I_SMK_DATA := config.yaml ftfarm_profile.py
-I_DIRS := lib/ftfarm/tasks lib/ftfarm/gangs lib/ftfarm share/ftfarm/examples \
+I_COMP := share/bash-completion/completions
+I_DIRS := $(I_COMP) share/bash-completion lib/ftfarm/tasks lib/ftfarm/gangs lib/ftfarm share/ftfarm/examples \
 	share/ftfarm/scripts $(I_SMK)/__pycache__ $(I_SMK) \
 	share/ftfarm/snakemake share/ftfarm share/doc/ftfarm \
 	$(I_PYDIR)/__pycache__ $(I_PYDIR) lib/python3/dist-packages lib/python3
@@ -196,8 +198,9 @@ install: all
 	install -d $(I_ROOT)/bin $(I_ROOT)/lib/ftfarm/tasks \
 		$(I_ROOT)/lib/ftfarm/gangs $(I_ROOT)/share/ftfarm/examples \
 		$(I_ROOT)/share/ftfarm/scripts $(I_ROOT)/share/doc/ftfarm \
-		$(I_ROOT)/$(I_PYDIR) $(I_ROOT)/$(I_SMK)
+		$(I_ROOT)/$(I_PYDIR) $(I_ROOT)/$(I_SMK) $(I_ROOT)/$(I_COMP)
 	install -m 755 $(I_BIN:%=$(BINDIR)/%) $(I_ROOT)/bin/
+	install -m 644 scripts/completion/ftfarm $(I_ROOT)/$(I_COMP)/ftfarm
 	install -m 644 $(I_TASKS:%=$(BINDIR)/tasks/%) $(I_ROOT)/lib/ftfarm/tasks/
 	install -m 644 $(I_GANGS:%=$(BINDIR)/gangs/%) $(I_ROOT)/lib/ftfarm/gangs/
 	install -m 644 $(I_EXAMPLES:%=config/%) $(I_ROOT)/share/ftfarm/examples/
@@ -215,6 +218,7 @@ uninstall:
 		$(I_EXAMPLES:%=$(I_ROOT)/share/ftfarm/examples/%) \
 		$(I_ROOT)/share/ftfarm/scripts/bmc-sim \
 		$(I_ROOT)/share/ftfarm/ftfarm.sbatch \
+		$(I_ROOT)/$(I_COMP)/ftfarm \
 		$(I_SMK_EXE:%=$(I_ROOT)/$(I_SMK)/%) \
 		$(I_SMK_DATA:%=$(I_ROOT)/$(I_SMK)/%) \
 		$(wildcard $(I_ROOT)/$(I_SMK)/__pycache__/ftfarm_profile.*.pyc) \

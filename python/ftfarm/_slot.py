@@ -181,8 +181,10 @@ def _pickled(outcomes):
             safe.append(o)
         except BaseException as e:
             if o[0] == 0:
+                why = f"{type(e).__name__}: {e}" if str(e) else \
+                    type(e).__name__
                 safe.append((2, "TypeError", "the call's value cannot be "
-                             f"pickled: {e}", ""))
+                             f"pickled: {why}", ""))
             else:
                 safe.append((2, type(o[1]).__name__, str(o[1]), o[2]))
     return cloudpickle.dumps(safe, protocol=pickle.HIGHEST_PROTOCOL)

@@ -466,6 +466,9 @@ class Executor(concurrent.futures.Executor):
             t.done(result, line.get("seconds"))
         except BaseException:       # a user's callback: its future is set
             _LOG.exception("a future's callback raised")
+        # Its function and arguments are not kept past its end (a bound
+        # method's object is collected once the caller lets it go).
+        t.fn = t.calls = t.deps = None
 
     def _split(self, t):
         """T, a chunk that killed its slots, again as one task a call, so
