@@ -177,6 +177,9 @@ class Executor(concurrent.futures.Executor):
                 result = _dep_failure(task.deps, result)
             _settle(fut, result, 0)
         task.done = done
+        # Every future of ours says so, those failed at once too (a
+        # later call that takes one fails naming it).
+        fut._ftfarm_dep = task.dep = _Dep(self, fut, fn)
         try:
             args, kwargs, task.deps = self._refs(args, kwargs)
             task.calls = [(args, kwargs)]
@@ -184,8 +187,6 @@ class Executor(concurrent.futures.Executor):
         except Error as e:          # its function or arguments: the call's
             fut.set_exception(e)
             return fut
-        fut._ftfarm_dep = _Dep(self, fut, fn)
-        task.dep = fut._ftfarm_dep
         self._enqueue([task])
         return fut
 

@@ -75,6 +75,7 @@ def total(*xs):
 
 
 def boom(x):
+    time.sleep(0.3)         # its dependents are sent before it fails
     raise ValueError(f"boom {x}")
 
 
