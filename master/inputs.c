@@ -269,6 +269,19 @@ with_member(const char *spec, uint32_t len, const char *key, const char *raw)
 			   raw);
 }
 
+/* SPEC (LEN bytes) with the member KEY: the string S. */
+static char *
+with_string(const char *spec, uint32_t len, const char *key, const char *s)
+{
+	json_t *t = json_string(s);
+	char *quoted = json_dumps(t, JSON_ENCODE_ANY), *text;
+
+	json_decref(t);
+	text = with_member(spec, len, key, quoted);
+	free(quoted);
+	return text;
+}
+
 /* The values (TEXT, a JSON array) in a file of B's directory for task
  * INDEX; its path, or NULL with ERR. */
 static char *
@@ -323,7 +336,7 @@ wants_values(const char *spec, uint32_t len, json_t **obj)
 const char *
 inputs_spec(struct batch *b, uint32_t index, const char *spec, uint32_t *len)
 {
-	char err[512] = "", *values, *text, *path, *quoted;
+	char err[512] = "", *values, *text, *path;
 	json_t *t;
 
 	if (!wants_values(spec, *len, &t))
@@ -336,21 +349,12 @@ inputs_spec(struct batch *b, uint32_t index, const char *spec, uint32_t *len)
 		text = NULL;
 		if ((path = values_file(b, index, values, err,
 					sizeof(err))) != NULL) {
-			t = json_string(path);
-			quoted = json_dumps(t, JSON_ENCODE_ANY);
-			json_decref(t);
-			text = with_member(spec, *len, "inputs_file", quoted);
-			free(quoted);
+			text = with_string(spec, *len, "inputs_file", path);
 			free(path);
 		}
 	}
-	if (text == NULL) {
-		t = json_string(err);
-		quoted = json_dumps(t, JSON_ENCODE_ANY);
-		json_decref(t);
-		text = with_member(spec, *len, "inputs_error", quoted);
-		free(quoted);
-	}
+	if (text == NULL)
+		text = with_string(spec, *len, "inputs_error", err);
 	free(values);
 	keep(get(b), index, text);
 	*len = (uint32_t)strlen(text);

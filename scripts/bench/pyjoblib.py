@@ -138,28 +138,31 @@ def ratio(rounds, num, den, key):
     return B.median(rs) if rs else float("nan")
 
 
+def rows_of(rounds, names, key, show, versus):
+    """A table's rows: each contender's median of KEY over ROUNDS (SHOW
+    prints a figure), its range, and VERSUS(name): its ratio."""
+    rows = []
+    for who in names:
+        v = [r[who][key] for r in rounds if r.get(who)]
+        if v:
+            rows.append([who, show(B.median(v)),
+                         f"{show(min(v))}-{show(max(v))}",
+                         B.fmt(versus(who), 2)])
+    return rows
+
+
 def report(a, jr, cr, info):
     print(f"## joblib: {a.calls:,} short calls, 2 workers each\n")
-    rows = []
-    for who in JOBLIB:
-        v = [r[who]["rate"] for r in jr if r.get(who)]
-        if v:
-            rows.append([who, B.fmt_int(B.median(v)),
-                         f"{B.fmt_int(min(v))}-{B.fmt_int(max(v))}",
-                         B.fmt(ratio(jr, "ftfarm", who, "rate"), 2)])
     print(B.table(["backend", "calls/s (median)", "range",
-                   "ftfarm's rate / its"], rows))
+                   "ftfarm's rate / its"],
+                  rows_of(jr, JOBLIB, "rate", B.fmt_int,
+                          lambda w: ratio(jr, "ftfarm", w, "rate"))))
     print(f"\n## A chain of {a.links:,} dependent calls\n")
-    rows = []
-    for who in CHAIN:
-        v = [r[who]["ms_link"] for r in cr if r.get(who)]
-        if v:
-            rows.append([who, B.fmt(B.median(v)),
-                         f"{B.fmt(min(v))}-{B.fmt(max(v))}",
-                         B.fmt(ratio(cr, who, "ftfarm-futures", "ms_link"),
-                               2)])
     print(B.table(["how", "ms a link (median)", "range",
-                   "x ftfarm-futures"], rows))
+                   "x ftfarm-futures"],
+                  rows_of(cr, CHAIN, "ms_link", B.fmt,
+                          lambda w: ratio(cr, w, "ftfarm-futures",
+                                          "ms_link"))))
     print()
     loky = ratio(jr, "ftfarm", "loky", "rate")
     dask = ratio(jr, "ftfarm", "dask", "rate")

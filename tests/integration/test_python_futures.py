@@ -6,7 +6,6 @@ or cancelled argument names itself), and dask.compute with the executor
 as its scheduler.  CPython's own concurrent.futures suite against the
 executor is test_python_peer.py (long)."""
 import gc
-import json
 import os
 import signal
 import subprocess
@@ -17,17 +16,11 @@ import weakref
 
 import pytest
 
-from conftest import ROOT, wait_until
+from conftest import ROOT
+from test_python_executor import two_slots
 
 sys.path.insert(0, str(ROOT / "python"))
 import ftfarm  # noqa: E402
-
-
-def two_slots(make_cluster, **kw):
-    kw.setdefault("heartbeat_ms", 500)
-    c = make_cluster(nodes=1, workers_per_node=2, **kw)
-    c.start()
-    return c
 
 
 class Dummy:
