@@ -28,6 +28,7 @@ import os
 import sys
 import threading
 import time
+import weakref
 
 from . import _calls, _config, _control, _lease, _ref
 from ._errors import Error
@@ -76,7 +77,7 @@ class _Dep:
     def __init__(self, executor, fut, fn):
         self.index = None
         self.fut = fut
-        self.executor = executor
+        self.executor = weakref.ref(executor)   # a future keeps it not
         self.name = getattr(fn, "__qualname__", None) or repr(fn)
 
     def failure(self):
@@ -201,7 +202,7 @@ class Executor(concurrent.futures.Executor):
         def ref(v):
             dep = getattr(v, "_ftfarm_dep", None) \
                 if isinstance(v, concurrent.futures.Future) else None
-            if dep is None or dep.executor is not self:
+            if dep is None or dep.executor() is not self:
                 return v
             if v.done():
                 err = dep.failure()
