@@ -45,23 +45,30 @@ COMMON := common/jpos.c common/jcheck.c common/config.c common/log.c \
 COMMON_MPI := common/treq.c
 MASTER := master/main.c master/loop.c master/farm.c master/commands.c \
 	master/control.c master/health.c master/registry.c master/batches.c \
-	master/jobs.c master/intake.c master/agents.c master/link.c master/spawn.c \
+	master/jobs.c master/intake.c master/agents.c master/link.c master/link_mpi.c master/link_tcp.c master/spawn.c \
 	master/worker.c master/node.c master/sched.c master/sched_queue.c master/sched_place.c master/events.c \
 	master/defer.c master/store.c master/journal.c master/fence.c \
 	master/blame.c master/ladder.c master/bmc.c master/child.c \
 	master/stats.c master/subs.c master/evring.c \
 	master/http.c master/metrics.c master/expo.c master/page.c \
-	master/gangs.c master/grun.c master/pidwatch.c master/remote.c \
+	master/gangs.c master/grun.c master/pidwatch.c master/remote.c master/join.c \
 	master/mdecode.c master/parked.c \
 	master/adds.c master/openb.c master/retain.c master/deps.c master/inputs.c master/opstate.c master/reaper.c \
 	master/replay.c
-WORKER := worker/main.c worker/agent.c worker/doze.c worker/slots.c \
+WORKER := worker/main.c worker/agent_mpi.c worker/agent.c worker/doze.c worker/slots.c \
 	worker/slotproc.c
+# ftfarm-agent, the agent of a node that joins over TCP (ftfarm join):
+# no MPI; it shares the agent's core and the slots with ftfarm-worker.
+AGENT := worker/agent_main.c worker/agent_tcp.c
+AGENT_SHARED := worker/agent.c worker/slots.c worker/slotproc.c
 # ftfarm-slot, a node's worker slot: no MPI, compiled with cc.
 SLOT := worker/slot_main.c worker/slot.c worker/runner.c worker/zygote.c
+# Reaching a master over TCP with MUNGE: the CLI and a joining agent
+# (they link libmunge; the other programs do not).
+RDIAL := common/rdial.c
 CLI := cli/main.c cli/err.c cli/commands.c cli/start.c cli/launch.c cli/supervise.c \
 	cli/nodes.c cli/watch.c cli/events.c cli/progress.c cli/tasks.c cli/remote.c \
-	cli/down.c
+	cli/down.c cli/join.c
 PLUGINS := exec sleep wordcount relax python
 
 common_o = $(COMMON:%.c=$(OBJ)/%.o)
@@ -69,10 +76,13 @@ common_mpi_o = $(COMMON_MPI:%.c=$(OBJ)/%.o)
 master_o = $(MASTER:%.c=$(OBJ)/%.o)
 worker_o = $(WORKER:%.c=$(OBJ)/%.o)
 slot_o = $(SLOT:%.c=$(OBJ)/%.o)
+agent_o = $(AGENT:%.c=$(OBJ)/%.o) $(AGENT_SHARED:%.c=$(OBJ)/%.o)
 cli_o = $(CLI:%.c=$(OBJ)/%.o)
+rdial_o = $(RDIAL:%.c=$(OBJ)/%.o)
 plugin_so = $(PLUGINS:%=$(BINDIR)/tasks/%.so)
 
 PROGRAMS := $(BINDIR)/ftfarm-master $(BINDIR)/ftfarm-worker $(BINDIR)/ftfarm-slot \
+	$(BINDIR)/ftfarm-agent \
 	$(BINDIR)/ftfarm
 
 .PHONY: all clean test unit integration demo deps bench fuzz lint test-long \
@@ -103,7 +113,11 @@ $(BINDIR)/ftfarm-slot: $(slot_o) $(common_o)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -Wl,-z,now -o $@ $^ $(LDLIBS) -ldl -lpthread
 
-$(BINDIR)/ftfarm: $(cli_o) $(common_o)
+$(BINDIR)/ftfarm-agent: $(agent_o) $(rdial_o) $(common_o)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -o $@ $^ $(MUNGE_LIBS) $(LDLIBS) -ldl -lpthread
+
+$(BINDIR)/ftfarm: $(cli_o) $(rdial_o) $(common_o)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -o $@ $^ $(MUNGE_LIBS) $(LDLIBS) -ldl -lpthread
 
@@ -179,7 +193,7 @@ demo: deps
 PREFIX ?= /usr/local
 DESTDIR ?=
 I_ROOT = $(DESTDIR)$(PREFIX)
-I_BIN := ftfarm ftfarm-master ftfarm-worker ftfarm-slot ftfarm-gang
+I_BIN := ftfarm ftfarm-master ftfarm-worker ftfarm-slot ftfarm-agent ftfarm-gang
 I_TASKS := $(PLUGINS:%=%.so)
 I_GANGS := ftallreduce.so pipeline.so
 I_EXAMPLES := $(notdir $(wildcard config/*.json)) bmc-password workflow.smk

@@ -867,7 +867,8 @@ print_cell(const struct ctl_col *col, json_t *row, int last)
 		printf("%*s", w, buf);
 		break;
 	default:
-		printf("%*s", w, json_is_string(v) ? json_string_value(v) : "");
+		printf("%*s", w, json_is_string(v) ? json_string_value(v) :
+				 json_is_null(v) ? "-" : "");
 	}
 	putchar(last ? '\n' : ' ');
 }
@@ -1012,6 +1013,9 @@ cli_check(struct cli *c)
 	if (rc == 0 && c->cfg.slurm && c->cfg.nnodes == 0)
 		printf("%s: configuration OK (nodes: those of the Slurm "
 		       "allocation it is started in)\n", c->config);
+	else if (rc == 0 && c->cfg.no_nodes)
+		printf("%s: configuration OK (no node of its own: nodes join "
+		       "over TCP with `ftfarm join`)\n", c->config);
 	else if (rc == 0)
 		printf("%s: configuration OK (%d nodes, %d workers)\n",
 		       c->config, c->cfg.nnodes, c->cfg.nworkers);

@@ -59,6 +59,18 @@ static const struct command {
 	  "[--reconnect-timeout S]",
 	  "Show one batch: its state (waiting, running, finished, cancelled) "
 	  "and counts; asks the next master across a restart." },
+	{ "join", cli_join, 1, "join -c CFG [--slots N] [--gpus LIST] "
+	  "[--name NAME] [--reconnect-timeout S]",
+	  "Join this host to the running master as a node, over TCP with "
+	  "MUNGE (as the cluster's owner), and run its tasks until the master "
+	  "stops it, it is asked to leave, or SIGTERM (its allocation ends); "
+	  "joins again when the master restarts.  Defaults: the host's name, "
+	  "the CPUs and GPUs Slurm gave this node (else those of this host), "
+	  "600 s of reconnecting." },
+	{ "leave", cli_leave, 1, "leave -c CFG NODE [--grace S] [--json]",
+	  "Ask a joined node to leave: no new task; its running ones go on "
+	  "for S seconds (default 0), then are interrupted and given back, "
+	  "unfinished; then its agent exits." },
 	{ "watch", cli_watch, 1, "watch -c CFG",
 	  "A live view of batches, workers, nodes and events; q quits." },
 	{ "events", cli_events, 1, "events -c CFG [--follow] [--since TS] "
@@ -237,6 +249,8 @@ enum {
 	OPT_STDERR,
 	OPT_AFTER,
 	OPT_AFTER_ANY,
+	OPT_SLOTS,
+	OPT_GRACE,
 };
 
 /* The whole number OPTARG of option NAME into *V, within LO..HI.  0, or
@@ -264,7 +278,12 @@ task_opt(struct cli *c, int o, char *arg)
 	switch (o) {
 	case OPT_NAME: c->name = arg; return 0;
 	case OPT_CPUS: return int_opt("cpus", arg, 1, FT_TASK_CPUS_MAX, &c->cpus);
-	case OPT_GPUS: return int_opt("gpus", arg, 0, FT_TASK_GPUS_MAX, &c->gpus);
+	case OPT_GPUS:
+		if (c->cmd && strcmp(c->cmd, "join") == 0) {
+			c->gpu_list = arg;	/* ids, or a count */
+			return 0;
+		}
+		return int_opt("gpus", arg, 0, FT_TASK_GPUS_MAX, &c->gpus);
 	case OPT_PRIORITY:
 		return int_opt("priority", arg, FT_BATCH_PRIO_MIN,
 			       FT_BATCH_PRIO_MAX, &c->priority);
@@ -310,6 +329,8 @@ parse(struct cli *c, int argc, char **argv)
 		{ "stderr", no_argument, NULL, OPT_STDERR },
 		{ "after", required_argument, NULL, OPT_AFTER },
 		{ "after-any", required_argument, NULL, OPT_AFTER_ANY },
+		{ "slots", required_argument, NULL, OPT_SLOTS },
+		{ "grace", required_argument, NULL, OPT_GRACE },
 		{ NULL, 0, NULL, 0 },
 	};
 	char *end;
@@ -349,13 +370,25 @@ parse(struct cli *c, int argc, char **argv)
 		case OPT_SINCE: c->since = optarg; break;
 		case OPT_TYPE: add_types(c, optarg); break;
 		case OPT_AFTER: c->after = optarg; break;
+		case OPT_SLOTS:
+			if (int_opt("slots", optarg, 1, 4096, &c->slots) == -1)
+				return -1;
+			break;
+		case OPT_GRACE:
+			c->grace = strtod(optarg, &end);
+			if (*end || end == optarg || !(c->grace >= 0 &&
+						       c->grace <= 1e7)) {
+				cli_err("--grace takes seconds, 0 to 1e7");
+				return -1;
+			}
+			break;
 		case OPT_AFTER_ANY: c->after_any = optarg; break;
 		case OPT_NAME: case OPT_CPUS: case OPT_GPUS: case OPT_TIMEOUT:
 		case OPT_PRIORITY: case OPT_EACH_LINE: case OPT_ARRAY:
 		case OPT_STDERR:
 			if (task_opt(c, o, optarg) == -1)
 				return -1;
-			c->cmdline |= o != OPT_STDERR;
+			c->cmdline |= o != OPT_STDERR && !c->gpu_list;
 			break;
 		default: return -1;
 		}
@@ -369,7 +402,7 @@ parse(struct cli *c, int argc, char **argv)
 int
 main(int argc, char **argv)
 {
-	struct cli c = { .reconnect = -1 };
+	struct cli c = { .reconnect = -1, .grace = -1 };
 	const struct command *cmd;
 	char err[1024];
 	int rc;
@@ -384,6 +417,7 @@ main(int argc, char **argv)
 		cli_err("unknown command \"%s\"", argv[1]);
 		return usage(stderr, 2);
 	}
+	c.cmd = cmd->name;
 	if (parse(&c, argc - 1, argv + 1) == -1) {
 		fprintf(stderr, "usage: ftfarm %s\n", cmd->usage);
 		rc = 2;

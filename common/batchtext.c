@@ -702,6 +702,9 @@ node_fits(const struct ft_config *cfg, int cpus, int gpus, const char *path,
 	int i, most_c = 0, most_g = 0;
 	char at[96];
 
+	/* Where nodes may join, one that has them may yet come. */
+	if (ft_config_joinable(cfg))
+		return 0;
 	for (i = 0; i < cfg->nnodes; i++) {
 		const struct ft_node *nd = &cfg->nodes[i];
 

@@ -2,6 +2,7 @@
 #include "commands.h"
 
 #include <ctype.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -60,6 +61,26 @@ worker_ids(const struct master *m, const struct node *nd)
 	return a;
 }
 
+/* How node ND came ("via"), and a joined node's Slurm job and the time
+ * it has left, into row O. */
+static void
+node_via(const struct master *m, const struct node *nd, json_t *o)
+{
+	const struct ctl_col *c = ctl_node_cols;
+	const struct agent *a = &m->agents[nd->id];
+
+	ctl_row_str(o, &c[CTL_N_VIA], a->tcp ? "tcp" : "mpi");
+	if (a->tcp && a->alloc[0])
+		ctl_row_str(o, &c[CTL_N_ALLOCATION], a->alloc);
+	else
+		json_object_set_new(o, c[CTL_N_ALLOCATION].key, json_null());
+	if (a->tcp && a->alloc_end > 0)
+		ctl_row_num(o, &c[CTL_N_TIME_LEFT],
+			    fmax(0, a->alloc_end - ft_wall()));
+	else
+		json_object_set_new(o, c[CTL_N_TIME_LEFT].key, json_null());
+}
+
 static json_t *
 node_row(const struct master *m, const struct node *nd)
 {
@@ -85,6 +106,7 @@ node_row(const struct master *m, const struct node *nd)
 	ctl_row_int(o, &c[CTL_N_AGENT_PID], m->agents[nd->id].pid);
 	ctl_row_str(o, &c[CTL_N_AGENT_HOST], m->agents[nd->id].host);
 	ctl_row_int(o, &c[CTL_N_AGENT_RESPAWNS], m->agents[nd->id].respawns);
+	node_via(m, nd, o);
 	ctl_row_str(o, &c[CTL_N_REASON], nd->reason);
 	return o;
 }
@@ -155,7 +177,9 @@ wait_text(const struct master *m, const struct sched_wait *w, char *buf,
 			 "kept for another task", need);
 	else
 		snprintf(buf, n, "%s: no node in service has them (drained, "
-			 "inactive or down)", need);
+			 "inactive or down%s)", need,
+			 ft_config_joinable(&m->cfg) ? ", or none has joined "
+			 "yet" : "");
 }
 
 /* Each batch row of BS whose wide task heads its queue and waits gets
@@ -586,7 +610,9 @@ req_node(struct master *m, json_t *req, char *err, size_t n)
 	struct node *nd = health_node(m, name);
 
 	if (nd == NULL)
-		snprintf(err, n, "no node \"%s\" in the config", name);
+		snprintf(err, n, "no node \"%s\" in the config%s", name,
+			 ft_config_joinable(&m->cfg) ? " nor among the nodes "
+			 "that joined" : "");
 	return nd;
 }
 
@@ -694,10 +720,35 @@ cmd_undrain(struct master *m, struct client *c, json_t *req, json_t **ans,
 	return answer_saved(m, c, nd, ans);
 }
 
+/* leave {"node": NAME, "grace": S}: a joined node leaves; its running
+ * tasks go on for S seconds (0 by default), then are interrupted and
+ * given back.  Answered at once (the node is leaving). */
+static int
+cmd_leave(struct master *m, struct client *c, json_t *req, json_t **ans,
+	  char *err, size_t n)
+{
+	struct node *nd = req_node(m, req, err, n);
+	json_t *g = json_object_get(req, "grace");
+	double grace = g ? json_number_value(g) : 0;
+
+	(void)c;
+	if (nd == NULL)
+		return -1;
+	if (!(grace >= 0 && grace <= 1e7)) {
+		snprintf(err, n, "grace: seconds, 0 to 1e7");
+		return -1;
+	}
+	if (health_leave(m, nd, grace, err, n) == -1)
+		return -1;
+	*ans = json_pack("{s:b, s:o}", "ok", 1, "node", node_row(m, nd));
+	return 0;
+}
+
 /* A reboot request waiting for its nodes to end their reboots. */
 struct reboot_wait {
 	uint64_t client;
 	char *want;			/* per node: its end is awaited */
+	int nwant;			/* the nodes when it was asked */
 	int pending;
 	char error[512];		/* the first failure */
 	struct reboot_wait *next;
@@ -724,7 +775,7 @@ answer_reboot(struct master *m, struct reboot_wait *w)
 		json_decref(ns);
 		return;		/* gone meanwhile */
 	}
-	for (i = 0; i < m->cfg.nnodes; i++)
+	for (i = 0; i < w->nwant; i++)
 		if (w->want[i] == 2)
 			json_array_append_new(ns, node_row(m, &m->nodes[i]));
 	if (w->error[0])
@@ -744,7 +795,7 @@ commands_reboot_ended(struct master *m, struct node *nd, int ok,
 	struct reboot_wait **p = &waits, *w;
 
 	while ((w = *p) != NULL) {
-		if (w->want[nd->id] == 1) {
+		if (nd->id < w->nwant && w->want[nd->id] == 1) {
 			w->want[nd->id] = 2;
 			w->pending--;
 			if (!ok && w->error[0] == '\0')
@@ -799,7 +850,8 @@ cmd_reboot(struct master *m, struct client *c, json_t *req, json_t **ans,
 	char *targets;
 
 	(void)ans;
-	w->want = ft_calloc((size_t)m->cfg.nnodes, 1);
+	w->want = ft_calloc((size_t)m->cfg.nnodes + 1, 1);
+	w->nwant = m->cfg.nnodes;
 	w->client = control_client_id(c);
 	w->pending = reboot_targets(m, req, w->want, err, n);
 	if (m->stopping || w->pending < 0) {
@@ -811,9 +863,9 @@ cmd_reboot(struct master *m, struct client *c, json_t *req, json_t **ans,
 	w->next = waits;
 	waits = w;
 	/* W may be answered (and freed) inside the loop: go by a copy. */
-	targets = ft_malloc((size_t)m->cfg.nnodes);
+	targets = ft_malloc((size_t)m->cfg.nnodes + 1);
 	memcpy(targets, w->want, (size_t)m->cfg.nnodes);
-	for (i = 0; i < m->cfg.nnodes; i++)
+	for (i = 0; i < w->nwant; i++)
 		if (targets[i] && health_reboot(m, &m->nodes[i], force, err,
 						n) == -1)
 			commands_reboot_ended(m, &m->nodes[i], 0, err);
@@ -1026,6 +1078,7 @@ static const cmd_fn handlers[CTL_NCMDS] = {
 	[CTL_CLOSE] = cmd_close,
 	[CTL_BATCH] = cmd_batch,
 	[CTL_FORGET] = cmd_forget,
+	[CTL_LEAVE] = cmd_leave,
 };
 
 /* May UID send commands of ROLE?  Reading is for everyone; submitting

@@ -76,7 +76,7 @@ struct level {
 
 struct snode {
 	int *w;				/* its workers */
-	int nw;
+	int nw, capw;
 	int ngpus;
 	uint64_t gpus_busy;		/* bit i: GPU i is some task's */
 	uint64_t resv;			/* the wide task it is kept for, or 0 */
