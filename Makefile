@@ -53,7 +53,7 @@ MASTER := master/main.c master/loop.c master/farm.c master/commands.c \
 	master/http.c master/metrics.c master/expo.c master/page.c \
 	master/gangs.c master/grun.c master/pidwatch.c master/remote.c master/join.c master/alloc.c master/aplan.c \
 	master/mdecode.c master/parked.c \
-	master/adds.c master/openb.c master/retain.c master/deps.c master/opstate.c master/reaper.c \
+	master/adds.c master/openb.c master/retain.c master/deps.c master/inputs.c master/opstate.c master/reaper.c \
 	master/replay.c
 WORKER := worker/main.c worker/agent_mpi.c worker/agent.c worker/doze.c worker/slots.c \
 	worker/slotproc.c
@@ -181,7 +181,8 @@ demo: deps
 # own directory), the task and gang plugins in lib/ftfarm/{tasks,gangs}
 # (found from bin), the example configs (and a Snakemake workflow) in
 # share/ftfarm/examples with the BMC simulator they name in
-# share/ftfarm/scripts, the sbatch script in
+# share/ftfarm/scripts, the bash completion in
+# share/bash-completion/completions/ftfarm, the sbatch script in
 # share/ftfarm, the Snakemake profile in share/ftfarm/snakemake/ftfarm
 # (its scripts find bin/ftfarm from there), the user documentation in
 # share/doc/ftfarm, the Python package (every .py file of python/ftfarm) in
@@ -202,7 +203,8 @@ I_PYDIR := lib/python3/dist-packages/ftfarm
 I_SMK := share/ftfarm/snakemake/ftfarm
 I_SMK_EXE := ftfarm-submit.py ftfarm-status.sh ftfarm-cancel.py
 I_SMK_DATA := config.yaml ftfarm_profile.py
-I_DIRS := lib/ftfarm/tasks lib/ftfarm/gangs lib/ftfarm share/ftfarm/examples \
+I_COMP := share/bash-completion/completions
+I_DIRS := $(I_COMP) share/bash-completion lib/ftfarm/tasks lib/ftfarm/gangs lib/ftfarm share/ftfarm/examples \
 	share/ftfarm/scripts $(I_SMK)/__pycache__ $(I_SMK) \
 	share/ftfarm/snakemake share/ftfarm share/doc/ftfarm \
 	$(I_PYDIR)/__pycache__ $(I_PYDIR) lib/python3/dist-packages lib/python3
@@ -210,8 +212,9 @@ install: all
 	install -d $(I_ROOT)/bin $(I_ROOT)/lib/ftfarm/tasks \
 		$(I_ROOT)/lib/ftfarm/gangs $(I_ROOT)/share/ftfarm/examples \
 		$(I_ROOT)/share/ftfarm/scripts $(I_ROOT)/share/doc/ftfarm \
-		$(I_ROOT)/$(I_PYDIR) $(I_ROOT)/$(I_SMK)
+		$(I_ROOT)/$(I_PYDIR) $(I_ROOT)/$(I_SMK) $(I_ROOT)/$(I_COMP)
 	install -m 755 $(I_BIN:%=$(BINDIR)/%) $(I_ROOT)/bin/
+	install -m 644 scripts/completion/ftfarm $(I_ROOT)/$(I_COMP)/ftfarm
 	install -m 644 $(I_TASKS:%=$(BINDIR)/tasks/%) $(I_ROOT)/lib/ftfarm/tasks/
 	install -m 644 $(I_GANGS:%=$(BINDIR)/gangs/%) $(I_ROOT)/lib/ftfarm/gangs/
 	install -m 644 $(I_EXAMPLES:%=config/%) $(I_ROOT)/share/ftfarm/examples/
@@ -229,6 +232,7 @@ uninstall:
 		$(I_EXAMPLES:%=$(I_ROOT)/share/ftfarm/examples/%) \
 		$(I_ROOT)/share/ftfarm/scripts/bmc-sim \
 		$(I_ROOT)/share/ftfarm/ftfarm.sbatch \
+		$(I_ROOT)/$(I_COMP)/ftfarm \
 		$(I_SMK_EXE:%=$(I_ROOT)/$(I_SMK)/%) \
 		$(I_SMK_DATA:%=$(I_ROOT)/$(I_SMK)/%) \
 		$(wildcard $(I_ROOT)/$(I_SMK)/__pycache__/ftfarm_profile.*.pyc) \

@@ -128,14 +128,90 @@ command_help(const struct command *cmd)
 	return 0;
 }
 
+/* The options CMD's usage names ("-c", "--wait", ...), one a line, and
+ * --help: what a shell completes after "ftfarm CMD -". */
+static void
+list_options(const struct command *cmd)
+{
+	const char *p = cmd->usage, *q;
+	char seen[2048] = " --help ", word[64];
+
+	puts("--help");
+	while ((p = strchr(p, '-')) != NULL) {
+		if (p > cmd->usage && strchr(" [|", p[-1]) == NULL) {
+			p++;
+			continue;	/* a dash inside a word: "each-line" */
+		}
+		for (q = p; *q == '-' || (*q >= 'a' && *q <= 'z') ||
+		     (*q >= '0' && *q <= '9'); q++)
+			;
+		if (q - p > 2 || (q - p == 2 && p[1] != '-')) {
+			snprintf(word, sizeof(word), " %.*s ", (int)(q - p), p);
+			if (strstr(seen, word) == NULL &&
+			    strlen(seen) + strlen(word) < sizeof(seen)) {
+				strcat(seen, word + 1);
+				printf("%.*s\n", (int)(q - p), p);
+			}
+		}
+		p = q;
+	}
+}
+
+/* What CMD's operands are, from its usage: "node", "batch", "file", or
+ * nothing (printed). */
+static void
+print_operand(const struct command *cmd)
+{
+	const char *u = cmd->usage;
+
+	if (strstr(u, " NODE"))
+		puts("node");
+	else if (strstr(u, " BATCH_ID") || strstr(u, " BATCH ") ||
+		 strstr(u, " BATCH\n"))
+		puts("batch");
+	else if (strstr(u, ".json") || strstr(u, "FILE") || strstr(u, "INPUT"))
+		puts("file");
+}
+
+/* help --commands | --options CMD | --operand CMD: for the shell's
+ * completion (scripts/completion/ftfarm), from the table above, so that a
+ * command added there is completed with its options.  -1 when ARGV is no
+ * such request. */
+static int
+help_completion(int argc, char **argv)
+{
+	const struct command *cmd;
+	size_t i;
+
+	if (argc == 3 && strcmp(argv[2], "--commands") == 0) {
+		for (i = 0; i < NCOMMANDS; i++)
+			puts(commands[i].name);
+		puts("help");
+		return 0;
+	}
+	if (argc != 4 || (strcmp(argv[2], "--options") != 0 &&
+			  strcmp(argv[2], "--operand") != 0))
+		return -1;
+	if ((cmd = command_named(argv[3])) == NULL)
+		return 2;
+	if (strcmp(argv[2], "--options") == 0)
+		list_options(cmd);
+	else
+		print_operand(cmd);
+	return 0;
+}
+
 /* ftfarm help [COMMAND] */
 static int
 help(int argc, char **argv)
 {
 	const struct command *cmd;
+	int rc;
 
 	if (argc < 3)
 		return usage(stdout, 0);
+	if ((rc = help_completion(argc, argv)) != -1)
+		return rc;
 	if (argc > 3 || (cmd = command_named(argv[2])) == NULL) {
 		cli_err("help: %s", argc > 3 ? "one command at most" :
 			"unknown command");

@@ -23,6 +23,13 @@
 #include "util.h"
 
 #define FT_CTL_VERSION 1
+
+/* Exit statuses of the ftfarm command (ftfarm(1), EXIT STATUS) beside 0,
+ * 1 (failure) and 2 (bad usage or input): what a script tells apart
+ * without reading messages.  The master's refusals carry them as "exit". */
+#define FT_EXIT_NO_BATCH 3		/* no such batch (never given) */
+#define FT_EXIT_FORGOTTEN 4		/* the batch was forgotten */
+#define FT_EXIT_DOWN 5			/* no master answers: cluster down */
 /* Longest request line the master reads (batches of many tasks). */
 #define FT_CTL_MAX_LINE (512 * 1024 * 1024)
 /* Largest body of a request ("bytes": N after the line: a batch file). */

@@ -478,16 +478,22 @@ cmd_submit(struct master *m, struct client *c, json_t *req, json_t **ans,
 	return 1;
 }
 
-/* Why batch ID is not there, after PREFIX, into ERR: no such batch, or
- * forgotten (its id was given; ids are never given again). */
-static void
-no_batch(struct master *m, long id, const char *prefix, char *err, size_t n)
+/* The refusal for batch ID, which is not there (after PREFIX): no such
+ * batch, or forgotten (its id was given; ids are never given again),
+ * each with its exit status (ctl.h). */
+static json_t *
+no_batch(struct master *m, long id, const char *prefix)
 {
-	if (batches_forgotten(&m->batches, id))
-		snprintf(err, n, "%sbatch %ld was forgotten (retain_s, or ftfarm "
-			 "forget): its results are gone", prefix, id);
+	char err[256];
+	int forgotten = batches_forgotten(&m->batches, id);
+
+	if (forgotten)
+		snprintf(err, sizeof(err), "%sbatch %ld was forgotten (retain_s, "
+			 "or ftfarm forget): its results are gone", prefix, id);
 	else
-		snprintf(err, n, "%sno batch %ld", prefix, id);
+		snprintf(err, sizeof(err), "%sno batch %ld", prefix, id);
+	return json_pack("{s:b, s:s, s:i}", "ok", 0, "error", err, "exit",
+			 forgotten ? FT_EXIT_FORGOTTEN : FT_EXIT_NO_BATCH);
 }
 
 /* wait {"batch": ID}: answer when the batch has finished. */
@@ -499,9 +505,11 @@ cmd_wait(struct master *m, struct client *c, json_t *req, json_t **ans,
 	int finished = 0;
 	json_t *row = batches_lookup(&m->batches, id, &finished);
 
+	(void)err;
+	(void)n;
 	if (row == NULL) {
-		no_batch(m, id, "wait: ", err, n);
-		return -1;
+		*ans = no_batch(m, id, "wait: ");
+		return 0;
 	}
 	if (finished) {
 		*ans = json_pack("{s:b, s:o}", "ok", 1, "batch", row);
@@ -522,9 +530,11 @@ cmd_batch(struct master *m, struct client *c, json_t *req, json_t **ans,
 	json_t *row = batches_lookup(&m->batches, id, &finished);
 
 	(void)c;
+	(void)err;
+	(void)n;
 	if (row == NULL) {
-		no_batch(m, id, "", err, n);
-		return -1;
+		*ans = no_batch(m, id, "");
+		return 0;
 	}
 	*ans = json_pack("{s:b, s:o}", "ok", 1, "batch", row);
 	return 0;
