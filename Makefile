@@ -40,7 +40,8 @@ COMMON := common/jpos.c common/jcheck.c common/config.c common/log.c \
 	common/util.c common/ctl.c common/proto.c common/jsonl.c \
 	common/batchtext.c common/statedir.c common/crc32c.c common/lease.c \
 	common/progress.c common/hosts.c common/slurm.c common/jparse.c \
-	common/rauth.c common/frame.c common/hugeheap.c common/taskgraph.c
+	common/rauth.c common/frame.c common/hugeheap.c common/taskgraph.c \
+	common/memsize.c common/outpath.c common/cgroup.c common/hostmem.c
 # Code that calls MPI.
 COMMON_MPI := common/treq.c
 MASTER := master/main.c master/loop.c master/farm.c master/commands.c \
