@@ -57,9 +57,10 @@ MASTER := master/main.c master/loop.c master/farm.c master/commands.c \
 	master/adds.c master/openb.c master/retain.c master/deps.c master/opstate.c master/reaper.c \
 	master/replay.c
 WORKER := worker/main.c worker/agent.c worker/doze.c worker/slots.c \
-	worker/slotproc.c
+	worker/slotproc.c worker/memcg.c
 # ftfarm-slot, a node's worker slot: no MPI, compiled with cc.
-SLOT := worker/slot_main.c worker/slot.c worker/runner.c worker/zygote.c
+SLOT := worker/slot_main.c worker/slot.c worker/runner.c worker/zygote.c \
+	worker/memcg.c worker/outfiles.c
 CLI := cli/main.c cli/err.c cli/commands.c cli/start.c cli/launch.c cli/supervise.c \
 	cli/nodes.c cli/watch.c cli/events.c cli/progress.c cli/tasks.c cli/remote.c \
 	cli/down.c
@@ -117,12 +118,15 @@ $(BINDIR)/tasks/%.so: worker/tasks/%.c $(PLUGIN_DEPS)
 	$(CC) $(CPPFLAGS) $(CFLAGS) $(WARN) $(PLUGIN_CFLAGS) -o $@ $< $(PLUGIN_COMMON) $(LDLIBS)
 
 # exec and python start processes: with the environment task_env.c
-# makes, their outputs read by task_io.c.
-TASK_PROC := worker/tasks/task_env.c worker/tasks/task_io.c
+# makes, their outputs read by task_io.c, their memory sampled by
+# task_mem.c.
+TASK_PROC := worker/tasks/task_env.c worker/tasks/task_io.c \
+	worker/tasks/task_mem.c
 $(BINDIR)/tasks/exec.so $(BINDIR)/tasks/python.so: $(BINDIR)/tasks/%.so: \
-		worker/tasks/%.c $(TASK_PROC) $(TASK_PROC:.c=.h) $(PLUGIN_DEPS)
+		worker/tasks/%.c $(TASK_PROC) $(TASK_PROC:.c=.h) $(PLUGIN_DEPS) \
+		common/memsize.c
 	@mkdir -p $(dir $@)
-	$(CC) $(CPPFLAGS) -iquote worker/tasks $(CFLAGS) $(WARN) $(PLUGIN_CFLAGS) -o $@ $< $(TASK_PROC) $(PLUGIN_COMMON) $(LDLIBS)
+	$(CC) $(CPPFLAGS) -iquote worker/tasks $(CFLAGS) $(WARN) $(PLUGIN_CFLAGS) -o $@ $< $(TASK_PROC) common/memsize.c $(PLUGIN_COMMON) $(LDLIBS)
 
 # wordcount is split into worker/tasks/wc_*.c, compiled into its plugin.
 # Its map runs a few short loops billions of times: on x86 CPUs with the

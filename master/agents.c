@@ -476,6 +476,7 @@ on_hello(struct master *m, struct agent *a, const void *p, size_t n)
 		.node_len = strlen(node),
 		.heartbeat = m->cfg.heartbeat,
 		.ping_timeout = m->cfg.heartbeat_timeout,
+		.mem_enforce = (uint32_t)m->cfg.mem_enforce,
 	};
 	struct ft_buf msg = { 0 };
 
@@ -488,6 +489,7 @@ on_hello(struct master *m, struct agent *a, const void *p, size_t n)
 	}
 	a->pid = (pid_t)h.pid;
 	a->start = h.start;
+	a->mem = h.mem;
 	snprintf(a->host, sizeof(a->host), "%.*s", (int)h.host_len, h.host);
 	if (ft_host_is_local(a->host))
 		pidwatch_start(&m->exits, m->loop, a->node, a->pid, a->start);

@@ -45,6 +45,7 @@ struct agent {
 	pid_t pid;			/* its process, 0 while unknown */
 	unsigned long long start;	/* the process's start time */
 	char host[64];			/* where it runs (its hello's) */
+	uint64_t mem;			/* its node's memory (its hello's) */
 	unsigned gen;			/* which spawn is the current one */
 	int respawns;			/* times started after the first */
 	int wanted;			/* a slot waits for it to be up */

@@ -19,6 +19,7 @@
 #include "journal.h"
 #include "jsonl.h"
 #include "log.h"
+#include "memsize.h"
 #include "store.h"
 #include "util.h"
 
@@ -94,6 +95,14 @@ batch_result(const struct batch *b)
 	return b->job ? job_summary(b->job) : b->result;
 }
 
+void
+batch_usage_replayed(struct batch *b, const struct journal_results *r)
+{
+	b->cpu_s = r->cpu_s;
+	b->task_s = r->seconds;
+	b->max_rss = r->max_rss;
+}
+
 const char *
 batch_state_name(enum bstate s)
 {
@@ -127,6 +136,9 @@ batch_json(const struct batch *b)
 			b->ok + b->failed - b->d_ok - b->d_failed));
 	ctl_row_num(o, &c[CTL_B_SECONDS],
 		    batch_finished(b) ? b->seconds : ft_now() - b->t0);
+	ctl_row_num(o, &c[CTL_B_CPU_S], b->cpu_s);
+	ctl_row_int(o, &c[CTL_B_MAX_RSS], (long long)b->max_rss);
+	ctl_row_num(o, &c[CTL_B_TASK_SECONDS], b->task_s);
 	if (b->open)
 		json_object_set_new(o, "open", json_true());
 	if (b->after)
@@ -319,7 +331,7 @@ queue_spec(struct batches *bs, struct batch *b, uint32_t index,
 	   const struct deps_spec *sp)
 {
 	struct sched_need need = { sp->cpus ? sp->cpus : 1, sp->gpus,
-				   b->priority };
+				   b->priority, sp->mem };
 	const char *spec = sp->spec;
 	uint32_t len = sp->len;
 	uint64_t tid;
@@ -347,7 +359,7 @@ batch_queue_text(struct batches *bs, struct batch *b, struct batch_text *bt,
 		const struct bt_span *sp = &bt->spans[i];
 		struct deps_spec ds = { bt->text + sp->off, sp->len,
 					sp->timeout, sp->kind, sp->gpus,
-					sp->cpus };
+					sp->cpus, sp->mem };
 		uint32_t index = b->total + i;
 
 		if (done && journal_done(done, index))
@@ -400,10 +412,15 @@ batch_queue_phase(struct batches *bs, struct batch *b, json_t *tasks,
 	off[count] = buf.len;
 	json_array_foreach(tasks, i, t) {
 		uint32_t index = b->total + (uint32_t)i;
-		struct sched_need need = { 1, 0, b->priority };
+		struct sched_need need = { 1, 0, b->priority, 0 };
+		struct ft_need fn;
 
 		if (done && journal_done(done, index))
 			continue;
+		ft_task_need(t, &fn);
+		need.cpus = fn.cpus;
+		need.gpus = fn.gpus;
+		need.mem = memsize_mib(fn.mem);
 		kind_of(bs, sched_add_need(bs->sched, (uint32_t)b->id, index,
 					   buf.data + off[i],
 					   (uint32_t)(off[i + 1] - off[i]),
@@ -912,8 +929,14 @@ batches_record(struct batches *bs, uint64_t tid, int worker,
 	jsonl_str(o, "status", r->ok ? "ok" : "failed");
 	jsonl_int(o, "exit", r->exit_code);
 	jsonl_secs(o, "seconds", r->seconds);
+	jsonl_secs(o, "cpu_s", r->cpu_s);
+	jsonl_int(o, "max_rss", (long long)r->max_rss);
 	jsonl_strn(o, "stdout", r->out, r->out_len);
 	jsonl_strn(o, "stderr", r->err, r->err_len);
+	if (r->out_path_len)
+		jsonl_strn(o, "stdout_path", r->out_path, r->out_path_len);
+	if (r->err_path_len)
+		jsonl_strn(o, "stderr_path", r->err_path, r->err_path_len);
 	if (r->value_len)
 		jsonl_strn(o, "value", r->value, r->value_len);
 	if (!r->ok)
@@ -922,6 +945,10 @@ batches_record(struct batches *bs, uint64_t tid, int worker,
 	line_added(bs, b);
 	ev_task_done(bs->ev, t->batch, t->index, r->attempt, worker, host,
 		     r->ok ? "ok" : "failed");
+	b->cpu_s += r->cpu_s;
+	b->task_s += r->seconds;
+	if (r->max_rss > b->max_rss)
+		b->max_rss = r->max_rss;
 	reason[0] = '\0';
 	if (b->job)		/* only a job reads it: no printf per task */
 		snprintf(reason, sizeof(reason), "%.*s", (int)r->reason_len,
@@ -950,6 +977,8 @@ batches_gang_ended(struct batches *bs, uint32_t batch, uint32_t index,
 	jsonl_str(o, "status", ok ? "ok" : "failed");
 	jsonl_int(o, "exit", ok ? 0 : -1);
 	jsonl_secs(o, "seconds", seconds);
+	jsonl_int(o, "cpu_s", 0);	/* its ranks' own are in the figures */
+	jsonl_int(o, "max_rss", 0);
 	jsonl_str(o, "stdout", "");
 	if (!ok)
 		jsonl_str(o, "reason", reason);
@@ -984,6 +1013,8 @@ fail_task(struct batches *bs, struct batch *b, uint32_t index,
 	jsonl_int(o, "worker", -1);
 	jsonl_str(o, "status", "failed");
 	jsonl_int(o, "exit", -1);
+	jsonl_int(o, "cpu_s", 0);
+	jsonl_int(o, "max_rss", 0);
 	jsonl_str(o, "stdout", "");
 	jsonl_str(o, "reason", reason);
 	jsonl_end(o);

@@ -23,6 +23,7 @@ struct deps_spec {
 	int8_t kind;			/* its plugin's index */
 	uint8_t gpus;
 	uint16_t cpus;
+	uint32_t mem;			/* MiB, 0: none */
 };
 
 /* deps_next's news. */

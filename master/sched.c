@@ -86,6 +86,19 @@ sched_set_gpus(struct sched *s, int node, int n)
 }
 
 void
+sched_set_mem(struct sched *s, int node, uint64_t mib)
+{
+	s->nodes[node].mem = mib;
+	s->wake = 1;
+}
+
+uint64_t
+sched_mem_used(const struct sched *s, int node)
+{
+	return s->nodes[node].mem_used;
+}
+
+void
 sched_free(struct sched *s)
 {
 	size_t i;
@@ -133,6 +146,55 @@ ring_push(struct sworker *w, const struct inflight *in)
 	*ring_at(w, w->n) = *in;
 	w->n++;
 }
+
+/* ---- what a worker is charged of its node's memory ---- */
+
+/* W takes an instance needing MEM MiB. */
+static void
+charge_add(struct sched *s, struct sworker *w, uint32_t mem)
+{
+	if (mem > w->mem) {
+		s->nodes[w->node].mem_used += mem - w->mem;
+		w->mem = mem;
+		w->mem_n = 1;
+	} else if (mem == w->mem && mem > 0) {
+		w->mem_n++;
+	}
+}
+
+/* W's charge, its instances having changed: the largest need left. */
+static void
+charge_recount(struct sched *s, struct sworker *w)
+{
+	uint32_t most = 0, n = 0;
+	int i;
+
+	for (i = 0; i < w->n; i++) {
+		uint32_t m = ring_at(w, i)->mem;
+
+		if (m > most) {
+			most = m;
+			n = 1;
+		} else if (m == most) {
+			n++;
+		}
+	}
+	s->nodes[w->node].mem_used -= w->mem - most;
+	w->mem = most;
+	w->mem_n = most ? n : 0;
+}
+
+/* W gave up an instance needing MEM MiB (its ring has lost it). */
+static void
+charge_drop(struct sched *s, struct sworker *w, uint32_t mem)
+{
+	if (mem == 0 || mem != w->mem || --w->mem_n > 0)
+		return;
+	charge_recount(s, w);
+	s->wake = 1;		/* a head kept waiting may fit now */
+}
+
+/* ---- each worker's ring of instances (continued) ---- */
 
 static void
 ring_remove(struct sworker *w, int i)
@@ -200,6 +262,7 @@ sched_add_need(struct sched *s, uint32_t batch, uint32_t index,
 		t->cpus_m1 = (uint8_t)(need->cpus - 1);
 		t->gpus = (uint8_t)need->gpus;
 		t->prio = (int8_t)need->prio;
+		t->mem = need->mem;
 	}
 	s->nqueued++;
 	s->nopen++;
@@ -339,7 +402,10 @@ release_hold(struct sched *s, int worker)
 static void
 drop_instance(struct sched *s, int worker, int i)
 {
+	uint32_t mem = ring_at(&s->w[worker], i)->mem;
+
 	ring_remove(&s->w[worker], i);
+	charge_drop(s, &s->w[worker], mem);
 	if (s->w[worker].n == 0 && s->w[worker].wide)
 		release_hold(s, worker);
 }
@@ -389,6 +455,7 @@ sched_worker_release(struct sched *s, int worker, const char *reason,
 		w->n--;
 		instance_lost(s, worker, in.tid, in.attempt, reason, 0);
 	}
+	charge_recount(s, w);
 	release_hold(s, worker);
 	s->wake = 1;
 }
@@ -411,6 +478,7 @@ sched_worker_down(struct sched *s, int worker, const char *reason, double now)
 		w->n--;
 		instance_lost(s, worker, in.tid, in.attempt, reason, w->n == 0);
 	}
+	charge_recount(s, w);
 	release_hold(s, worker);
 	s->wake = 1;
 }
@@ -430,6 +498,8 @@ sched_start_instance(struct sched *s, int worker, uint64_t tid, double now,
 	t->ninst++;
 	in.tid = tid;
 	in.attempt = ++t->attempts;
+	in.mem = t->mem;
+	charge_add(s, w, t->mem);
 	in.seq = ++s->seq;
 	in.lead = w->n == 0;
 	if (w->n == 0)
@@ -489,7 +559,7 @@ find_straggler(struct sched *s, int skip, double now)
 			const struct sched_task *t = sched_task_of(s, in->tid);
 
 			if (t->ninst != 1 || t->failures != 0 ||
-			    t->cpus_m1 != 0 || t->gpus != 0)
+			    t->cpus_m1 != 0 || t->gpus != 0 || t->mem != 0)
 				continue;
 			if (in->start < first)
 				first = in->start;
@@ -644,6 +714,9 @@ sched_take(struct sched *s, int worker, double now, struct sched_pick *out,
 			limit = window;
 		while (count < max && w->n < limit &&
 		       (tid = sched_fifo_head(s, &s->lv[0].v[0])) != 0) {
+			if (sched_task_of(s, tid)->mem &&
+			    !sched_mem_fits(s, worker, sched_task_of(s, tid)->mem))
+				break;
 			sched_fifo_drop(&s->lv[0].v[0]);
 			sched_start_instance(s, worker, tid, now, &out[count++], 0);
 		}

@@ -17,6 +17,7 @@ struct inflight {
 	uint64_t tid;
 	uint64_t seq;
 	uint32_t attempt;
+	uint32_t mem;			/* MiB its task needs */
 	int lead;			/* sent to a worker that held nothing */
 	double start;
 	double deadline;
@@ -29,6 +30,9 @@ struct sworker {
 	int holder;			/* the worker whose wide task holds it, -1 */
 	int wide;			/* its instance is a wide task */
 	uint64_t gpus;			/* that task's GPUs */
+	uint32_t mem;			/* MiB charged: the largest need of its
+					 * instances ... */
+	uint32_t mem_n;			/* ... and how many need that much */
 	struct inflight *ring;		/* circular, oldest at head */
 	int cap, head, n;
 	int window;
@@ -79,6 +83,8 @@ struct snode {
 	int nw;
 	int ngpus;
 	uint64_t gpus_busy;		/* bit i: GPU i is some task's */
+	uint64_t mem;			/* MiB for tasks, 0: not counted */
+	uint64_t mem_used;		/* MiB charged to its workers */
 	uint64_t resv;			/* the wide task it is kept for, or 0 */
 };
 
@@ -149,6 +155,10 @@ void sched_start_instance(struct sched *s, int worker, uint64_t tid,
 			  double now, struct sched_pick *out, int duplicate);
 
 /* ---- sched_place.c ---- */
+
+/* May a task needing MEM MiB start on WORKER as far as its node's memory
+ * goes? */
+int sched_mem_fits(const struct sched *s, int worker, uint32_t mem);
 
 enum pick { PICK_NONE, PICK_ONE, PICK_HOLD };
 

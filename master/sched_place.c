@@ -31,26 +31,47 @@ node_slots(const struct sched *s, int node, int *free)
 	return up;
 }
 
-/* Could NODE ever hold a task shaped F (its slots in service)? */
+int
+sched_mem_fits(const struct sched *s, int worker, uint32_t mem)
+{
+	const struct sworker *w = &s->w[worker];
+	const struct snode *n = &s->nodes[w->node];
+
+	return mem <= w->mem || n->mem == 0 ||
+	       n->mem_used - w->mem + mem <= n->mem;
+}
+
+/* The MiB task TID needs. */
+static uint32_t
+mem_of(const struct sched *s, uint64_t tid)
+{
+	return sched_task_of(s, tid)->mem;
+}
+
+/* Could NODE ever hold a task shaped F needing MEM MiB (its slots in
+ * service)? */
 static int
-node_could(const struct sched *s, int node, const struct fifo *f)
+node_could(const struct sched *s, int node, const struct fifo *f,
+	   uint32_t mem)
 {
 	int free;
 
 	return node_slots(s, node, &free) >= f->cpus &&
-	       s->nodes[node].ngpus >= f->gpus;
+	       s->nodes[node].ngpus >= f->gpus &&
+	       (s->nodes[node].mem == 0 || s->nodes[node].mem >= mem);
 }
 
-/* Can a task shaped F start on WORKER now? */
+/* Can a task shaped F needing MEM MiB start on WORKER now? */
 static int
-fits(const struct sched *s, int worker, const struct fifo *f)
+fits(const struct sched *s, int worker, const struct fifo *f, uint32_t mem)
 {
 	const struct sworker *w = &s->w[worker];
 	const struct snode *n = &s->nodes[w->node];
 	int free;
 
 	if (!is_free(w) ||
-	    n->ngpus - popcount64(n->gpus_busy) < f->gpus)
+	    n->ngpus - popcount64(n->gpus_busy) < f->gpus ||
+	    !sched_mem_fits(s, worker, mem))
 		return 0;
 	node_slots(s, w->node, &free);
 	return free >= f->cpus;
@@ -95,7 +116,7 @@ resv_node(struct sched *s, struct fifo *f, uint64_t head)
 
 	if (f->resv != head || s->nodes[r].resv != head)
 		return -1;
-	if (!node_could(s, r, f)) {
+	if (!node_could(s, r, f, mem_of(s, head))) {
 		s->nodes[r].resv = 0;
 		f->resv = 0;
 		s->wake = 1;
@@ -115,7 +136,7 @@ reserve(struct sched *s, struct fifo *f, uint64_t head)
 		if (s->nodes[k].resv != 0 && s->nodes[k].resv != head &&
 		    sched_task_of(s, s->nodes[k].resv)->state == TASK_QUEUED)
 			continue;
-		if (!node_could(s, k, f))
+		if (!node_could(s, k, f, mem_of(s, head)))
 			continue;
 		node_slots(s, k, &free);
 		if (free > bfree) {
@@ -139,7 +160,7 @@ pick_wide(struct sched *s, int worker, struct fifo *f, uint64_t head,
 {
 	int r = resv_node(s, f, head);
 
-	if (fits(s, worker, f)) {
+	if (fits(s, worker, f, mem_of(s, head))) {
 		if (r >= 0 && r != s->w[worker].node) {
 			s->nodes[r].resv = 0;
 			s->wake = 1;
@@ -174,6 +195,8 @@ sched_place_pick(struct sched *s, int worker, double now, struct sched_pick *out
 				return p;
 		}
 		if ((head = sched_fifo_head(s, &l->v[0])) != 0) {
+			if (!sched_mem_fits(s, worker, mem_of(s, head)))
+				return PICK_NONE;	/* it waits for memory */
 			sched_fifo_drop(&l->v[0]);
 			sched_start_instance(s, worker, head, now, out, 0);
 			return PICK_ONE;
@@ -200,7 +223,7 @@ sched_place_kept(struct sched *s, int worker, double now, struct sched_pick *out
 		n->resv = 0;
 		return 0;
 	}
-	if (!fits(s, worker, f))
+	if (!fits(s, worker, f, t->mem))
 		return -1;
 	sched_fifo_drop(f);
 	place_wide(s, worker, f, n->resv, now, out);
@@ -235,9 +258,10 @@ why_waits(struct sched *s, struct fifo *f, uint64_t head,
 	out->index = t->index;
 	out->cpus = f->cpus;
 	out->gpus = f->gpus;
+	out->mem = t->mem;
 	out->node = resv_node(s, f, head);
 	for (k = 0; k < s->nnodes && !could; k++)
-		could = node_could(s, k, f);
+		could = node_could(s, k, f, t->mem);
 	out->why = out->node >= 0 ? SCHED_WAIT_RESERVED :
 		   could ? SCHED_WAIT_BUSY : SCHED_WAIT_NO_NODE;
 }

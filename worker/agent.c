@@ -7,7 +7,10 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "config.h"
 #include "doze.h"
+#include "hostmem.h"
+#include "memcg.h"
 #include "proto.h"
 #include "slots.h"
 #include "util.h"
@@ -161,6 +164,7 @@ send_hello(struct agent *a)
 		.start = ft_proc_start(getpid()),
 		.host = host,
 		.plugins = "",
+		.mem = hostmem_default(),
 	};
 	struct ft_buf b = { 0 };
 
@@ -208,6 +212,19 @@ on_ping(struct agent *a, const void *p, size_t n)
 	send_buf(a, FT_MSG_PONG, &b);
 }
 
+/* Make the node's directory of memory cgroups for its slots (memcg.h),
+ * or say why its tasks' memory limits are kept by sampling instead. */
+static void
+memory_cgroups(struct agent *a)
+{
+	char why[512];
+
+	if (memcg_node_open(why, sizeof(why)) == -1)
+		fprintf(stderr, "ftfarm-worker (node index %d, pid %d): memory "
+			"limits are kept by sampling: %s\n", a->args->index,
+			(int)getpid(), why);
+}
+
 static void
 on_welcome(struct agent *a, const void *p, size_t n)
 {
@@ -225,6 +242,8 @@ on_welcome(struct agent *a, const void *p, size_t n)
 	a->master_timeout = w.master_timeout;
 	if (w.idle_nap > NAP_MAX)
 		a->idle_nap = w.idle_nap;
+	if (w.mem_enforce == FT_MEM_AUTO)
+		memory_cgroups(a);
 	a->welcomed = 1;
 }
 
@@ -408,6 +427,7 @@ agent_run(const struct agent_args *args)
 	flush_relay(&a);
 	say_bye(&a);
 	slots_free(a.ss);
+	memcg_node_close();
 	ft_buf_free(&a.relay);
 	free(a.rbuf);
 	return a.no_finalize ? AGENT_NO_FINALIZE : 0;
