@@ -66,14 +66,15 @@ struct ft_task {
 	 * caller closes them and reads the files' tails afterwards. */
 	int out_fd;
 	int err_fd;
-	/* Memory (plugins that start processes): the task's processes may
-	 * use MEM_LIMIT bytes together (0: no limit).  With CGROUP_FD (a
-	 * descriptor above 2 of a memory cgroup's cgroup.procs, the limit
-	 * set) each process the plugin starts for the task writes "0" to it
-	 * before it runs the program (it enters the cgroup) and the kernel
-	 * enforces the limit; without it (0) the plugin samples the RSS of
-	 * the task's processes and kills them past the limit, failing the
-	 * task with a reason that starts "memory:". */
+	/* Memory (FT_PLUGIN_RISKY plugins, which start processes): the
+	 * task's processes may use MEM_LIMIT bytes together (0: no limit).
+	 * With CGROUP_FD (FT_PLUGIN_MEMCG plugins: a descriptor above 2 of
+	 * a memory cgroup's cgroup.procs, the limit set) each process the
+	 * plugin starts for the task writes "0" to it before it runs the
+	 * program (it enters the cgroup) and the kernel enforces the limit;
+	 * without it (0) the plugin samples the RSS of the task's processes
+	 * and kills them past the limit, failing the task with a reason that
+	 * starts "memory:". */
 	uint64_t mem_limit;
 	int cgroup_fd;
 };
@@ -128,6 +129,10 @@ struct ft_result {
 #define FT_PLUGIN_OUTPUT_FILES 2u
 /* FT_PLUGIN_USAGE: it fills ft_result's cpu_s and max_rss. */
 #define FT_PLUGIN_USAGE 4u
+/* FT_PLUGIN_MEMCG: each task's processes are new and may enter a
+ * memory cgroup of the task's (ft_task's cgroup_fd); a plugin whose
+ * process lives from task to task samples instead. */
+#define FT_PLUGIN_MEMCG 8u
 
 struct ft_plugin {
 	uint32_t abi;			/* FT_PLUGIN_ABI */

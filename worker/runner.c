@@ -240,8 +240,9 @@ slot_memcg(struct runner *r)
 }
 
 /* TASK's memory limit, its "mem" in SPEC, as the node keeps limits:
- * in the slot's cgroup when it has one, else by the plugin's sampling;
- * none for plugins that start no process. */
+ * in the slot's cgroup when it has one and the plugin's processes may
+ * enter it, else by the plugin's sampling; none for plugins that start
+ * no process. */
 static void
 mem_setup(struct runner *r, const json_t *spec, const struct ft_plugin *p,
 	  struct ft_task *task)
@@ -255,8 +256,8 @@ mem_setup(struct runner *r, const json_t *spec, const struct ft_plugin *p,
 	    memsize_json(json_object_get(spec, "mem"), &mem) == -1)
 		return;
 	task->mem_limit = mem;
-	if (r->mem_enforce == FT_MEM_AUTO && (c = slot_memcg(r)) != NULL &&
-	    memcg_limit(c, mem) == 0)
+	if (r->mem_enforce == FT_MEM_AUTO && (p->flags & FT_PLUGIN_MEMCG) &&
+	    (c = slot_memcg(r)) != NULL && memcg_limit(c, mem) == 0)
 		task->cgroup_fd = memcg_procs_fd(c);
 }
 

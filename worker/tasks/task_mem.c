@@ -66,10 +66,11 @@ task_mem_reason(char *buf, size_t n, uint64_t used, uint64_t limit)
 		 memsize_format(limit, l, sizeof(l)));
 }
 
-void
-task_mem_oom_first(void)
+/* Write 1000 to the oom_score_adj file PATH. */
+static void
+oom_first(const char *path)
 {
-	int fd = open("/proc/self/oom_score_adj", O_WRONLY | O_CLOEXEC);
+	int fd = open(path, O_WRONLY | O_CLOEXEC);
 
 	if (fd >= 0) {
 		if (write(fd, "1000", 4) < 0) {
@@ -77,4 +78,19 @@ task_mem_oom_first(void)
 		}
 		close(fd);
 	}
+}
+
+void
+task_mem_oom_first(void)
+{
+	oom_first("/proc/self/oom_score_adj");
+}
+
+void
+task_mem_oom_first_of(pid_t pid)
+{
+	char path[64];
+
+	snprintf(path, sizeof(path), "/proc/%d/oom_score_adj", (int)pid);
+	oom_first(path);
 }

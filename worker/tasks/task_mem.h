@@ -26,5 +26,8 @@ void task_mem_reason(char *buf, size_t n, uint64_t used, uint64_t limit);
  * out (oom_score_adj 1000: any process may raise its own).  For a
  * child between fork and exec: async-signal-safe, errors ignored. */
 void task_mem_oom_first(void);
+/* The same for process PID, from its parent (raising a child's score
+ * needs no privilege either). */
+void task_mem_oom_first_of(pid_t pid);
 
 #endif
