@@ -224,7 +224,7 @@ task_opt(struct cli *c, int o, char *arg)
 static int
 parse(struct cli *c, int argc, char **argv)
 {
-	struct option opts[] = {
+	static const struct option opts[] = {
 		{ "config", required_argument, NULL, 'c' },
 		{ "json", no_argument, NULL, 'j' },
 		{ "wait", no_argument, NULL, 'w' },
@@ -254,17 +254,20 @@ parse(struct cli *c, int argc, char **argv)
 		{ "stdout", required_argument, NULL, OPT_STDOUT_FILE },
 		{ NULL, 0, NULL, 0 },
 	};
+	struct option mine[FT_ARRAY_LEN(opts)];
 	char *end;
-	int o, k;
+	int o;
+	size_t k;
 
-	for (k = 0; opts[k].name; k++)
-		if (strcmp(opts[k].name, "stderr") == 0 &&
+	memcpy(mine, opts, sizeof(opts));
+	for (k = 0; mine[k].name; k++)
+		if (strcmp(mine[k].name, "stderr") == 0 &&
 		    strcmp(argv[0], "submit") == 0) {
-			opts[k].has_arg = required_argument;
-			opts[k].val = OPT_STDERR_FILE;
+			mine[k].has_arg = required_argument;
+			mine[k].val = OPT_STDERR_FILE;
 		}
 	/* A command's own options come after "--", where getopt stops. */
-	while ((o = getopt_long(argc, argv, "c:ho:", opts, NULL)) != -1) {
+	while ((o = getopt_long(argc, argv, "c:ho:", mine, NULL)) != -1) {
 		switch (o) {
 		case 'c': c->config = optarg; break;
 		case 'o': c->output = optarg; break;

@@ -41,11 +41,13 @@ path_for(const json_t *spec, const char *key, const char *def,
 
 /* Open PATH for KEY's output: a new descriptor above 2, or -1 with
  * WHY.  Read and write, for its tail; write only where reading is not
- * allowed (no tail then). */
+ * allowed (no tail then).  Appending: whatever the task itself writes
+ * into the same file (a Snakemake rule into its log) is not written
+ * over. */
 static int
 open_out(const char *key, const char *path, char *why, size_t n)
 {
-	const int flags = O_CREAT | O_TRUNC | O_CLOEXEC | O_NOCTTY;
+	const int flags = O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC | O_NOCTTY;
 	int fd = open(path, O_RDWR | flags, 0666);
 
 	if (fd < 0 && errno == EACCES)
@@ -121,6 +123,53 @@ outfiles_tails(const struct outfiles *of, size_t cap, struct ft_result *res)
 		tail_of(of->out_fd, cap, &res->out, &res->out_len);
 	if (of->err_fd > 2)
 		tail_of(of->err_fd, cap, &res->err, &res->err_len);
+}
+
+/* Copy the file FD from its start to the end of DST.  0 or -1. */
+static int
+copy_into(int fd, int dst)
+{
+	char buf[65536];
+	off_t off = 0;
+	ssize_t got;
+
+	while ((got = pread(fd, buf, sizeof(buf), off)) > 0) {
+		if (ft_write_all(dst, buf, (size_t)got) == -1)
+			return -1;
+		off += got;
+	}
+	return got < 0 ? -1 : 0;
+}
+
+/* FD's file should be at PATH: when something removed or replaced it
+ * while the task ran, what the task wrote is appended to the file PATH
+ * names now (made again if need be). */
+static void
+put_back(int fd, const char *path)
+{
+	struct stat mine, there;
+	int dst;
+
+	if (fstat(fd, &mine) == -1 || !S_ISREG(mine.st_mode) ||
+	    mine.st_size == 0 ||
+	    (stat(path, &there) == 0 && there.st_dev == mine.st_dev &&
+	     there.st_ino == mine.st_ino))
+		return;
+	dst = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOCTTY,
+		   0666);
+	if (dst < 0)
+		return;
+	(void)copy_into(fd, dst);
+	close(dst);
+}
+
+void
+outfiles_keep(const struct outfiles *of)
+{
+	if (of->out_fd > 2)
+		put_back(of->out_fd, of->out_path);
+	if (of->err_fd > 2 && of->err_fd != of->out_fd)
+		put_back(of->err_fd, of->err_path);
 }
 
 void

@@ -9,7 +9,9 @@
  * one.  The command writes them itself, with no cap; once it has ended
  * the result gets the path and the file's last bytes (output_cap), where
  * the pipe's first bytes went before.  The same path for both shares one
- * file.
+ * file.  A file removed or replaced while the task ran (Snakemake removes
+ * a rule's log before its job runs, and the rule may write a new one)
+ * gets what the task wrote appended to whatever is at its path then.
  */
 #ifndef FT_OUTFILES_H
 #define FT_OUTFILES_H
@@ -42,6 +44,9 @@ int outfiles_open(struct outfiles *of, const json_t *spec,
  * the task had). */
 void outfiles_tails(const struct outfiles *of, size_t cap,
 		    struct ft_result *res);
+/* Put what the task wrote back at OF's paths where its files were
+ * removed or replaced meanwhile. */
+void outfiles_keep(const struct outfiles *of);
 /* Close OF's files; its paths stay (the caller's to free). */
 void outfiles_close(struct outfiles *of);
 

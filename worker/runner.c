@@ -310,6 +310,7 @@ static void
 files_done(struct runner *r, struct outfiles *of, struct runner_result *res)
 {
 	outfiles_tails(of, r->output_cap, &res->res);
+	outfiles_keep(of);
 	outfiles_close(of);
 	res->out_path = of->out_path;
 	res->err_path = of->err_path;
