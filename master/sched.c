@@ -191,7 +191,10 @@ charge_drop(struct sched *s, struct sworker *w, uint32_t mem)
 	if (mem == 0 || mem != w->mem || --w->mem_n > 0)
 		return;
 	charge_recount(s, w);
-	s->wake = 1;		/* a head kept waiting may fit now */
+	if (s->mem_waits) {	/* a head kept waiting may fit now */
+		s->wake = 1;
+		s->mem_waits = 0;
+	}
 }
 
 /* ---- each worker's ring of instances (continued) ---- */
@@ -715,8 +718,10 @@ sched_take(struct sched *s, int worker, double now, struct sched_pick *out,
 		while (count < max && w->n < limit &&
 		       (tid = sched_fifo_head(s, &s->lv[0].v[0])) != 0) {
 			if (sched_task_of(s, tid)->mem &&
-			    !sched_mem_fits(s, worker, sched_task_of(s, tid)->mem))
+			    !sched_mem_fits(s, worker, sched_task_of(s, tid)->mem)) {
+				s->mem_waits = 1;
 				break;
+			}
 			sched_fifo_drop(&s->lv[0].v[0]);
 			sched_start_instance(s, worker, tid, now, &out[count++], 0);
 		}

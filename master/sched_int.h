@@ -103,6 +103,7 @@ struct sched {
 	struct snode *nodes;
 	int nnodes;
 	int wake;			/* see sched_wake */
+	int mem_waits;			/* a task waits for memory to free */
 	size_t nqueued;			/* tasks in TASK_QUEUED */
 	uint64_t nopen;			/* tasks neither done nor failed */
 	struct sworker *w;

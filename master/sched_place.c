@@ -63,16 +63,19 @@ node_could(const struct sched *s, int node, const struct fifo *f,
 
 /* Can a task shaped F needing MEM MiB start on WORKER now? */
 static int
-fits(const struct sched *s, int worker, const struct fifo *f, uint32_t mem)
+fits(struct sched *s, int worker, const struct fifo *f, uint32_t mem)
 {
 	const struct sworker *w = &s->w[worker];
 	const struct snode *n = &s->nodes[w->node];
 	int free;
 
 	if (!is_free(w) ||
-	    n->ngpus - popcount64(n->gpus_busy) < f->gpus ||
-	    !sched_mem_fits(s, worker, mem))
+	    n->ngpus - popcount64(n->gpus_busy) < f->gpus)
 		return 0;
+	if (!sched_mem_fits(s, worker, mem)) {
+		s->mem_waits = 1;
+		return 0;
+	}
 	node_slots(s, w->node, &free);
 	return free >= f->cpus;
 }
@@ -195,8 +198,10 @@ sched_place_pick(struct sched *s, int worker, double now, struct sched_pick *out
 				return p;
 		}
 		if ((head = sched_fifo_head(s, &l->v[0])) != 0) {
-			if (!sched_mem_fits(s, worker, mem_of(s, head)))
-				return PICK_NONE;	/* it waits for memory */
+			if (!sched_mem_fits(s, worker, mem_of(s, head))) {
+				s->mem_waits = 1;	/* it waits for memory */
+				return PICK_NONE;
+			}
 			sched_fifo_drop(&l->v[0]);
 			sched_start_instance(s, worker, head, now, out, 0);
 			return PICK_ONE;

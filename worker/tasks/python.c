@@ -445,7 +445,7 @@ static enum end
 wait_reply(const struct ft_task *task, double deadline, int stoppable,
 	   struct ft_buf *reply, uint64_t *rss)
 {
-	double sample_at = 0;
+	double sample_at = ft_now() + TASK_MEM_SAMPLE_S;
 	int slice = task->mem_limit ? (int)(TASK_MEM_SAMPLE_S * 1000) :
 		    SLICE_MS;
 

@@ -13,7 +13,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-/* Seconds between two samples of a task's RSS. */
+/* Seconds between two samples of a task's RSS, and from its start to
+ * the first. */
 #define TASK_MEM_SAMPLE_S 0.1
 
 /* The resident memory of the processes of group PGID together (bytes; 0

@@ -1,0 +1,221 @@
+#!/usr/bin/python3
+"""Usage, memory limits and output files: what they cost, side by side.
+
+    /usr/bin/python3 scripts/bench/resources.py --off-bin DIR [--bin DIR]
+        [--rounds 5] [--noop-n 200000] [--only noop,true,files]
+
+Four clusters of one node with two slots (task events off), up at once:
+
+  off       the build of --off-bin: one without this work (usage, memory,
+            output files), e.g. main before it: `git archive REV | tar -x
+            -C /tmp/off && make -C /tmp/off -j2 all`
+  on        this build: every result measured (cpu_s, max_rss)
+  mem       this build, the node's "mem" 8G and every task "mem": "100M":
+            placement counts memory; exec tasks run in the slot's memory
+            cgroup (as root on cgroup v1 here) with that limit
+  sampled   the same with "mem_enforce": "sample" (what an agent that may
+            not make cgroups does)
+
+noop   --noop-n no-op tasks ({"type": "sleep", "seconds": 0}), tasks/s
+       from the master's batch_submitted and batch_done events
+true   600 x exec `true`, the wall time of `ftfarm submit --wait`
+files  100 tasks each writing 10 MB (head -c 10000000 /dev/zero): to the
+       task's "stdout" file against `sh -c 'head ... > FILE'`, on "on"
+
+Each round runs every configuration once, in an order that rotates from
+round to round; ratios are medians of per-round ratios to "off" (files:
+to `sh -c`).  Every batch is checked (each task once, ok; the files'
+sizes).  Markdown on stdout, progress on stderr.
+"""
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import benchlib as B  # noqa: E402
+
+TESTS = ("noop", "true", "files")
+CONFIGS = ("off", "on", "mem", "sampled")
+FILE_N = 100
+FILE_BYTES = 10_000_000
+
+
+def write_batch(path, tasks):
+    with open(path, "w") as f:
+        json.dump({"name": os.path.basename(path), "tasks": tasks}, f)
+    return path
+
+
+def clusters(a, work):
+    """The four clusters, started."""
+    node = [{"name": "node1", "host": "localhost", "workers": 2}]
+    mem_node = [dict(node[0], mem="8G")]
+    out = {
+        "off": B.Cluster(a.off_bin, work, "off", node, task_events=False),
+        "on": B.Cluster(a.bin, work, "on", node, task_events=False),
+        "mem": B.Cluster(a.bin, work, "mem", mem_node, task_events=False),
+        "sampled": B.Cluster(a.bin, work, "sampled", mem_node,
+                             task_events=False, mem_enforce="sample"),
+    }
+    for c in out.values():
+        c.start()
+    return out
+
+
+def batches(work, n):
+    """{(test, config): batch file}."""
+    noop = {"type": "sleep", "seconds": 0}
+    true = {"type": "exec", "argv": ["true"]}
+    out = {}
+    for cfg in CONFIGS:
+        extra = {"mem": "100M"} if cfg in ("mem", "sampled") else {}
+        out[("noop", cfg)] = write_batch(
+            os.path.join(work, f"noop-{cfg}.json"),
+            [dict(noop, **extra)] * n)
+        out[("true", cfg)] = write_batch(
+            os.path.join(work, f"true-{cfg}.json"),
+            [dict(true, **extra)] * 600)
+    return out
+
+
+def file_batches(work):
+    """(to the task's file, through sh -c) batches and their directory."""
+    d = os.path.join(work, "files")
+    os.makedirs(d, exist_ok=True)
+    head = ["head", "-c", str(FILE_BYTES), "/dev/zero"]
+    own = write_batch(os.path.join(work, "files-own.json"), [
+        {"type": "exec", "argv": head, "stdout": f"{d}/own.%t"}
+        for _ in range(FILE_N)])
+    shell = write_batch(os.path.join(work, "files-sh.json"), [
+        {"type": "exec", "argv": ["sh", "-c", " ".join(head) +
+                                  f" > {d}/sh.{i}"]} for i in range(FILE_N)])
+    return own, shell, d
+
+
+def noop_rate(c, bid, n):
+    ev = c.batch_events(bid, 0)
+    return n / (ev["batch_done"]["ts"] - ev["batch_submitted"]["ts"])
+
+
+def check_files(d, prefix, problems):
+    for i in range(FILE_N):
+        p = os.path.join(d, f"{prefix}.{i}")
+        size = os.path.getsize(p) if os.path.exists(p) else -1
+        if size != FILE_BYTES:
+            problems.append(f"{p}: {size} bytes, not {FILE_BYTES}")
+        else:
+            os.unlink(p)
+
+
+def run(a, work, out, problems):
+    cs = clusters(a, work)
+    bs = batches(work, a.noop_n)
+    own, shell, d = file_batches(work)
+    times = {}
+    try:
+        for cfg in CONFIGS:             # warm-up
+            for test in ("noop", "true"):
+                cs[cfg].submit(bs[(test, cfg)])
+        for r in range(a.rounds):
+            k = r % len(CONFIGS)
+            order = CONFIGS[k:] + CONFIGS[:k]
+            for test in a.only:
+                if test == "files":
+                    pair = [("own", own), ("sh", shell)]
+                    for name, batch in (pair if r % 2 == 0 else pair[::-1]):
+                        bid, dt = cs["on"].submit(batch)
+                        problems += cs["on"].check_results(bid, FILE_N)
+                        check_files(d, name, problems)
+                        times.setdefault(("files", name), []).append(dt)
+                        B.log(f"files round {r + 1}: {name}: {dt:.3f} s")
+                    continue
+                n = a.noop_n if test == "noop" else 600
+                for cfg in order:
+                    bid, dt = cs[cfg].submit(bs[(test, cfg)])
+                    problems += [f"{test} {cfg}: {p}" for p in
+                                 cs[cfg].check_results(bid, n)]
+                    v = noop_rate(cs[cfg], bid, n) if test == "noop" else dt
+                    times.setdefault((test, cfg), []).append(v)
+                    B.log(f"{test} round {r + 1}: {cfg}: {v:.3f}")
+    finally:
+        for c in cs.values():
+            c.stop()
+    report(a, times, out)
+
+
+def ratios(times, test, cfg, base):
+    return B.median([x / y for x, y in zip(times[(test, cfg)],
+                                           times[(test, base)])])
+
+
+def report(a, times, out):
+    if "noop" in a.only:
+        rows = [[cfg, B.fmt_int(B.median(times[("noop", cfg)])),
+                 f"{B.fmt_int(min(times[('noop', cfg)]))}-"
+                 f"{B.fmt_int(max(times[('noop', cfg)]))}",
+                 B.fmt(ratios(times, "noop", cfg, "off"), 3)]
+                for cfg in CONFIGS]
+        out.append(f"### {a.noop_n:,} no-op tasks, 1 node x 2 slots\n")
+        out.append(B.table(["config", "median tasks/s", "(range)",
+                            "tasks/s / off's"], rows) + "\n")
+    if "true" in a.only:
+        rows = [[cfg, B.fmt(B.median(times[("true", cfg)])),
+                 f"{B.fmt(min(times[('true', cfg)]))}-"
+                 f"{B.fmt(max(times[('true', cfg)]))}",
+                 B.fmt(ratios(times, "true", cfg, "off"), 3)]
+                for cfg in CONFIGS]
+        out.append("### 600 x `true`, 1 node x 2 slots\n")
+        out.append(B.table(["config", "median s", "(range)",
+                            "time / off's"], rows) + "\n")
+    if "files" in a.only:
+        rows = [[name, B.fmt(B.median(times[("files", name)])),
+                 f"{B.fmt(min(times[('files', name)]))}-"
+                 f"{B.fmt(max(times[('files', name)]))}",
+                 B.fmt(ratios(times, "files", name, "sh"), 3)]
+                for name in ("own", "sh")]
+        out.append(f"### {FILE_N} tasks x {FILE_BYTES:,} bytes of output, "
+                   "1 node x 2 slots\n")
+        out.append(B.table(["to", "median s", "(range)", "time / sh -c's"],
+                           rows) + "\n")
+        out.append("own: the task's \"stdout\" file; sh: `sh -c 'head ... "
+                   "> FILE'`\n")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--only", default=",".join(TESTS))
+    ap.add_argument("--bin", default=os.path.join(B.REPO, "bin"))
+    ap.add_argument("--off-bin", required=True)
+    ap.add_argument("--noop-n", type=int, default=200000)
+    ap.add_argument("--keep", action="store_true")
+    a = ap.parse_args()
+    a.only = [t for t in a.only.split(",") if t]
+    B.install_signal_handlers()
+    work = B.make_workdir("ftfarm-bench-res-")
+    src_on, src_off = a.bin, a.off_bin
+    a.bin = B.snapshot_bin(src_on, os.path.join(work, "on-bin"))
+    a.off_bin = B.snapshot_bin(src_off, os.path.join(work, "off-bin"))
+    out = [f"Measured {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; "
+           f"on: {B.bin_id(src_on, a.bin)}; off: "
+           f"{B.bin_id(src_off, a.off_bin)}; load average "
+           f"{os.getloadavg()[0]:.1f}\n"]
+    problems = []
+    try:
+        run(a, work, out, problems)
+    finally:
+        if not a.keep:
+            shutil.rmtree(work, ignore_errors=True)
+    out.append(f"load average at the end {os.getloadavg()[0]:.1f}\n")
+    if problems:
+        out.append("**Problems:** " + "; ".join(problems[:20]) + "\n")
+    print("\n".join(out))
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
