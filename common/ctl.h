@@ -192,6 +192,8 @@ json_t *ctl_request_new(enum ctl_cmd cmd);
 	X(N_AGENT_PID, "agent_pid", NULL, 0, JT_INT)			\
 	X(N_AGENT_HOST, "agent_host", NULL, 0, JT_STRING)		\
 	X(N_AGENT_RESPAWNS, "agent_respawns", NULL, 0, JT_INT)		\
+	X(N_MEM, "mem", NULL, 0, JT_INT)				\
+	X(N_MEM_USED, "mem_used", NULL, 0, JT_INT)			\
 	X(N_REASON, "reason", "REASON", 0, JT_STRING)
 
 /* Batches also carry, when they apply, "job", "error" and "result".
