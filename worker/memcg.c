@@ -26,6 +26,8 @@ struct memcg {
 };
 
 static char node_dir[PATH_MAX];		/* the agent's, "" when none */
+static char v2_parent[PATH_MAX];	/* v2: the cgroup the agent left, and */
+static int v2_turned_on;		/* whether it turned memory on there */
 
 /* DIR/NAME into OUT (PATH_MAX bytes).  0, or -1 when too long. */
 static int
@@ -121,11 +123,13 @@ v2_take(const char *parent, const char *node, char *why, size_t n)
 	if (path_of(leaf, node, "agent") == -1 || mkdir(leaf, 0755) == -1 ||
 	    put(leaf, "cgroup.procs", "0") == -1)
 		goto undo;
-	if (!lists(parent, "cgroup.subtree_control", "memory") &&
+	v2_turned_on = !lists(parent, "cgroup.subtree_control", "memory");
+	if (v2_turned_on &&
 	    put(parent, "cgroup.subtree_control", "+memory") == -1) {
 		put(parent, "cgroup.procs", "0");
 		goto undo;
 	}
+	snprintf(v2_parent, sizeof(v2_parent), "%s", parent);
 	if (put(node, "cgroup.subtree_control", "+memory") == -1) {
 		ft_snprintf(why, n, "%s: cannot turn the memory controller on "
 			    "for its children: %s", node, strerror(errno));
@@ -147,6 +151,8 @@ memcg_node_open(char *why, size_t n)
 	struct cg_where w;
 	char dir[PATH_MAX];
 
+	unsetenv(MEMCG_ENV);	/* an outer cluster's, when this one runs
+				 * inside one of its tasks */
 	if (cg_self(&w) == -1)
 		return ft_snprintf(why, n, "no memory cgroup controller is "
 				   "mounted"), -1;
@@ -163,11 +169,30 @@ memcg_node_open(char *why, size_t n)
 	return 0;
 }
 
+/* Version 2: give back what v2_take took, the slots' cgroups removed:
+ * the memory controller off below the node's directory and, if the
+ * agent turned it on there, in its old cgroup, and the agent back in
+ * it (a cgroup with the controller on for its children may hold no
+ * process).  Best effort: what stays is swept by the next agent. */
+static void
+v2_give_back(void)
+{
+	put(node_dir, "cgroup.subtree_control", "-memory");
+	if (v2_turned_on)
+		put(v2_parent, "cgroup.subtree_control", "-memory");
+	put(v2_parent, "cgroup.procs", "0");
+	v2_parent[0] = '\0';
+}
+
 void
 memcg_node_close(void)
 {
-	if (node_dir[0])
-		remove_tree(node_dir);
+	if (node_dir[0]) {
+		remove_tree(node_dir);		/* the slots' */
+		if (v2_parent[0])
+			v2_give_back();
+		remove_tree(node_dir);		/* the agent's leaf, itself */
+	}
 	node_dir[0] = '\0';
 }
 
