@@ -369,6 +369,7 @@ run_one(struct runner *r, struct runner_task *t, struct runner_result *res)
 		wait_sent(r);
 	if (files_open(r, t, spec, p, &of, res) == -1)
 		goto out;
+	memset(&task, 0, sizeof(task));
 	task.id = t->tid;
 	task.attempt = t->attempt;
 	task.spec = spec;

@@ -875,12 +875,13 @@ proc_init(struct proc *p, const struct ft_task *task)
 	p->pidfd = p->errpipe = p->out.fd = p->err.fd = p->in.fd = -1;
 	p->out.cap = p->err.cap = task->output_cap;
 	p->cancel_fd = task->cancel_fd;
-	if (task->cgroup_fd <= 2)
+	/* Sampled: the first sample a period in (a short command costs no
+	 * scan of /proc, and nothing it could take meanwhile is missed for
+	 * longer). */
+	if (task->cgroup_fd <= 2 && task->mem_limit) {
 		p->limit = task->mem_limit;
-	/* The first sample a period in: a short command costs no scan of
-	 * /proc, and nothing it could take in that time is missed for
-	 * longer. */
-	p->sample_at = ft_now() + TASK_MEM_SAMPLE_S;
+		p->sample_at = ft_now() + TASK_MEM_SAMPLE_S;
+	}
 	if (in) {
 		p->in.data = json_string_value(in);
 		p->in.len = json_string_length(in);
