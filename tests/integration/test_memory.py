@@ -13,7 +13,9 @@
 - A task asking more than any node has is refused at submit."""
 import json
 import os
+import random
 import signal
+import subprocess
 import sys
 import time
 import uuid
@@ -23,6 +25,8 @@ import pytest
 
 from conftest import (assert_no_leftovers, batch_id_of, pid_alive,
                       read_jsonl, wait_until)
+
+pytestmark = pytest.mark.timeout(300)
 
 HERE = Path(__file__).resolve().parent
 MIB = 1 << 20
@@ -163,7 +167,6 @@ def test_cluster_in_a_2g_cgroup_survives_a_4g_task(make_cluster,
         with open(procs, "w") as f:
             f.write("0")
 
-    import subprocess
     r = subprocess.run([c.ftfarm, "start", "-c", str(c.config)],
                        capture_output=True, text=True, env=c.env,
                        timeout=120, preexec_fn=enter)
@@ -195,3 +198,44 @@ def test_cluster_in_a_2g_cgroup_survives_a_4g_task(make_cluster,
     assert_no_leftovers(c)
     assert wait_until(lambda: not (cgroup_2g / "cgroup.procs")
                       .read_text().split(), 10)
+
+
+@pytest.mark.long
+@pytest.mark.timeout(600)
+def test_mixed_memory_never_overcommits_and_leaves_no_cgroup(make_cluster,
+                                                             tmp_path):
+    """200 tasks of 100M, 300M and 400M on a node of 1G with 4 slots: what
+    runs at once never adds up to more than 1G (from the times the tasks
+    write), one cgroup per slot whatever the tasks, none left after the
+    stop."""
+    c = mem_cluster(make_cluster, "auto", workers=4)
+    stamp = tmp_path / "t"
+    stamp.mkdir()
+    rnd = random.Random(53)
+    sizes = [rnd.choice((100, 300, 400)) for _ in range(200)]
+    tasks = [{"type": "exec", "mem": f"{m}M", "argv": [
+        "sh", "-c", f"date +%s.%N > {stamp}/{i}.s; sleep "
+        f"{rnd.uniform(0, 0.1):.3f}; date +%s.%N > {stamp}/{i}.e"]}
+        for i, m in enumerate(sizes)]
+    rc, out, err = c.submit({"name": "mixed", "tasks": tasks}, timeout=300)
+    assert rc == 0, out + err
+    edges = []
+    for i, m in enumerate(sizes):
+        edges.append((float((stamp / f"{i}.s").read_text()), m))
+        edges.append((float((stamp / f"{i}.e").read_text()), -m))
+    held = most = 0
+    for _, m in sorted(edges):
+        held += m
+        most = max(most, held)
+    assert most <= 1024, most
+    parent = own_memory_cgroup()
+    if parent is not None and os.geteuid() == 0:
+        nodes = list(parent.glob("ftfarm-*"))
+        slots = [d for n in nodes for d in n.iterdir() if d.is_dir()]
+        assert len(slots) <= 4, slots
+        c.stop()
+        assert wait_until(lambda: not [n for n in parent.glob("ftfarm-*")
+                                       if n in nodes], 10), nodes
+    else:
+        c.stop()
+    assert_no_leftovers(c)

@@ -11,6 +11,8 @@ import pytest
 
 from conftest import ROOT
 
+pytestmark = pytest.mark.timeout(300)
+
 sys.path.insert(0, str(ROOT / "python"))
 import ftfarm  # noqa: E402
 

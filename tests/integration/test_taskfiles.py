@@ -13,11 +13,14 @@ import filecmp
 import json
 import subprocess
 import sys
-import time
 from pathlib import Path
+
+import pytest
 
 from conftest import (assert_no_leftovers, batch_id_of, read_jsonl,
                       wait_until)
+
+pytestmark = pytest.mark.timeout(300)
 
 HERE = Path(__file__).resolve().parent
 MIB = 1 << 20
