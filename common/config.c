@@ -1012,18 +1012,6 @@ ft_config_free(struct ft_config *cfg)
 	memset(cfg, 0, sizeof(*cfg));
 }
 
-uint64_t
-ft_node_mem(const struct ft_node *nd, uint64_t def)
-{
-	uint64_t found;
-
-	if (nd->mem)
-		return nd->mem;
-	/* The master's loop sets it while its intake thread checks. */
-	found = __atomic_load_n(&nd->mem_found, __ATOMIC_RELAXED);
-	return found ? found : def;
-}
-
 const struct ft_node *
 ft_config_node(const struct ft_config *cfg, const char *name)
 {

@@ -52,8 +52,15 @@ struct ft_node {
 };
 
 /* The memory of node ND for its tasks: its "mem", else what its agent
- * found, else DEF (what this host has, hostmem_default). */
-uint64_t ft_node_mem(const struct ft_node *nd, uint64_t def);
+ * found, else DEF (what this host has, hostmem_default).  The master's
+ * loop sets mem_found while its intake thread checks batches. */
+static inline uint64_t
+ft_node_mem(const struct ft_node *nd, uint64_t def)
+{
+	uint64_t found = __atomic_load_n(&nd->mem_found, __ATOMIC_RELAXED);
+
+	return nd->mem ? nd->mem : found ? found : def;
+}
 
 /* "mem_enforce": how a task's "mem" is held to. */
 enum ft_mem_enforce {

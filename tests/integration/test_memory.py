@@ -142,17 +142,46 @@ def remove_cgroup(d):
                 time.sleep(0.1)
 
 
-@pytest.fixture
-def cgroup_2g():
-    parent = own_memory_cgroup()
-    if os.geteuid() != 0 or parent is None:
-        pytest.skip("needs root and a cgroup v1 memory hierarchy")
+def unified_memory_root():
+    """The unified hierarchy's mount when it has the memory controller
+    (cgroup v2), or None."""
+    root = Path("/sys/fs/cgroup")
+    try:
+        if "memory" in (root / "cgroup.controllers").read_text().split():
+            return root
+    except OSError:
+        pass
+    return None
+
+
+def make_2g(parent, v2):
+    """A new cgroup of 2 GiB (no swap) in PARENT: its directory."""
     d = parent / f"ftfarm-test-{uuid.uuid4().hex[:12]}"
     d.mkdir()
+    limits = (("memory.max", "memory.swap.max") if v2 else
+              ("memory.limit_in_bytes", "memory.memsw.limit_in_bytes"))
+    (d / limits[0]).write_text(str(2 << 30))
+    if (d / limits[1]).exists():
+        (d / limits[1]).write_text("0" if v2 else str(2 << 30))
+    return d
+
+
+@pytest.fixture
+def cgroup_2g():
+    """A memory cgroup of 2 GiB: in this process's own (cgroup v1), or at
+    the top of the unified hierarchy (v2, the memory controller turned on
+    for the top's children if it is not)."""
+    if os.geteuid() != 0:
+        pytest.skip("needs root to make a memory cgroup")
+    v1 = own_memory_cgroup()
+    root = None if v1 else unified_memory_root()
+    if v1 is None and root is None:
+        pytest.skip("no memory cgroup controller mounted")
+    if root is not None and "memory" not in \
+            (root / "cgroup.subtree_control").read_text().split():
+        (root / "cgroup.subtree_control").write_text("+memory")
+    d = make_2g(v1 or root, root is not None)
     try:
-        (d / "memory.limit_in_bytes").write_text(str(2 << 30))
-        if (d / "memory.memsw.limit_in_bytes").exists():
-            (d / "memory.memsw.limit_in_bytes").write_text(str(2 << 30))
         yield d
     finally:
         remove_cgroup(d)
