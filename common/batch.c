@@ -172,6 +172,7 @@ plugin_check(const struct ft_plugin *p, const json_t *task, const char *path,
 	need->cpus = 1;
 	need->gpus = 0;
 	need->mem = 0;
+	need->files = 0;
 	if (!has_need(task))
 		return p->validate(task, path, err);
 	if (check_counts(task, path, err) == -1 ||
@@ -195,6 +196,8 @@ ft_task_need(const json_t *task, struct ft_need *need)
 
 	need->cpus = (int)jget_int(task, "cpus", 1);
 	need->gpus = (int)jget_int(task, "gpus", 0);
+	need->files = json_object_get(task, "stdout") != NULL ||
+		      json_object_get(task, "stderr") != NULL;
 	if (mem == NULL || memsize_json(mem, &need->mem) == -1)
 		need->mem = 0;
 	return need->cpus > 1 || need->gpus > 0;

@@ -70,6 +70,8 @@ struct ft_need {
 	int gpus;			/* "gpus", default 0 */
 	uint64_t mem;			/* "mem": bytes (memsize.h), 0: none
 					 * asked */
+	int files;			/* it names output files ("stdout",
+					 * "stderr") */
 };
 
 /*

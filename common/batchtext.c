@@ -441,6 +441,7 @@ check_part(void *arg)
 			sp->cpus = last->cpus;
 			sp->gpus = last->gpus;
 			sp->mem = last->mem;
+			sp->files = last->files;
 			if (last_rec != SIZE_MAX)
 				last_rec = keep_again(&p->deps, last_rec, i);
 			continue;
@@ -469,8 +470,9 @@ check_part(void *arg)
 		sp->timeout = ft_task_timeout(t, 0);
 		sp->kind = (int8_t)kind;
 		sp->cpus = (uint16_t)need.cpus;
-		sp->gpus = (uint8_t)need.gpus;
+		sp->gpus = (uint8_t)need.gpus & 0x7f;
 		sp->mem = memsize_mib(need.mem);
+		sp->files = need.files != 0;
 		last_rec = keep_after(&p->deps, i, json_object_get(t, "after"));
 		json_decref(t);
 		last = sp;

@@ -22,14 +22,15 @@
 
 /* One task's bytes in the text, its "timeout" (0: none given; float as
  * in the scheduler's task table), its type (the index of its plugin, -1
- * unknown) and what it needs ("cpus", "gpus", "mem" in MiB rounded up, 0
- * for none). */
+ * unknown), what it needs ("cpus", "gpus", "mem" in MiB rounded up, 0
+ * for none) and whether it names output files. */
 struct bt_span {
 	uint32_t off;
 	uint32_t len;
 	float timeout;
 	int8_t kind;
-	uint8_t gpus;
+	uint8_t gpus : 7;		/* at most FT_TASK_GPUS_MAX */
+	uint8_t files : 1;
 	uint16_t cpus;
 	uint32_t mem;
 };

@@ -324,6 +324,18 @@ strip_after(struct batch *b, const char *spec, uint32_t *len)
 	return text;
 }
 
+/* Does a task of plugin KIND that names output files when FILES write
+ * files?  Those of a plugin that writes them do when the config names
+ * them for every task. */
+static int
+writes_files(const struct batches *bs, int kind, int files)
+{
+	return files ||
+	       ((bs->cfg->task_stdout || bs->cfg->task_stderr) && kind >= 0 &&
+		kind < bs->pl->n &&
+		(bs->pl->v[kind]->flags & FT_PLUGIN_OUTPUT_FILES));
+}
+
 /* Queue task INDEX of B, SP its spec.  A spec too long to send only for
  * its "after" (a fan-in's) goes without it (batchtext.h). */
 static void
@@ -331,7 +343,8 @@ queue_spec(struct batches *bs, struct batch *b, uint32_t index,
 	   const struct deps_spec *sp)
 {
 	struct sched_need need = { sp->cpus ? sp->cpus : 1, sp->gpus,
-				   b->priority, sp->mem };
+				   b->priority, sp->mem,
+				   writes_files(bs, sp->kind, sp->files) };
 	const char *spec = sp->spec;
 	uint32_t len = sp->len;
 	uint64_t tid;
@@ -359,7 +372,7 @@ batch_queue_text(struct batches *bs, struct batch *b, struct batch_text *bt,
 		const struct bt_span *sp = &bt->spans[i];
 		struct deps_spec ds = { bt->text + sp->off, sp->len,
 					sp->timeout, sp->kind, sp->gpus,
-					sp->cpus, sp->mem };
+					sp->cpus, sp->mem, sp->files };
 		uint32_t index = b->total + i;
 
 		if (done && journal_done(done, index))
@@ -412,7 +425,7 @@ batch_queue_phase(struct batches *bs, struct batch *b, json_t *tasks,
 	off[count] = buf.len;
 	json_array_foreach(tasks, i, t) {
 		uint32_t index = b->total + (uint32_t)i;
-		struct sched_need need = { 1, 0, b->priority, 0 };
+		struct sched_need need = { 1, 0, b->priority, 0, 0 };
 		struct ft_need fn;
 
 		if (done && journal_done(done, index))

@@ -266,6 +266,7 @@ sched_add_need(struct sched *s, uint32_t batch, uint32_t index,
 		t->gpus = (uint8_t)need->gpus;
 		t->prio = (int8_t)need->prio;
 		t->mem = need->mem;
+		t->nocopy = need->nocopy != 0;
 	}
 	s->nqueued++;
 	s->nopen++;
@@ -562,7 +563,8 @@ find_straggler(struct sched *s, int skip, double now)
 			const struct sched_task *t = sched_task_of(s, in->tid);
 
 			if (t->ninst != 1 || t->failures != 0 ||
-			    t->cpus_m1 != 0 || t->gpus != 0 || t->mem != 0)
+			    t->cpus_m1 != 0 || t->gpus != 0 || t->mem != 0 ||
+			    t->nocopy)
 				continue;
 			if (in->start < first)
 				first = in->start;

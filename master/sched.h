@@ -67,7 +67,8 @@ struct sched_task {
 	uint32_t index;			/* index in the batch */
 	float timeout;			/* seconds an instance may take */
 	uint8_t state : 3;		/* enum task_state */
-	uint8_t ninst : 5;		/* live instances (at most 2) */
+	uint8_t ninst : 4;		/* live instances (at most 2) */
+	uint8_t nocopy : 1;		/* no straggler copy: it writes files */
 	uint8_t kind;			/* the caller's label (a task type), 0 by default */
 	uint8_t gpus;			/* GPUs it needs */
 	uint8_t cpus_m1;		/* slots it needs, less one */
@@ -83,6 +84,9 @@ struct sched_need {
 	int gpus;			/* GPUs of that node, 0..SCHED_GPUS_MAX */
 	int prio;			/* SCHED_PRIO_MIN..SCHED_PRIO_MAX, higher first */
 	uint32_t mem;			/* MiB of its node's memory, 0: none */
+	int nocopy;			/* no straggler copy of it: it writes
+					 * files of its own (each attempt its
+					 * own file: a copy would leave one) */
 };
 
 #define SCHED_CPUS_MAX 256

@@ -9,7 +9,8 @@ import time
 
 size = int(sys.argv[1])
 hold = float(sys.argv[2]) if len(sys.argv) > 2 else 0.0
-m = mmap.mmap(-1, size)
+# Private: a shared anonymous mapping is shmem, which gets no huge pages.
+m = mmap.mmap(-1, size, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
 try:
     m.madvise(mmap.MADV_HUGEPAGE)
 except (AttributeError, OSError):

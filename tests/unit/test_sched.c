@@ -1873,7 +1873,7 @@ static uint64_t
 add_need(struct sched *s, uint32_t batch, int cpus, int gpus, int prio)
 {
 	static const char spec[] = "{}";
-	struct sched_need need = { cpus, gpus, prio, 0 };
+	struct sched_need need = { cpus, gpus, prio, 0, 0 };
 
 	return sched_add_need(s, batch, 0, spec, 2, 10, &need);
 }
@@ -1941,7 +1941,7 @@ static uint64_t
 add_mem(struct sched *s, uint32_t mem)
 {
 	static const char spec[] = "{}";
-	struct sched_need need = { 1, 0, 0, mem };
+	struct sched_need need = { 1, 0, 0, mem, 0 };
 
 	return sched_add_need(s, 1, 0, spec, 2, 10, &need);
 }
@@ -2016,7 +2016,7 @@ static void
 test_memory_of_wide_tasks(void **st)
 {
 	struct sched *s = mk_nodes(0);
-	struct sched_need need = { 2, 0, 0, 900 };
+	struct sched_need need = { 2, 0, 0, 900, 0 };
 	struct sched_wait why[2];
 	struct sched_pick a, b;
 
@@ -2040,19 +2040,25 @@ test_memory_of_wide_tasks(void **st)
 	sched_free(s);
 }
 
-/* Tasks that need memory get no straggler copies. */
+/* Tasks that need memory, and tasks that write output files of their
+ * own, get no straggler copies; a plain task does. */
 static void
 test_no_copy_of_a_memory_task(void **st)
 {
 	struct sched *s = mk_nodes(0);
-	struct sched_pick a;
+	struct sched_need files = { 1, 0, 0, 0, 1 };
 
 	(void)st;
 	sched_set_mem(s, 0, 1000);
 	add_mem(s, 100);
-	a = take1(s, 0, 0);
+	take1(s, 0, 0);
 	take_none(s, 1, 100);
-	(void)a;
+	sched_add_need(s, 1, 1, "{}", 2, 10, &files);
+	take1(s, 2, 100);
+	take_none(s, 3, 200);
+	add_n(s, 1, 10);
+	take1(s, 4, 200);
+	assert_int_equal(take1(s, 5, 300).duplicate, 1);
 	sched_free(s);
 }
 
