@@ -149,6 +149,16 @@ ring_push(struct sworker *w, const struct inflight *in)
 
 /* ---- what a worker is charged of its node's memory ---- */
 
+int
+sched_mem_fits(const struct sched *s, int worker, uint32_t mem)
+{
+	const struct sworker *w = &s->w[worker];
+	const struct snode *n = &s->nodes[w->node];
+
+	return mem <= w->mem || n->mem == 0 ||
+	       n->mem_used - w->mem + mem <= n->mem;
+}
+
 /* W takes an instance needing MEM MiB. */
 static void
 charge_add(struct sched *s, struct sworker *w, uint32_t mem)

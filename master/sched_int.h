@@ -155,11 +155,11 @@ void sched_queues_free(struct sched *s);
 void sched_start_instance(struct sched *s, int worker, uint64_t tid,
 			  double now, struct sched_pick *out, int duplicate);
 
-/* ---- sched_place.c ---- */
-
 /* May a task needing MEM MiB start on WORKER as far as its node's memory
- * goes? */
+ * goes (what the node's workers are charged, sched.c)? */
 int sched_mem_fits(const struct sched *s, int worker, uint32_t mem);
+
+/* ---- sched_place.c ---- */
 
 enum pick { PICK_NONE, PICK_ONE, PICK_HOLD };
 

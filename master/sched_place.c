@@ -31,16 +31,6 @@ node_slots(const struct sched *s, int node, int *free)
 	return up;
 }
 
-int
-sched_mem_fits(const struct sched *s, int worker, uint32_t mem)
-{
-	const struct sworker *w = &s->w[worker];
-	const struct snode *n = &s->nodes[w->node];
-
-	return mem <= w->mem || n->mem == 0 ||
-	       n->mem_used - w->mem + mem <= n->mem;
-}
-
 /* The MiB task TID needs. */
 static uint32_t
 mem_of(const struct sched *s, uint64_t tid)

@@ -151,35 +151,32 @@ def ratios(times, test, cfg, base):
                                            times[(test, base)])])
 
 
+def rows(times, test, names, base, digits):
+    """One row per name of NAMES: median, range and the median ratio to
+    BASE (a value printed with DIGITS decimals, 0: as a count)."""
+    f = (lambda x: B.fmt_int(x)) if digits == 0 else \
+        (lambda x: B.fmt(x, digits))
+    return [[n, f(B.median(times[(test, n)])),
+             f"{f(min(times[(test, n)]))}-{f(max(times[(test, n)]))}",
+             B.fmt(ratios(times, test, n, base), 3)] for n in names]
+
+
 def report(a, times, out):
     if "noop" in a.only:
-        rows = [[cfg, B.fmt_int(B.median(times[("noop", cfg)])),
-                 f"{B.fmt_int(min(times[('noop', cfg)]))}-"
-                 f"{B.fmt_int(max(times[('noop', cfg)]))}",
-                 B.fmt(ratios(times, "noop", cfg, "off"), 3)]
-                for cfg in CONFIGS]
         out.append(f"### {a.noop_n:,} no-op tasks, 1 node x 2 slots\n")
         out.append(B.table(["config", "median tasks/s", "(range)",
-                            "tasks/s / off's"], rows) + "\n")
+                            "tasks/s / off's"],
+                           rows(times, "noop", CONFIGS, "off", 0)) + "\n")
     if "true" in a.only:
-        rows = [[cfg, B.fmt(B.median(times[("true", cfg)])),
-                 f"{B.fmt(min(times[('true', cfg)]))}-"
-                 f"{B.fmt(max(times[('true', cfg)]))}",
-                 B.fmt(ratios(times, "true", cfg, "off"), 3)]
-                for cfg in CONFIGS]
         out.append("### 600 x `true`, 1 node x 2 slots\n")
-        out.append(B.table(["config", "median s", "(range)",
-                            "time / off's"], rows) + "\n")
+        out.append(B.table(["config", "median s", "(range)", "time / off's"],
+                           rows(times, "true", CONFIGS, "off", 3)) + "\n")
     if "files" in a.only:
-        rows = [[name, B.fmt(B.median(times[("files", name)])),
-                 f"{B.fmt(min(times[('files', name)]))}-"
-                 f"{B.fmt(max(times[('files', name)]))}",
-                 B.fmt(ratios(times, "files", name, "sh"), 3)]
-                for name in ("own", "sh")]
         out.append(f"### {FILE_N} tasks x {FILE_BYTES:,} bytes of output, "
                    "1 node x 2 slots\n")
         out.append(B.table(["to", "median s", "(range)", "time / sh -c's"],
-                           rows) + "\n")
+                           rows(times, "files", ("own", "sh"), "sh", 3)) +
+                   "\n")
         out.append("own: the task's \"stdout\" file; sh: `sh -c 'head ... "
                    "> FILE'`\n")
 
