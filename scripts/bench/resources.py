@@ -24,8 +24,13 @@ files  100 tasks each writing 10 MB (head -c 10000000 /dev/zero): to the
 
 Each round runs every configuration once, in an order that rotates from
 round to round; ratios are medians of per-round ratios to "off" (files:
-to `sh -c`).  Every batch is checked (each task once, ok; the files'
-sizes).  Markdown on stdout, progress on stderr.
+to `sh -c`).  Beside the wall figures, which other people's work on a
+shared machine moves by 2-3 x from one run to the next, the CPU the
+cluster spent: the master's, the agent's and the slots' threads (their
+schedstat, in ns) and what the slots' children used (the tasks, in the
+slots' cutime and cstime, in ticks), per task.  Every batch is checked
+(each task once, ok; the files' sizes).  Markdown on stdout, progress on
+stderr.
 """
 import argparse
 import json
@@ -95,6 +100,42 @@ def file_batches(work):
     return own, shell, d
 
 
+CLK = os.sysconf("SC_CLK_TCK")
+
+
+def threads_ns(pid):
+    """CPU ns of every thread of PID (0 when it is gone)."""
+    total = 0
+    try:
+        for t in os.listdir(f"/proc/{pid}/task"):
+            with open(f"/proc/{pid}/task/{t}/schedstat") as f:
+                total += int(f.read().split()[0])
+    except OSError:
+        pass
+    return total
+
+
+def children_s(pid):
+    """CPU seconds of PID's children that it waited for."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            x = f.read().rsplit(")", 1)[1].split()
+        return (int(x[13]) + int(x[14])) / CLK
+    except (OSError, IndexError, ValueError):
+        return 0.0
+
+
+def cluster_cpu(c):
+    """CPU seconds the cluster C has spent so far: its master's, agents'
+    and slots' own, and the slots' waited-for children's."""
+    st = c.status()
+    master = B.read_pid(os.path.join(c.state, "master.pid"))
+    agents = [n["agent_pid"] for n in st["nodes"]]
+    slots = [w["pid"] for w in st["workers"]]
+    own = sum(threads_ns(p) for p in [master] + agents + slots) / 1e9
+    return own + sum(children_s(p) for p in slots)
+
+
 def noop_rate(c, bid, n):
     ev = c.batch_events(bid, 0)
     return n / (ev["batch_done"]["ts"] - ev["batch_submitted"]["ts"])
@@ -134,12 +175,16 @@ def run(a, work, out, problems):
                     continue
                 n = a.noop_n if test == "noop" else 600
                 for cfg in order:
+                    cpu0 = cluster_cpu(cs[cfg])
                     bid, dt = cs[cfg].submit(bs[(test, cfg)])
+                    cpu = (cluster_cpu(cs[cfg]) - cpu0) / n * 1e6
                     problems += [f"{test} {cfg}: {p}" for p in
                                  cs[cfg].check_results(bid, n)]
                     v = noop_rate(cs[cfg], bid, n) if test == "noop" else dt
                     times.setdefault((test, cfg), []).append(v)
-                    B.log(f"{test} round {r + 1}: {cfg}: {v:.3f}")
+                    times.setdefault((test + "-cpu", cfg), []).append(cpu)
+                    B.log(f"{test} round {r + 1}: {cfg}: {v:.3f}, "
+                          f"{cpu:.1f} us of CPU a task")
     finally:
         for c in cs.values():
             c.stop()
@@ -167,10 +212,18 @@ def report(a, times, out):
         out.append(B.table(["config", "median tasks/s", "(range)",
                             "tasks/s / off's"],
                            rows(times, "noop", CONFIGS, "off", 0)) + "\n")
+        out.append(B.table(["config", "median us of CPU a task", "(range)",
+                            "CPU / off's"],
+                           rows(times, "noop-cpu", CONFIGS, "off", 2)) +
+                   "\n")
     if "true" in a.only:
         out.append("### 600 x `true`, 1 node x 2 slots\n")
         out.append(B.table(["config", "median s", "(range)", "time / off's"],
                            rows(times, "true", CONFIGS, "off", 3)) + "\n")
+        out.append(B.table(["config", "median us of CPU a task", "(range)",
+                            "CPU / off's"],
+                           rows(times, "true-cpu", CONFIGS, "off", 1)) +
+                   "\n")
     if "files" in a.only:
         out.append(f"### {FILE_N} tasks x {FILE_BYTES:,} bytes of output, "
                    "1 node x 2 slots\n")
