@@ -591,7 +591,7 @@ rule b:
 """
 
 
-@pytest.mark.heavy
+@pytest.mark.long
 def test_rules_logs_and_memory(make_cluster, tmp_path):
     c, wd = cluster_and_workflow(make_cluster, tmp_path, LOGGED)
     p = start_snakemake(c, wd, "--latency-wait", "5")

@@ -7,6 +7,8 @@ One cluster of one node with two slots:
   attempt's output has a file of its own;
 - a path that cannot be opened fails that task alone, with the reason,
   once, and the node goes on;
+- a file removed and made again while its task runs gets what the task
+  wrote put back;
 - cpu_s of a 2-second busy loop and max_rss of a 300 MiB allocation;
 - `ftfarm batch` sums the usage, `ftfarm cat` prints the files."""
 import filecmp
@@ -88,6 +90,16 @@ def test_output_files_retries_and_usage(make_cluster, tmp_path):
     assert (out / "r.0.1.err").read_text() == "e1\n"
     assert (out / "r.0.2.err").read_text() == "e2\n"
     assert line["stdout"] == "attempt\ntwo\n"
+
+    # A file removed and made again while its task runs (as Snakemake
+    # does to a rule's log): what the task wrote is put back after what
+    # is there then.
+    log = out / "log.txt"
+    r = c.cli("submit", "-c", c.config, "--wait", "--stdout", log, "--",
+              "sh", "-c", f"echo one; rm {log}; echo mine > {log}; "
+              "echo three")
+    assert r.returncode == 0, r.stderr
+    assert log.read_text() == "mine\none\nthree\n"
 
     # A path that cannot be opened fails its task alone, once.
     r = c.cli("submit", "-c", c.config, "--wait", "--name", "bad",
