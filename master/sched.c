@@ -9,6 +9,10 @@
 #include "sched_int.h"
 #include "util.h"
 
+/* A batch of a million tasks holds a million records: keep them small
+ * (what few tasks need, their memory, is kept beside their chunk). */
+_Static_assert(sizeof(struct sched_task) == 32, "a task's record grew");
+
 #define RTT_MAX 1.0		/* longest round trip sample, seconds */
 #define PROBE_N 4		/* results of a new batch that size the
 				 * windows of workers yet to run one */
@@ -85,6 +89,25 @@ sched_set_gpus(struct sched *s, int node, int n)
 	s->nodes[node].ngpus = n > SCHED_GPUS_MAX ? SCHED_GPUS_MAX : n;
 }
 
+/* The memory needs of chunk C's tasks, made when the first one needs
+ * some. */
+static uint32_t *
+chunk_mem(struct chunk *c)
+{
+	if (c->mem == NULL)
+		c->mem = ft_calloc(CHUNK, sizeof(*c->mem));
+	return c->mem;
+}
+
+/* Free chunk C. */
+static void
+chunk_free(struct chunk *c)
+{
+	if (c)
+		free(c->mem);
+	free(c);
+}
+
 void
 sched_set_mem(struct sched *s, int node, uint64_t mib)
 {
@@ -107,7 +130,7 @@ sched_free(struct sched *s)
 	if (s == NULL)
 		return;
 	for (i = 0; i < s->nchunks; i++)
-		free(s->chunks[i]);
+		chunk_free(s->chunks[i]);
 	for (k = 0; k < s->nw; k++)
 		free(s->w[k].ring);
 	free(s->chunks);
@@ -260,6 +283,7 @@ sched_add_need(struct sched *s, uint32_t batch, uint32_t index,
 		}
 		s->chunks[s->nchunks++] = ft_malloc(sizeof(struct chunk));
 		s->chunks[c]->open = 0;
+		s->chunks[c]->mem = NULL;
 	}
 	s->chunks[c]->open++;
 	t = &s->chunks[c]->t[s->ntasks & (CHUNK - 1)];
@@ -275,8 +299,10 @@ sched_add_need(struct sched *s, uint32_t batch, uint32_t index,
 		t->cpus_m1 = (uint8_t)(need->cpus - 1);
 		t->gpus = (uint8_t)need->gpus;
 		t->prio = (int8_t)need->prio;
-		t->mem = need->mem;
 		t->nocopy = need->nocopy != 0;
+		if (need->mem)
+			chunk_mem(s->chunks[c])[(s->ntasks - 1) & (CHUNK - 1)] =
+				need->mem;
 	}
 	s->nqueued++;
 	s->nopen++;
@@ -344,7 +370,7 @@ sched_reclaim(struct sched *s)
 		/* A chunk may have been filled up again since. */
 		if (s->chunks[c] && s->chunks[c]->open == 0 &&
 		    ((uint64_t)(c + 1) << CHUNK_SHIFT) <= s->ntasks) {
-			free(s->chunks[c]);
+			chunk_free(s->chunks[c]);
 			s->chunks[c] = NULL;
 			freed++;
 		}
@@ -512,8 +538,8 @@ sched_start_instance(struct sched *s, int worker, uint64_t tid, double now,
 	t->ninst++;
 	in.tid = tid;
 	in.attempt = ++t->attempts;
-	in.mem = t->mem;
-	charge_add(s, w, t->mem);
+	in.mem = sched_mem_of(s, tid);
+	charge_add(s, w, in.mem);
 	in.seq = ++s->seq;
 	in.lead = w->n == 0;
 	if (w->n == 0)
@@ -573,8 +599,8 @@ find_straggler(struct sched *s, int skip, double now)
 			const struct sched_task *t = sched_task_of(s, in->tid);
 
 			if (t->ninst != 1 || t->failures != 0 ||
-			    t->cpus_m1 != 0 || t->gpus != 0 || t->mem != 0 ||
-			    t->nocopy)
+			    t->cpus_m1 != 0 || t->gpus != 0 || t->nocopy ||
+			    sched_mem_of(s, in->tid) != 0)
 				continue;
 			if (in->start < first)
 				first = in->start;
@@ -729,8 +755,8 @@ sched_take(struct sched *s, int worker, double now, struct sched_pick *out,
 			limit = window;
 		while (count < max && w->n < limit &&
 		       (tid = sched_fifo_head(s, &s->lv[0].v[0])) != 0) {
-			if (sched_task_of(s, tid)->mem &&
-			    !sched_mem_fits(s, worker, sched_task_of(s, tid)->mem)) {
+			if (sched_mem_of(s, tid) &&
+			    !sched_mem_fits(s, worker, sched_mem_of(s, tid))) {
 				s->mem_waits = 1;
 				break;
 			}

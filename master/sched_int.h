@@ -58,6 +58,8 @@ struct sworker {
 
 struct chunk {
 	uint32_t open;			/* its tasks not yet ended */
+	uint32_t *mem;			/* MiB each task needs, or NULL when
+					 * none of them needs any */
 	struct sched_task t[CHUNK];
 };
 
@@ -134,6 +136,15 @@ static inline struct sched_task *
 sched_task_of(const struct sched *s, uint64_t tid)
 {
 	return &s->chunks[(tid - 1) >> CHUNK_SHIFT]->t[(tid - 1) & (CHUNK - 1)];
+}
+
+/* The MiB task TID (live) needs. */
+static inline uint32_t
+sched_mem_of(const struct sched *s, uint64_t tid)
+{
+	const struct chunk *c = s->chunks[(tid - 1) >> CHUNK_SHIFT];
+
+	return c->mem ? c->mem[(tid - 1) & (CHUNK - 1)] : 0;
 }
 
 /* ---- sched_queue.c ---- */

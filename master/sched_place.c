@@ -31,13 +31,6 @@ node_slots(const struct sched *s, int node, int *free)
 	return up;
 }
 
-/* The MiB task TID needs. */
-static uint32_t
-mem_of(const struct sched *s, uint64_t tid)
-{
-	return sched_task_of(s, tid)->mem;
-}
-
 /* Could NODE ever hold a task shaped F needing MEM MiB (its slots in
  * service)? */
 static int
@@ -109,7 +102,7 @@ resv_node(struct sched *s, struct fifo *f, uint64_t head)
 
 	if (f->resv != head || s->nodes[r].resv != head)
 		return -1;
-	if (!node_could(s, r, f, mem_of(s, head))) {
+	if (!node_could(s, r, f, sched_mem_of(s, head))) {
 		s->nodes[r].resv = 0;
 		f->resv = 0;
 		s->wake = 1;
@@ -129,7 +122,7 @@ reserve(struct sched *s, struct fifo *f, uint64_t head)
 		if (s->nodes[k].resv != 0 && s->nodes[k].resv != head &&
 		    sched_task_of(s, s->nodes[k].resv)->state == TASK_QUEUED)
 			continue;
-		if (!node_could(s, k, f, mem_of(s, head)))
+		if (!node_could(s, k, f, sched_mem_of(s, head)))
 			continue;
 		node_slots(s, k, &free);
 		if (free > bfree) {
@@ -153,7 +146,7 @@ pick_wide(struct sched *s, int worker, struct fifo *f, uint64_t head,
 {
 	int r = resv_node(s, f, head);
 
-	if (fits(s, worker, f, mem_of(s, head))) {
+	if (fits(s, worker, f, sched_mem_of(s, head))) {
 		if (r >= 0 && r != s->w[worker].node) {
 			s->nodes[r].resv = 0;
 			s->wake = 1;
@@ -188,7 +181,7 @@ sched_place_pick(struct sched *s, int worker, double now, struct sched_pick *out
 				return p;
 		}
 		if ((head = sched_fifo_head(s, &l->v[0])) != 0) {
-			if (!sched_mem_fits(s, worker, mem_of(s, head))) {
+			if (!sched_mem_fits(s, worker, sched_mem_of(s, head))) {
 				s->mem_waits = 1;	/* it waits for memory */
 				return PICK_NONE;
 			}
@@ -218,7 +211,7 @@ sched_place_kept(struct sched *s, int worker, double now, struct sched_pick *out
 		n->resv = 0;
 		return 0;
 	}
-	if (!fits(s, worker, f, t->mem))
+	if (!fits(s, worker, f, sched_mem_of(s, n->resv)))
 		return -1;
 	sched_fifo_drop(f);
 	place_wide(s, worker, f, n->resv, now, out);
@@ -253,10 +246,10 @@ why_waits(struct sched *s, struct fifo *f, uint64_t head,
 	out->index = t->index;
 	out->cpus = f->cpus;
 	out->gpus = f->gpus;
-	out->mem = t->mem;
+	out->mem = sched_mem_of(s, head);
 	out->node = resv_node(s, f, head);
 	for (k = 0; k < s->nnodes && !could; k++)
-		could = node_could(s, k, f, t->mem);
+		could = node_could(s, k, f, out->mem);
 	out->why = out->node >= 0 ? SCHED_WAIT_RESERVED :
 		   could ? SCHED_WAIT_BUSY : SCHED_WAIT_NO_NODE;
 }
