@@ -942,7 +942,12 @@ batches_record(struct batches *bs, uint64_t tid, int worker,
 	jsonl_str(o, "status", r->ok ? "ok" : "failed");
 	jsonl_int(o, "exit", r->exit_code);
 	jsonl_secs(o, "seconds", r->seconds);
-	jsonl_secs(o, "cpu_s", r->cpu_s);
+	/* Every byte of a line is copied into the page cache: a no-op
+	 * task's 0 is one byte, not 0.000000. */
+	if (r->cpu_s >= 0.0000005)
+		jsonl_secs(o, "cpu_s", r->cpu_s);
+	else
+		jsonl_int(o, "cpu_s", 0);
 	jsonl_int(o, "max_rss", (long long)r->max_rss);
 	jsonl_strn(o, "stdout", r->out, r->out_len);
 	jsonl_strn(o, "stderr", r->err, r->err_len);

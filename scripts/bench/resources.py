@@ -24,7 +24,8 @@ files  100 tasks each writing 10 MB (head -c 10000000 /dev/zero): to the
 
 Each round runs every configuration once, in an order that rotates from
 round to round; ratios are medians of per-round ratios to "off" (files:
-to `sh -c`).  Beside the wall figures, which other people's work on a
+to `sh -c`), and the ratio of the medians beside.  Beside the wall
+figures, which other people's work on a
 shared machine moves by 2-3 x from one run to the next, the CPU the
 cluster spent: the master's, the agent's and the slots' threads (their
 schedstat, in ns) and what the slots' children used (the tasks, in the
@@ -203,31 +204,35 @@ def rows(times, test, names, base, digits):
         (lambda x: B.fmt(x, digits))
     return [[n, f(B.median(times[(test, n)])),
              f"{f(min(times[(test, n)]))}-{f(max(times[(test, n)]))}",
-             B.fmt(ratios(times, test, n, base), 3)] for n in names]
+             B.fmt(ratios(times, test, n, base), 3),
+             B.fmt(B.median(times[(test, n)]) /
+                   B.median(times[(test, base)]), 3)] for n in names]
 
 
 def report(a, times, out):
     if "noop" in a.only:
         out.append(f"### {a.noop_n:,} no-op tasks, 1 node x 2 slots\n")
         out.append(B.table(["config", "median tasks/s", "(range)",
-                            "tasks/s / off's"],
+                            "tasks/s / off's", "of the medians"],
                            rows(times, "noop", CONFIGS, "off", 0)) + "\n")
         out.append(B.table(["config", "median us of CPU a task", "(range)",
-                            "CPU / off's"],
+                            "CPU / off's", "of the medians"],
                            rows(times, "noop-cpu", CONFIGS, "off", 2)) +
                    "\n")
     if "true" in a.only:
         out.append("### 600 x `true`, 1 node x 2 slots\n")
-        out.append(B.table(["config", "median s", "(range)", "time / off's"],
+        out.append(B.table(["config", "median s", "(range)", "time / off's",
+                            "of the medians"],
                            rows(times, "true", CONFIGS, "off", 3)) + "\n")
         out.append(B.table(["config", "median us of CPU a task", "(range)",
-                            "CPU / off's"],
+                            "CPU / off's", "of the medians"],
                            rows(times, "true-cpu", CONFIGS, "off", 1)) +
                    "\n")
     if "files" in a.only:
         out.append(f"### {FILE_N} tasks x {FILE_BYTES:,} bytes of output, "
                    "1 node x 2 slots\n")
-        out.append(B.table(["to", "median s", "(range)", "time / sh -c's"],
+        out.append(B.table(["to", "median s", "(range)", "time / sh -c's",
+                            "of the medians"],
                            rows(times, "files", ("own", "sh"), "sh", 3)) +
                    "\n")
         out.append("own: the task's \"stdout\" file; sh: `sh -c 'head ... "
