@@ -126,15 +126,21 @@ def children_s(pid):
         return 0.0
 
 
+PARTS = ("master", "agent", "slots", "tasks")
+
+
 def cluster_cpu(c):
-    """CPU seconds the cluster C has spent so far: its master's, agents'
-    and slots' own, and the slots' waited-for children's."""
+    """CPU seconds the cluster C has spent so far, by part: its master's,
+    its agents' and its slots' own, and the slots' waited-for children's
+    (the tasks' processes)."""
     st = c.status()
     master = B.read_pid(os.path.join(c.state, "master.pid"))
     agents = [n["agent_pid"] for n in st["nodes"]]
     slots = [w["pid"] for w in st["workers"]]
-    own = sum(threads_ns(p) for p in [master] + agents + slots) / 1e9
-    return own + sum(children_s(p) for p in slots)
+    return {"master": threads_ns(master) / 1e9,
+            "agent": sum(threads_ns(p) for p in agents) / 1e9,
+            "slots": sum(threads_ns(p) for p in slots) / 1e9,
+            "tasks": sum(children_s(p) for p in slots)}
 
 
 def noop_rate(c, bid, n):
@@ -178,7 +184,12 @@ def run(a, work, out, problems):
                 for cfg in order:
                     cpu0 = cluster_cpu(cs[cfg])
                     bid, dt = cs[cfg].submit(bs[(test, cfg)])
-                    cpu = (cluster_cpu(cs[cfg]) - cpu0) / n * 1e6
+                    cpu1 = cluster_cpu(cs[cfg])
+                    for part in PARTS:
+                        times.setdefault((f"{test}-{part}", cfg), []).append(
+                            (cpu1[part] - cpu0[part]) / n * 1e6)
+                    cpu = sum(cpu1.values()) - sum(cpu0.values())
+                    cpu = cpu / n * 1e6
                     problems += [f"{test} {cfg}: {p}" for p in
                                  cs[cfg].check_results(bid, n)]
                     v = noop_rate(cs[cfg], bid, n) if test == "noop" else dt
@@ -209,6 +220,14 @@ def rows(times, test, names, base, digits):
                    B.median(times[(test, base)]), 3)] for n in names]
 
 
+def parts_table(times, test, digits):
+    """The medians of each part's CPU a task, by config."""
+    return B.table(["config"] + [f"{p} us" for p in PARTS],
+                   [[cfg] + [B.fmt(B.median(times[(f"{test}-{p}", cfg)]),
+                                   digits) for p in PARTS]
+                    for cfg in CONFIGS]) + "\n"
+
+
 def report(a, times, out):
     if "noop" in a.only:
         out.append(f"### {a.noop_n:,} no-op tasks, 1 node x 2 slots\n")
@@ -219,6 +238,7 @@ def report(a, times, out):
                             "CPU / off's", "of the medians"],
                            rows(times, "noop-cpu", CONFIGS, "off", 2)) +
                    "\n")
+        out.append(parts_table(times, "noop", 3))
     if "true" in a.only:
         out.append("### 600 x `true`, 1 node x 2 slots\n")
         out.append(B.table(["config", "median s", "(range)", "time / off's",
@@ -228,6 +248,7 @@ def report(a, times, out):
                             "CPU / off's", "of the medians"],
                            rows(times, "true-cpu", CONFIGS, "off", 1)) +
                    "\n")
+        out.append(parts_table(times, "true", 1))
     if "files" in a.only:
         out.append(f"### {FILE_N} tasks x {FILE_BYTES:,} bytes of output, "
                    "1 node x 2 slots\n")
