@@ -46,24 +46,32 @@ COMMON := common/jpos.c common/jcheck.c common/config.c common/log.c \
 COMMON_MPI := common/treq.c
 MASTER := master/main.c master/loop.c master/farm.c master/commands.c \
 	master/control.c master/health.c master/registry.c master/batches.c \
-	master/jobs.c master/intake.c master/agents.c master/link.c master/spawn.c \
+	master/jobs.c master/intake.c master/agents.c master/link.c master/link_mpi.c master/link_tcp.c master/spawn.c \
 	master/worker.c master/node.c master/sched.c master/sched_queue.c master/sched_place.c master/events.c \
 	master/defer.c master/store.c master/journal.c master/fence.c \
 	master/blame.c master/ladder.c master/bmc.c master/child.c \
 	master/stats.c master/subs.c master/evring.c \
 	master/http.c master/metrics.c master/expo.c master/page.c \
-	master/gangs.c master/grun.c master/pidwatch.c master/remote.c \
+	master/gangs.c master/grun.c master/pidwatch.c master/remote.c master/join.c \
 	master/mdecode.c master/parked.c \
-	master/adds.c master/openb.c master/retain.c master/deps.c master/opstate.c master/reaper.c \
+	master/adds.c master/openb.c master/retain.c master/deps.c master/inputs.c master/opstate.c master/reaper.c \
 	master/replay.c
-WORKER := worker/main.c worker/agent.c worker/doze.c worker/slots.c \
+WORKER := worker/main.c worker/agent_mpi.c worker/agent.c worker/doze.c worker/slots.c \
 	worker/slotproc.c worker/memcg.c
+# ftfarm-agent, the agent of a node that joins over TCP (ftfarm join):
+# no MPI; it shares the agent's core and the slots with ftfarm-worker.
+AGENT := worker/agent_main.c worker/agent_tcp.c
+AGENT_SHARED := worker/agent.c worker/slots.c worker/slotproc.c \
+	worker/memcg.c
 # ftfarm-slot, a node's worker slot: no MPI, compiled with cc.
 SLOT := worker/slot_main.c worker/slot.c worker/runner.c worker/zygote.c \
 	worker/memcg.c worker/outfiles.c
+# Reaching a master over TCP with MUNGE: the CLI and a joining agent
+# (they link libmunge; the other programs do not).
+RDIAL := common/rdial.c
 CLI := cli/main.c cli/err.c cli/commands.c cli/start.c cli/launch.c cli/supervise.c \
 	cli/nodes.c cli/watch.c cli/events.c cli/progress.c cli/tasks.c cli/remote.c \
-	cli/down.c
+	cli/down.c cli/join.c
 PLUGINS := exec sleep wordcount relax python
 
 common_o = $(COMMON:%.c=$(OBJ)/%.o)
@@ -71,10 +79,13 @@ common_mpi_o = $(COMMON_MPI:%.c=$(OBJ)/%.o)
 master_o = $(MASTER:%.c=$(OBJ)/%.o)
 worker_o = $(WORKER:%.c=$(OBJ)/%.o)
 slot_o = $(SLOT:%.c=$(OBJ)/%.o)
+agent_o = $(AGENT:%.c=$(OBJ)/%.o) $(AGENT_SHARED:%.c=$(OBJ)/%.o)
 cli_o = $(CLI:%.c=$(OBJ)/%.o)
+rdial_o = $(RDIAL:%.c=$(OBJ)/%.o)
 plugin_so = $(PLUGINS:%=$(BINDIR)/tasks/%.so)
 
 PROGRAMS := $(BINDIR)/ftfarm-master $(BINDIR)/ftfarm-worker $(BINDIR)/ftfarm-slot \
+	$(BINDIR)/ftfarm-agent \
 	$(BINDIR)/ftfarm
 
 .PHONY: all clean test unit integration demo deps bench fuzz lint test-long \
@@ -105,7 +116,11 @@ $(BINDIR)/ftfarm-slot: $(slot_o) $(common_o)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -Wl,-z,now -o $@ $^ $(LDLIBS) -ldl -lpthread
 
-$(BINDIR)/ftfarm: $(cli_o) $(common_o)
+$(BINDIR)/ftfarm-agent: $(agent_o) $(rdial_o) $(common_o)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -o $@ $^ $(MUNGE_LIBS) $(LDLIBS) -ldl -lpthread
+
+$(BINDIR)/ftfarm: $(cli_o) $(rdial_o) $(common_o)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -o $@ $^ $(MUNGE_LIBS) $(LDLIBS) -ldl -lpthread
 
@@ -172,7 +187,8 @@ demo: deps
 # own directory), the task and gang plugins in lib/ftfarm/{tasks,gangs}
 # (found from bin), the example configs (and a Snakemake workflow) in
 # share/ftfarm/examples with the BMC simulator they name in
-# share/ftfarm/scripts, the sbatch script in
+# share/ftfarm/scripts, the bash completion in
+# share/bash-completion/completions/ftfarm, the sbatch script in
 # share/ftfarm, the Snakemake profile in share/ftfarm/snakemake/ftfarm
 # (its scripts find bin/ftfarm from there), the user documentation in
 # share/doc/ftfarm, the Python package (every .py file of python/ftfarm) in
@@ -183,7 +199,7 @@ demo: deps
 PREFIX ?= /usr/local
 DESTDIR ?=
 I_ROOT = $(DESTDIR)$(PREFIX)
-I_BIN := ftfarm ftfarm-master ftfarm-worker ftfarm-slot ftfarm-gang
+I_BIN := ftfarm ftfarm-master ftfarm-worker ftfarm-slot ftfarm-agent ftfarm-gang
 I_TASKS := $(PLUGINS:%=%.so)
 I_GANGS := ftallreduce.so pipeline.so
 I_EXAMPLES := $(notdir $(wildcard config/*.json)) bmc-password workflow.smk
@@ -193,7 +209,8 @@ I_PYDIR := lib/python3/dist-packages/ftfarm
 I_SMK := share/ftfarm/snakemake/ftfarm
 I_SMK_EXE := ftfarm-submit.py ftfarm-status.sh ftfarm-cancel.py
 I_SMK_DATA := config.yaml ftfarm_profile.py
-I_DIRS := lib/ftfarm/tasks lib/ftfarm/gangs lib/ftfarm share/ftfarm/examples \
+I_COMP := share/bash-completion/completions
+I_DIRS := $(I_COMP) share/bash-completion lib/ftfarm/tasks lib/ftfarm/gangs lib/ftfarm share/ftfarm/examples \
 	share/ftfarm/scripts $(I_SMK)/__pycache__ $(I_SMK) \
 	share/ftfarm/snakemake share/ftfarm share/doc/ftfarm \
 	$(I_PYDIR)/__pycache__ $(I_PYDIR) lib/python3/dist-packages lib/python3
@@ -201,8 +218,9 @@ install: all
 	install -d $(I_ROOT)/bin $(I_ROOT)/lib/ftfarm/tasks \
 		$(I_ROOT)/lib/ftfarm/gangs $(I_ROOT)/share/ftfarm/examples \
 		$(I_ROOT)/share/ftfarm/scripts $(I_ROOT)/share/doc/ftfarm \
-		$(I_ROOT)/$(I_PYDIR) $(I_ROOT)/$(I_SMK)
+		$(I_ROOT)/$(I_PYDIR) $(I_ROOT)/$(I_SMK) $(I_ROOT)/$(I_COMP)
 	install -m 755 $(I_BIN:%=$(BINDIR)/%) $(I_ROOT)/bin/
+	install -m 644 scripts/completion/ftfarm $(I_ROOT)/$(I_COMP)/ftfarm
 	install -m 644 $(I_TASKS:%=$(BINDIR)/tasks/%) $(I_ROOT)/lib/ftfarm/tasks/
 	install -m 644 $(I_GANGS:%=$(BINDIR)/gangs/%) $(I_ROOT)/lib/ftfarm/gangs/
 	install -m 644 $(I_EXAMPLES:%=config/%) $(I_ROOT)/share/ftfarm/examples/
@@ -220,6 +238,7 @@ uninstall:
 		$(I_EXAMPLES:%=$(I_ROOT)/share/ftfarm/examples/%) \
 		$(I_ROOT)/share/ftfarm/scripts/bmc-sim \
 		$(I_ROOT)/share/ftfarm/ftfarm.sbatch \
+		$(I_ROOT)/$(I_COMP)/ftfarm \
 		$(I_SMK_EXE:%=$(I_ROOT)/$(I_SMK)/%) \
 		$(I_SMK_DATA:%=$(I_ROOT)/$(I_SMK)/%) \
 		$(wildcard $(I_ROOT)/$(I_SMK)/__pycache__/ftfarm_profile.*.pyc) \

@@ -22,6 +22,11 @@
  *   ftfarm batch -c CFG BATCH_ID [--json] [--reconnect-timeout S]
  *                                          one batch: state and counts
  *   ftfarm forget -c CFG BATCH_ID          an ended batch forgotten now
+ *   ftfarm join   -c CFG [--slots N] [--gpus LIST] [--name NAME]
+ *                 [--reconnect-timeout S]  this host joins the farm as a
+ *                                          node, over TCP (ftfarm-agent)
+ *   ftfarm leave  -c CFG NODE [--grace S] [--json]
+ *                                          a joined node leaves
  *   ftfarm watch  -c CFG                   a live view, redrawn in place
  *   ftfarm events -c CFG [--follow] [--since TS] [--type T]...
  *   ftfarm check  -c CFG [BATCH.json...]  validate without running anything
@@ -72,6 +77,10 @@ struct cli {
 	const char *stdout_file;	/* submit --stdout PATTERN */
 	const char *stderr_file;	/* submit --stderr PATTERN */
 	uint64_t mem;			/* submit --mem (0: not given) */
+	const char *cmd;		/* the command's name */
+	int slots;			/* --slots (0: not given) */
+	const char *gpu_list;		/* join --gpus LIST */
+	double grace;			/* --grace (< 0: not given) */
 	int cmdline;			/* submit's operands are a command */
 	int argc;			/* operands after the options */
 	char **argv;
@@ -92,6 +101,8 @@ int cli_reboot(struct cli *c);
 int cli_cancel(struct cli *c);
 int cli_batch(struct cli *c);
 int cli_forget(struct cli *c);
+int cli_join(struct cli *c);
+int cli_leave(struct cli *c);
 int cli_watch(struct cli *c);
 int cli_events(struct cli *c);
 int cli_check(struct cli *c);

@@ -77,6 +77,16 @@ call_once(struct cli *c, json_t *req, const struct ctl_body *body,
 	return CALL_OK;
 }
 
+/* The exit status of a call that got no answer: FT_EXIT_DOWN when the
+ * cluster is DOWN (its lease says so: stopped, between two allocations,
+ * nobody holds it), else 1 (a state dir of no cluster, a master gone in
+ * the middle, or not answering). */
+static int
+broken_status(int down)
+{
+	return down ? FT_EXIT_DOWN : 1;
+}
+
 /* The master could not be reached (ERR): say so, or that the cluster is
  * down when its lease says so (down.h). */
 static void
@@ -408,6 +418,7 @@ cli_call_across(struct cli *c, json_t *req, double timeout, const char *what)
 				say_down(c, &r, "nothing was asked");
 			else
 				cli_err("%s", err);
+			c->status = broken_status(r.down);
 			break;
 		}
 	reconnect_free(&r);
@@ -577,12 +588,12 @@ wait_call(struct cli *c, json_int_t id)
 			cli_err("the master stopped before batch %lld finished; "
 				"its results so far are in %s/batches/%lld",
 				(long long)id, c->cfg.state_dir, (long long)id);
+		c->status = broken_status(r.down);
 		if (r.down) {
 			snprintf(err, sizeof(err), "batch %lld goes on when it "
 				 "starts again", (long long)id);
 			say_down(c, &r, err);
 		}
-		c->status = 1;
 		break;
 	}
 	json_decref(req);
@@ -605,7 +616,7 @@ wait_batch(struct cli *c, json_int_t id)
 	if (ans == NULL && broken)
 		ans = wait_call(c, id);
 	if (ans == NULL)
-		return 1;
+		return c->status;	/* 1, or why no batch was waited for */
 	b = json_object_get(ans, "batch");
 	print_summary(b);
 	if (json_object_get(b, "result")) {
@@ -856,7 +867,8 @@ print_cell(const struct ctl_col *col, json_t *row, int last)
 		printf("%*s", w, buf);
 		break;
 	default:
-		printf("%*s", w, json_is_string(v) ? json_string_value(v) : "");
+		printf("%*s", w, json_is_string(v) ? json_string_value(v) :
+				 json_is_null(v) ? "-" : "");
 	}
 	putchar(last ? '\n' : ' ');
 }
@@ -1001,6 +1013,9 @@ cli_check(struct cli *c)
 	if (rc == 0 && c->cfg.slurm && c->cfg.nnodes == 0)
 		printf("%s: configuration OK (nodes: those of the Slurm "
 		       "allocation it is started in)\n", c->config);
+	else if (rc == 0 && c->cfg.no_nodes)
+		printf("%s: configuration OK (no node of its own: nodes join "
+		       "over TCP with `ftfarm join`)\n", c->config);
 	else if (rc == 0)
 		printf("%s: configuration OK (%d nodes, %d workers)\n",
 		       c->config, c->cfg.nnodes, c->cfg.nworkers);

@@ -61,6 +61,18 @@ static const struct command {
 	  "[--reconnect-timeout S]",
 	  "Show one batch: its state (waiting, running, finished, cancelled) "
 	  "and counts; asks the next master across a restart." },
+	{ "join", cli_join, 1, "join -c CFG [--slots N] [--gpus LIST] "
+	  "[--name NAME] [--reconnect-timeout S]",
+	  "Join this host to the running master as a node, over TCP with "
+	  "MUNGE (as the cluster's owner), and run its tasks until the master "
+	  "stops it, it is asked to leave, or SIGTERM (its allocation ends); "
+	  "joins again when the master restarts.  Defaults: the host's name, "
+	  "the CPUs and GPUs Slurm gave this node (else those of this host), "
+	  "600 s of reconnecting." },
+	{ "leave", cli_leave, 1, "leave -c CFG NODE [--grace S] [--json]",
+	  "Ask a joined node to leave: no new task; its running ones go on "
+	  "for S seconds (default 0), then are interrupted and given back, "
+	  "unfinished; then its agent exits." },
 	{ "watch", cli_watch, 1, "watch -c CFG",
 	  "A live view of batches, workers, nodes and events; q quits." },
 	{ "events", cli_events, 1, "events -c CFG [--follow] [--since TS] "
@@ -113,14 +125,90 @@ command_help(const struct command *cmd)
 	return 0;
 }
 
+/* The options CMD's usage names ("-c", "--wait", ...), one a line, and
+ * --help: what a shell completes after "ftfarm CMD -". */
+static void
+list_options(const struct command *cmd)
+{
+	const char *p = cmd->usage, *q;
+	char seen[2048] = " --help ", word[64];
+
+	puts("--help");
+	while ((p = strchr(p, '-')) != NULL) {
+		if (p > cmd->usage && strchr(" [|", p[-1]) == NULL) {
+			p++;
+			continue;	/* a dash inside a word: "each-line" */
+		}
+		for (q = p; *q == '-' || (*q >= 'a' && *q <= 'z') ||
+		     (*q >= '0' && *q <= '9'); q++)
+			;
+		if (q - p > 2 || (q - p == 2 && p[1] != '-')) {
+			snprintf(word, sizeof(word), " %.*s ", (int)(q - p), p);
+			if (strstr(seen, word) == NULL &&
+			    strlen(seen) + strlen(word) < sizeof(seen)) {
+				strcat(seen, word + 1);
+				printf("%.*s\n", (int)(q - p), p);
+			}
+		}
+		p = q;
+	}
+}
+
+/* What CMD's operands are, from its usage: "node", "batch", "file", or
+ * nothing (printed). */
+static void
+print_operand(const struct command *cmd)
+{
+	const char *u = cmd->usage;
+
+	if (strstr(u, " NODE"))
+		puts("node");
+	else if (strstr(u, " BATCH_ID") || strstr(u, " BATCH ") ||
+		 strstr(u, " BATCH\n"))
+		puts("batch");
+	else if (strstr(u, ".json") || strstr(u, "FILE") || strstr(u, "INPUT"))
+		puts("file");
+}
+
+/* help --commands | --options CMD | --operand CMD: for the shell's
+ * completion (scripts/completion/ftfarm), from the table above, so that a
+ * command added there is completed with its options.  -1 when ARGV is no
+ * such request. */
+static int
+help_completion(int argc, char **argv)
+{
+	const struct command *cmd;
+	size_t i;
+
+	if (argc == 3 && strcmp(argv[2], "--commands") == 0) {
+		for (i = 0; i < NCOMMANDS; i++)
+			puts(commands[i].name);
+		puts("help");
+		return 0;
+	}
+	if (argc != 4 || (strcmp(argv[2], "--options") != 0 &&
+			  strcmp(argv[2], "--operand") != 0))
+		return -1;
+	if ((cmd = command_named(argv[3])) == NULL)
+		return 2;
+	if (strcmp(argv[2], "--options") == 0)
+		list_options(cmd);
+	else
+		print_operand(cmd);
+	return 0;
+}
+
 /* ftfarm help [COMMAND] */
 static int
 help(int argc, char **argv)
 {
 	const struct command *cmd;
+	int rc;
 
 	if (argc < 3)
 		return usage(stdout, 0);
+	if ((rc = help_completion(argc, argv)) != -1)
+		return rc;
 	if (argc > 3 || (cmd = command_named(argv[2])) == NULL) {
 		cli_err("help: %s", argc > 3 ? "one command at most" :
 			"unknown command");
@@ -166,6 +254,8 @@ enum {
 	OPT_MEM,
 	OPT_STDOUT_FILE,
 	OPT_STDERR_FILE,
+	OPT_SLOTS,
+	OPT_GRACE,
 };
 
 /* The whole number OPTARG of option NAME into *V, within LO..HI.  0, or
@@ -193,7 +283,12 @@ task_opt(struct cli *c, int o, char *arg)
 	switch (o) {
 	case OPT_NAME: c->name = arg; return 0;
 	case OPT_CPUS: return int_opt("cpus", arg, 1, FT_TASK_CPUS_MAX, &c->cpus);
-	case OPT_GPUS: return int_opt("gpus", arg, 0, FT_TASK_GPUS_MAX, &c->gpus);
+	case OPT_GPUS:
+		if (c->cmd && strcmp(c->cmd, "join") == 0) {
+			c->gpu_list = arg;	/* ids, or a count */
+			return 0;
+		}
+		return int_opt("gpus", arg, 0, FT_TASK_GPUS_MAX, &c->gpus);
 	case OPT_PRIORITY:
 		return int_opt("priority", arg, FT_BATCH_PRIO_MIN,
 			       FT_BATCH_PRIO_MAX, &c->priority);
@@ -219,8 +314,8 @@ task_opt(struct cli *c, int o, char *arg)
 	}
 }
 
-/* The options of command NAME (argv[0]) in ARGV: submit's --stderr
- * names a file (cat's prints the tasks' stderr). */
+/* The options of command C->cmd in ARGV: submit's --stderr names a
+ * file (cat's prints the tasks' stderr). */
 static int
 parse(struct cli *c, int argc, char **argv)
 {
@@ -252,6 +347,8 @@ parse(struct cli *c, int argc, char **argv)
 		{ "after-any", required_argument, NULL, OPT_AFTER_ANY },
 		{ "mem", required_argument, NULL, OPT_MEM },
 		{ "stdout", required_argument, NULL, OPT_STDOUT_FILE },
+		{ "slots", required_argument, NULL, OPT_SLOTS },
+		{ "grace", required_argument, NULL, OPT_GRACE },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct option mine[FT_ARRAY_LEN(opts)];
@@ -261,8 +358,8 @@ parse(struct cli *c, int argc, char **argv)
 
 	memcpy(mine, opts, sizeof(opts));
 	for (k = 0; mine[k].name; k++)
-		if (strcmp(mine[k].name, "stderr") == 0 &&
-		    strcmp(argv[0], "submit") == 0) {
+		if (strcmp(mine[k].name, "stderr") == 0 && c->cmd &&
+		    strcmp(c->cmd, "submit") == 0) {
 			mine[k].has_arg = required_argument;
 			mine[k].val = OPT_STDERR_FILE;
 		}
@@ -300,6 +397,18 @@ parse(struct cli *c, int argc, char **argv)
 		case OPT_SINCE: c->since = optarg; break;
 		case OPT_TYPE: add_types(c, optarg); break;
 		case OPT_AFTER: c->after = optarg; break;
+		case OPT_SLOTS:
+			if (int_opt("slots", optarg, 1, 4096, &c->slots) == -1)
+				return -1;
+			break;
+		case OPT_GRACE:
+			c->grace = strtod(optarg, &end);
+			if (*end || end == optarg || !(c->grace >= 0 &&
+						       c->grace <= 1e7)) {
+				cli_err("--grace takes seconds, 0 to 1e7");
+				return -1;
+			}
+			break;
 		case OPT_AFTER_ANY: c->after_any = optarg; break;
 		case OPT_NAME: case OPT_CPUS: case OPT_GPUS: case OPT_TIMEOUT:
 		case OPT_PRIORITY: case OPT_EACH_LINE: case OPT_ARRAY:
@@ -307,7 +416,7 @@ parse(struct cli *c, int argc, char **argv)
 		case OPT_STDERR_FILE:
 			if (task_opt(c, o, optarg) == -1)
 				return -1;
-			c->cmdline |= o != OPT_STDERR;
+			c->cmdline |= o != OPT_STDERR && !c->gpu_list;
 			break;
 		default: return -1;
 		}
@@ -321,7 +430,7 @@ parse(struct cli *c, int argc, char **argv)
 int
 main(int argc, char **argv)
 {
-	struct cli c = { .reconnect = -1 };
+	struct cli c = { .reconnect = -1, .grace = -1 };
 	const struct command *cmd;
 	char err[1024];
 	int rc;
@@ -336,6 +445,7 @@ main(int argc, char **argv)
 		cli_err("unknown command \"%s\"", argv[1]);
 		return usage(stderr, 2);
 	}
+	c.cmd = cmd->name;
 	if (parse(&c, argc - 1, argv + 1) == -1) {
 		fprintf(stderr, "usage: ftfarm %s\n", cmd->usage);
 		rc = 2;

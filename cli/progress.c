@@ -64,7 +64,7 @@ subscribed(struct ctl_stream *s, json_int_t id)
 	    ctl_stream_next(s, 30, &ans, err, sizeof(err)) != 1) {
 		cli_err("%s", err);
 	} else if (!json_is_true(json_object_get(ans, "ok"))) {
-		cli_err("%s", json_string_value(json_object_get(ans, "error")));
+		rc = -2;	/* the plain wait says why, with its status */
 	} else {
 		rc = 0;
 	}
@@ -109,6 +109,7 @@ cli_wait_progress(struct cli *c, json_int_t id, int *broken)
 	struct ctl_stream s;
 	json_t *req = ctl_request_new(CTL_WAIT), *ans = NULL;
 	char err[512] = "the master closed the connection";
+	int rc;
 
 	c->status = 1;
 	*broken = 0;
@@ -117,14 +118,19 @@ cli_wait_progress(struct cli *c, json_int_t id, int *broken)
 		*broken = 1;
 		goto out;
 	}
-	if (subscribed(&s, id) == -1)
+	if ((rc = subscribed(&s, id)) != 0) {
+		*broken = rc == -2;
 		goto out;
+	}
 	if (ctl_stream_send(&s, req, err, sizeof(err)) == 0)
 		ans = until_answer(&s, err, sizeof(err));
 	if (ans == NULL) {
 		*broken = 1;	/* the caller's wait reconnects and says */
 	} else if (!json_is_true(json_object_get(ans, "ok"))) {
 		cli_err("%s", json_string_value(json_object_get(ans, "error")));
+		if (json_is_integer(json_object_get(ans, "exit")))
+			c->status = (int)json_integer_value(
+				json_object_get(ans, "exit"));
 		json_decref(ans);
 		ans = NULL;
 	}

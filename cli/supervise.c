@@ -682,7 +682,16 @@ check_ready(struct sup *s)
 			up += st && (strcmp(st, "idle") == 0 ||
 				     strcmp(st, "busy") == 0);
 	}
-	if (ans && up > 0 && up + out + off == json_array_size(ws)) {
+	if (ans && s->cfg->no_nodes) {
+		/* No node of its own: up as soon as it answers. */
+		log_info("epoch %llu: the master is up, with no node of its "
+			 "own", s->epoch);
+		report(s, 0, "cluster %s up with no node of its own: nodes join "
+		       "with `ftfarm join -c %s` (%zu worker%s joined so far)"
+		       "\nsupervisor pid %d (log: %s/%s)", s->cfg->name,
+		       s->c->config, up, up == 1 ? "" : "s", (int)getpid(),
+		       s->cfg->state_dir, SUP_LOG_FILE);
+	} else if (ans && up > 0 && up + out + off == json_array_size(ws)) {
 		inactive_list(s, ans, inactive, sizeof(inactive));
 		log_info("epoch %llu: every worker registered", s->epoch);
 		report(s, 0, "cluster %s up: %zu worker%s on %d node%s (%s "

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "down.h"
 #include "outpath.h"
 #include "statedir.h"
 #include "util.h"
@@ -230,24 +231,28 @@ cli_command_batch(const struct cli *c, struct ft_buf *out)
 /* ---- cat ---- */
 
 /* Batch ID has no results file: let the master say why when it can
- * ("no batch 12", or that it was forgotten).  1 when it did (said), 0
- * when the master knows the batch or cannot be asked. */
+ * ("no batch 12", or that it was forgotten).  The exit status when it
+ * did (said); when no master answers (not said), FT_EXIT_DOWN if the
+ * cluster is down, else 0; 0 when the master knows the batch. */
 static int
 why_not(struct cli *c, long id)
 {
 	json_t *req = ctl_request_new(CTL_BATCH), *ans;
 	char err[512];
+	int status;
 
 	json_object_set_new(req, "batch", json_integer(id));
 	ans = ctl_request(c->cfg.state_dir, req, 30, err, sizeof(err));
 	json_decref(req);
 	if (ans == NULL || json_is_true(json_object_get(ans, "ok"))) {
 		json_decref(ans);
-		return 0;
+		return ans == NULL && down_check(c->cfg.state_dir, err,
+						 sizeof(err)) ? FT_EXIT_DOWN : 0;
 	}
 	cli_err("%s", json_string_value(json_object_get(ans, "error")));
+	status = (int)json_integer_value(json_object_get(ans, "exit"));
 	json_decref(ans);
-	return 1;
+	return status > 0 ? status : 1;
 }
 
 /* The result lines of batch ID, by task (an array of NTASKS, NULL where
@@ -263,11 +268,13 @@ read_results(struct cli *c, long id, size_t *ntasks)
 
 	*ntasks = 0;
 	if ((text = ft_read_file(path, &len)) == NULL) {
-		int e = errno;
+		int e = errno, why = e == ENOENT ? why_not(c, id) : 0;
 
-		if (e != ENOENT || !why_not(c, id))
-			cli_err("batch %ld: cannot read %s: %s", id, path,
-				strerror(e));
+		c->status = why ? why : 1;
+		if (why == 0 || why == FT_EXIT_DOWN)
+			cli_err("batch %ld: cannot read %s: %s%s", id, path,
+				strerror(e), why ? " (and the cluster is down: "
+				"no master to say why)" : "");
 		free(path);
 		return NULL;
 	}
@@ -393,7 +400,7 @@ cli_cat(struct cli *c)
 		return 2;
 	if ((by = read_results(c, id, &n)) == NULL) {
 		free(want);
-		return 1;
+		return c->status;
 	}
 	for (i = 0; nwant == 0 && i < n; i++)
 		if (by[i])

@@ -711,6 +711,9 @@ node_fits(const struct ft_config *cfg, int cpus, int gpus, uint32_t mem,
 	uint64_t most_m = 0, m;
 	char at[96], b1[32], b2[32];
 
+	/* Where nodes may join, one that has them may yet come. */
+	if (ft_config_joinable(cfg))
+		return 0;
 	for (i = 0; i < cfg->nnodes; i++) {
 		const struct ft_node *nd = &cfg->nodes[i];
 

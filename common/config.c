@@ -64,6 +64,19 @@ static const struct jfield top_fields[] = {
 	{ "master_silence_ms", JT_INT, 0 },
 	{ "ssh", JT_STRING, 0 },
 	{ "network", JT_STRING, 0 },
+	{ "join", JT_OBJECT, 0 },
+	{ NULL, JT_ANY, 0 },
+};
+
+static const struct jfield join_fields[] = {
+	{ "max_nodes", JT_INT, 0 },
+	{ "hosts", JT_OBJECT, 0 },
+	{ NULL, JT_ANY, 0 },
+};
+
+static const struct jfield join_host_fields[] = {
+	{ "bmc", JT_OBJECT, 0 },
+	{ "ready_command", JT_STRING_ARRAY, 0 },
 	{ NULL, JT_ANY, 0 },
 };
 
@@ -755,8 +768,10 @@ parse_nodes(const json_t *root, struct ft_config *cfg, struct jerr *err)
 	if (!json_is_array(arr))
 		return jerr_set(err, "nodes", "expected an array of nodes or "
 				"\"slurm\", got %s", jcheck_type_name(arr));
-	if (json_array_size(arr) == 0)
-		return jerr_set(err, "nodes", "must not be empty");
+	if (json_array_size(arr) == 0) {
+		cfg->no_nodes = 1;	/* every node joins (check_joinable) */
+		return 0;
+	}
 	if (json_array_size(arr) > INT_MAX / 256)
 		return jerr_set(err, "nodes", "too many nodes");
 	cfg->nodes = ft_calloc(json_array_size(arr), sizeof(*cfg->nodes));
@@ -900,6 +915,57 @@ parse_hosts(const json_t *root, struct ft_config *cfg, struct jerr *err)
 	return 0;
 }
 
+/* With no node of its own, a master's capacity is what joins. */
+static int
+check_joinable(const struct ft_config *cfg, struct jerr *err)
+{
+	if (cfg->no_nodes && !ft_config_joinable(cfg))
+		return jerr_set(err, "nodes", "is empty, so every node must "
+				"join over TCP: that needs \"control\": "
+				"{\"listen\": \"HOST:PORT\"} (and join.max_nodes "
+				"above 0)");
+	return 0;
+}
+
+/* "join": {"max_nodes", "hosts": {HOST: {"bmc", "ready_command"}}}. */
+static int
+parse_join(const json_t *root, struct ft_config *cfg, struct jerr *err)
+{
+	const json_t *j = json_object_get(root, "join"), *hosts, *h;
+	char path[sizeof(err->path)];
+	const char *host;
+	struct ft_node *node;
+
+	cfg->join.max_nodes = 1024;
+	if (j == NULL)
+		return check_joinable(cfg, err);
+	if (jcheck_object(j, "join", join_fields, err) == -1 ||
+	    jcheck_int_range(j, "join", "max_nodes", 0, 65536, err) == -1)
+		return -1;
+	cfg->join.max_nodes = (int)jget_int(j, "max_nodes", 1024);
+	hosts = json_object_get(j, "hosts");
+	cfg->join.hosts = ft_calloc(json_object_size(hosts) + 1,
+				    sizeof(*cfg->join.hosts));
+	json_object_foreach((json_t *)hosts, host, h) {
+		jpath_key(path, sizeof(path), "join.hosts", host);
+		if (*host == '\0')
+			return jerr_set(err, path, "a host name must not be "
+					"empty");
+		if (!json_is_object(h))
+			return jerr_set(err, path, "expected an object, got %s",
+					jcheck_type_name(h));
+		if (jcheck_object(h, path, join_host_fields, err) == -1)
+			return -1;
+		node = &cfg->join.hosts[cfg->join.nhosts++];
+		node->name = ft_strdup(host);
+		node->host = ft_strdup(host);
+		if (parse_bmc(h, path, cfg, node, err) == -1 ||
+		    parse_ready(h, path, node, err) == -1)
+			return -1;
+	}
+	return check_joinable(cfg, err);
+}
+
 /* Validate ROOT (the decoded file) into CFG (whose path is set).  0, or -1
  * with ERR set; CFG may then hold partial allocations. */
 static int
@@ -915,7 +981,8 @@ config_parse(const json_t *root, struct ft_config *cfg, struct jerr *err)
 	    parse_control(root, cfg, err) == -1 ||
 	    parse_http(root, cfg, err) == -1 ||
 	    parse_task_outputs(root, cfg, err) == -1 ||
-	    parse_hosts(root, cfg, err) == -1)
+	    parse_hosts(root, cfg, err) == -1 ||
+	    parse_join(root, cfg, err) == -1)
 		return -1;
 	parse_mpirun_args(root, cfg);
 	return 0;
@@ -953,7 +1020,7 @@ out:
 int
 ft_config_has_nodes(const struct ft_config *cfg, char *err, size_t n)
 {
-	if (cfg->nnodes > 0)
+	if (cfg->nnodes > 0 || cfg->no_nodes)
 		return 0;
 	ft_snprintf(err, n, "%s: nodes: \"slurm\" needs a Slurm allocation "
 		    "(run start inside salloc or sbatch)", cfg->path);
@@ -991,6 +1058,9 @@ ft_config_free(struct ft_config *cfg)
 
 	for (i = 0; i < cfg->nnodes; i++)
 		node_free(&cfg->nodes[i]);
+	for (i = 0; i < cfg->join.nhosts; i++)
+		node_free(&cfg->join.hosts[i]);
+	free(cfg->join.hosts);
 	for (i = 0; i < cfg->nmpirun_args; i++)
 		free(cfg->mpirun_args[i]);
 	free(cfg->mpirun_args);
@@ -1021,4 +1091,105 @@ ft_config_node(const struct ft_config *cfg, const char *name)
 		if (strcmp(cfg->nodes[i].name, name) == 0)
 			return &cfg->nodes[i];
 	return NULL;
+}
+
+int
+ft_config_name_ok(const char *name)
+{
+	struct jerr e;
+
+	return check_node_name(name, "", &e) == 0;
+}
+
+/* A deep copy of B. */
+static struct ft_bmc *
+bmc_copy(const struct ft_bmc *b)
+{
+	struct ft_bmc *c;
+
+	if (b == NULL)
+		return NULL;
+	c = ft_malloc(sizeof(*c));
+	*c = *b;
+	c->host = ft_strdup(b->host);
+	c->user = ft_strdup(b->user);
+	c->password_file = ft_strdup(b->password_file);
+	c->interface = ft_strdup(b->interface);
+	c->ipmitool = ft_strdup(b->ipmitool);
+	return c;
+}
+
+static char **
+argv_copy(char *const *v)
+{
+	char **c;
+	size_t n = 0, i;
+
+	if (v == NULL)
+		return NULL;
+	while (v[n])
+		n++;
+	c = ft_calloc(n + 1, sizeof(*c));
+	for (i = 0; i < n; i++)
+		c[i] = ft_strdup(v[i]);
+	return c;
+}
+
+/* join.hosts' entry for HOST, or for its short name (up to the first
+ * dot), or NULL. */
+static const struct ft_node *
+join_host(const struct ft_config *cfg, const char *host)
+{
+	size_t short_len = strcspn(host, ".");
+	int i;
+
+	for (i = 0; i < cfg->join.nhosts; i++)
+		if (strcmp(cfg->join.hosts[i].host, host) == 0)
+			return &cfg->join.hosts[i];
+	for (i = 0; i < cfg->join.nhosts; i++)
+		if (strlen(cfg->join.hosts[i].host) == short_len &&
+		    strncmp(cfg->join.hosts[i].host, host, short_len) == 0)
+			return &cfg->join.hosts[i];
+	return NULL;
+}
+
+void
+ft_config_rejoin(struct ft_config *cfg, int i, const char *host,
+		 int workers, char **gpus, int ngpus)
+{
+	struct ft_node *node = &cfg->nodes[i];
+	const struct ft_node *jh = join_host(cfg, host);
+	char *name = node->name;
+	int k;
+
+	node->name = NULL;
+	node_free(node);
+	memset(node, 0, sizeof(*node));
+	node->name = name;
+	node->host = ft_strdup(host);
+	node->workers = workers;
+	node->joined = 1;
+	node->gpus = ft_calloc((size_t)ngpus + 1, sizeof(char *));
+	for (k = 0; k < ngpus; k++)
+		node->gpus[k] = ft_strdup(gpus[k]);
+	node->ngpus = ngpus;
+	if (jh) {
+		node->bmc = bmc_copy(jh->bmc);
+		node->ready_command = argv_copy(jh->ready_command);
+	}
+}
+
+int
+ft_config_add_joined(struct ft_config *cfg, const char *name,
+		     const char *host, int workers, char **gpus, int ngpus)
+{
+	int i = cfg->nnodes;
+
+	cfg->nodes = ft_realloc(cfg->nodes, (size_t)(i + 1) *
+				sizeof(*cfg->nodes));
+	memset(&cfg->nodes[i], 0, sizeof(cfg->nodes[i]));
+	cfg->nodes[i].name = ft_strdup(name);
+	ft_config_rejoin(cfg, i, host, workers, gpus, ngpus);
+	cfg->nnodes++;
+	return i;
 }

@@ -49,6 +49,8 @@ struct ft_node {
 	uint64_t mem_found;		/* what its agent found, once it said
 					 * so (set by the master; read it with
 					 * ft_node_mem) */
+	int joined;			/* not the config's: it joined over TCP
+					 * (ftfarm join), added at run time */
 };
 
 /* The memory of node ND for its tasks: its "mem", else what its agent
@@ -68,6 +70,17 @@ enum ft_mem_enforce {
 					 * agent may make one, else sampling */
 	FT_MEM_SAMPLE,			/* sampling its RSS, always */
 	FT_MEM_NONE,			/* not at all: placement only */
+};
+
+/* "join": nodes that join a running master over TCP (ftfarm join). */
+struct ft_join_cfg {
+	int max_nodes;			/* "max_nodes": joined nodes the master
+					 * keeps at most, default 1024; 0:
+					 * none may join */
+	/* "hosts": {HOST: {"bmc", "ready_command"}}: the power control of a
+	 * host that nodes join from (name: the host) */
+	struct ft_node *hosts;
+	int nhosts;
 };
 
 /* "control": the control socket's access and limits. */
@@ -106,8 +119,10 @@ struct ft_config {
 					 * relative paths of the file, and the
 					 * working directory of ready commands */
 	enum ft_launch launch;		/* "launch": "dynamic" | "static" */
-	struct ft_node *nodes;		/* "nodes": non-empty, names unique */
+	struct ft_node *nodes;		/* "nodes", names unique; then the
+					 * nodes joined at run time */
 	int nnodes;
+	int no_nodes;			/* "nodes": []: every node joins */
 	int nworkers;			/* sum of nodes[].workers */
 	double heartbeat;		/* "heartbeat_ms" / 1000, default 1.0 */
 	double heartbeat_timeout;	/* "heartbeat_timeout_ms" / 1000, default 3/4 heartbeat */
@@ -146,6 +161,7 @@ struct ft_config {
 	size_t log_max_bytes;		/* "log_max_bytes": rotate logs past it */
 	int log_keep;			/* "log_keep": rotated files kept, default 3 */
 	struct ft_control_cfg control;	/* "control" */
+	struct ft_join_cfg join;	/* "join" */
 	enum ft_fsync fsync;		/* "fsync": "none"|"batch"|"always", default "batch" */
 	double fsync_interval;		/* "fsync_interval_ms" / 1000, default 0.1 */
 	double lease;			/* "lease_ms" / 1000, default 5 */
@@ -173,5 +189,26 @@ void ft_config_free(struct ft_config *cfg);
 
 /* The node called NAME, or NULL. */
 const struct ft_node *ft_config_node(const struct ft_config *cfg, const char *name);
+
+/* May nodes join CFG's master over TCP (control over TCP is on and
+ * join.max_nodes is not 0)? */
+static inline int
+ft_config_joinable(const struct ft_config *cfg)
+{
+	return cfg->control.listen_host != NULL && cfg->join.max_nodes > 0;
+}
+/* Is NAME a usable node name ([A-Za-z0-9_.-]+, not "." or "..")? */
+int ft_config_name_ok(const char *name);
+/* Append a node that joined: NAME on HOST with WORKERS slots and the
+ * NGPUS device ids GPUS, the power control of join.hosts' entry for
+ * HOST (or for HOST's short name) copied.  Its index in CFG->nodes
+ * (which may move). */
+int ft_config_add_joined(struct ft_config *cfg, const char *name,
+			 const char *host, int workers, char **gpus,
+			 int ngpus);
+/* Give joined node I (its name kept) WORKERS slots and the GPUS of a new
+ * incarnation, and HOST's power control. */
+void ft_config_rejoin(struct ft_config *cfg, int i, const char *host,
+		      int workers, char **gpus, int ngpus);
 
 #endif

@@ -60,6 +60,14 @@ static const struct jfield ctl_node_fields[] = {
 	{ NULL, 0, 0 },
 };
 
+static const struct jfield ctl_leave_fields[] = {
+	{ "v", JT_INT, 1 },
+	{ "cmd", JT_STRING, 1 },
+	{ "node", JT_STRING, 1 },
+	{ "grace", JT_NUMBER, 0 },	/* seconds its running tasks go on */
+	{ NULL, 0, 0 },
+};
+
 static const struct jfield ctl_reboot_fields[] = {
 	{ "v", JT_INT, 1 },
 	{ "cmd", JT_STRING, 1 },

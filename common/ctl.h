@@ -23,6 +23,13 @@
 #include "util.h"
 
 #define FT_CTL_VERSION 1
+
+/* Exit statuses of the ftfarm command (ftfarm(1), EXIT STATUS) beside 0,
+ * 1 (failure) and 2 (bad usage or input): what a script tells apart
+ * without reading messages.  The master's refusals carry them as "exit". */
+#define FT_EXIT_NO_BATCH 3		/* no such batch (never given) */
+#define FT_EXIT_FORGOTTEN 4		/* the batch was forgotten */
+#define FT_EXIT_DOWN 5			/* no master answers: cluster down */
 /* Longest request line the master reads (batches of many tasks). */
 #define FT_CTL_MAX_LINE (512 * 1024 * 1024)
 /* Largest body of a request ("bytes": N after the line: a batch file). */
@@ -50,7 +57,8 @@ enum ctl_role { CTL_ROLE_READ = 1, CTL_ROLE_SUBMIT, CTL_ROLE_ADMIN };
 	X(ADD, "add", CTL_ROLE_SUBMIT, ctl_add_fields)			\
 	X(CLOSE, "close", CTL_ROLE_SUBMIT, ctl_wait_fields)		\
 	X(BATCH, "batch", CTL_ROLE_READ, ctl_wait_fields)		\
-	X(FORGET, "forget", CTL_ROLE_ADMIN, ctl_wait_fields)
+	X(FORGET, "forget", CTL_ROLE_ADMIN, ctl_wait_fields)		\
+	X(LEAVE, "leave", CTL_ROLE_ADMIN, ctl_leave_fields)
 
 enum ctl_cmd {
 	CTL_INVALID = 0,
@@ -176,7 +184,10 @@ json_t *ctl_request_new(enum ctl_cmd cmd);
 /* Nodes (also the rows of the nodes command): "worker_ids" are the
  * node's worker slots, "failures" those charged to it lately, "since" the
  * seconds in its state, "last_reboot" the epoch of its last (0: never),
- * "bmc" host:port (or ""), "reason" why it is in its state. */
+ * "bmc" host:port (or ""), "reason" why it is in its state; "via" how
+ * its agent came: "mpi" (started by the master) or "tcp" (it joined),
+ * "allocation" the Slurm job a joined node's agent runs in (null: none)
+ * and "time_left" the seconds that job has left (null: not known). */
 #define CTL_NODE_COLS(X)						\
 	X(N_NAME, "name", "NODE", -10, JT_STRING)			\
 	X(N_HOST, "host", "HOST", -12, JT_STRING)			\
@@ -194,6 +205,9 @@ json_t *ctl_request_new(enum ctl_cmd cmd);
 	X(N_AGENT_RESPAWNS, "agent_respawns", NULL, 0, JT_INT)		\
 	X(N_MEM, "mem", NULL, 0, JT_INT)				\
 	X(N_MEM_USED, "mem_used", NULL, 0, JT_INT)			\
+	X(N_VIA, "via", "VIA", -3, JT_STRING)				\
+	X(N_ALLOCATION, "allocation", "ALLOC", -6, JT_STRING)		\
+	X(N_TIME_LEFT, "time_left", NULL, 0, JT_NUMBER)			\
 	X(N_REASON, "reason", "REASON", 0, JT_STRING)
 
 /* Batches also carry, when they apply, "job", "error" and "result".

@@ -76,6 +76,18 @@ frame_fill(struct frame_reader *r, int fd)
 						       : FRAME_ERROR;
 }
 
+void
+frame_reader_feed(struct frame_reader *r, const void *p, size_t n)
+{
+	make_room(r);
+	if (r->cap - r->len < n) {
+		r->cap = r->len + n;
+		r->buf = ft_realloc(r->buf, r->cap);
+	}
+	memcpy(r->buf + r->len, p, n);
+	r->len += n;
+}
+
 int
 frame_next(struct frame_reader *r, struct frame *f)
 {

@@ -51,6 +51,9 @@ void frame_reader_free(struct frame_reader *r);
 /* One read from FD into R.  Frames handed out by frame_next before are
  * invalid afterwards. */
 enum frame_rc frame_fill(struct frame_reader *r, int fd);
+/* Take the N bytes at P as read (what came with a connection's greeting).
+ * Frames handed out before are invalid afterwards. */
+void frame_reader_feed(struct frame_reader *r, const void *p, size_t n);
 /* The next whole frame in R: 1 with F filled, 0 when none is complete,
  * -1 when the next header is malformed (a length past R's max). */
 int frame_next(struct frame_reader *r, struct frame *f);

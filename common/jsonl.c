@@ -309,6 +309,13 @@ jsonl_raw(struct jsonl *j, const char *k, const char *v)
 }
 
 void
+jsonl_rawn(struct jsonl *j, const char *k, const char *v, size_t n)
+{
+	key(j, k);
+	ft_buf_add(&j->pending, v, n);
+}
+
+void
 jsonl_event(struct jsonl *j, const char *name, double ts)
 {
 	jsonl_begin(j);

@@ -76,6 +76,8 @@ void jsonl_strn(struct jsonl *j, const char *key, const char *s, size_t n);
 void jsonl_bool(struct jsonl *j, const char *key, int v);
 /* KEY with V written as is (V must be JSON). */
 void jsonl_raw(struct jsonl *j, const char *key, const char *v);
+/* The same with V's N bytes (V need not end with a NUL). */
+void jsonl_rawn(struct jsonl *j, const char *key, const char *v, size_t n);
 
 /* The checksum written at the end of LINE (LEN bytes, no newline), or -1
  * when it has none.  The line checks when it equals the CRC-32C of its

@@ -11,7 +11,7 @@ proto_msg_name(int type)
 	static const char *names[] = {
 		"invalid", "hello", "welcome", "assign", "result", "ping",
 		"pong", "cancel", "stop", "bye", "relay", "spawn", "kill",
-		"exited",
+		"exited", "join", "refuse", "leave",
 	};
 
 	if (type <= FT_MSG_INVALID || type >= FT_MSG_LAST)
@@ -351,4 +351,74 @@ proto_next_relay(struct proto_iter *it, struct proto_relay *m)
 	m->tag = wire_get_u32(&r);
 	m->p = wire_get_bytes(&r, &m->n);
 	return iter_step(it, &r);
+}
+
+void
+proto_put_join(struct ft_buf *b, const struct proto_join *m)
+{
+	wire_put_u32(b, m->version);
+	wire_put_u32(b, m->slots);
+	wire_put_u32(b, m->pid);
+	wire_put_u64(b, m->start);
+	wire_put_bytes(b, m->name, m->name_len);
+	wire_put_bytes(b, m->host, m->host_len);
+	wire_put_bytes(b, m->gpus, m->gpus_len);
+	wire_put_bytes(b, m->alloc, m->alloc_len);
+	wire_put_f64(b, m->alloc_end);
+	wire_put_u64(b, m->mem);
+}
+
+int
+proto_get_join(const void *p, size_t n, struct proto_join *m)
+{
+	struct wire_r r;
+
+	wire_reader(&r, p, n);
+	m->version = wire_get_u32(&r);
+	if (m->version != FT_PROTO_VERSION)
+		return -1;	/* the rest may be laid out otherwise */
+	m->slots = wire_get_u32(&r);
+	m->pid = wire_get_u32(&r);
+	m->start = wire_get_u64(&r);
+	m->name = wire_get_bytes(&r, &m->name_len);
+	m->host = wire_get_bytes(&r, &m->host_len);
+	m->gpus = wire_get_bytes(&r, &m->gpus_len);
+	m->alloc = wire_get_bytes(&r, &m->alloc_len);
+	m->alloc_end = wire_get_f64(&r);
+	m->mem = wire_get_u64(&r);
+	return wire_end(&r);
+}
+
+void
+proto_put_leave(struct ft_buf *b, const struct proto_leave *m)
+{
+	wire_put_f64(b, m->grace);
+	wire_put_bytes(b, m->why, m->why_len);
+}
+
+int
+proto_get_leave(const void *p, size_t n, struct proto_leave *m)
+{
+	struct wire_r r;
+
+	wire_reader(&r, p, n);
+	m->grace = wire_get_f64(&r);
+	m->why = wire_get_bytes(&r, &m->why_len);
+	return wire_end(&r);
+}
+
+void
+proto_put_refuse(struct ft_buf *b, const char *why, size_t len)
+{
+	wire_put_bytes(b, why, len);
+}
+
+int
+proto_get_refuse(const void *p, size_t n, const char **why, size_t *len)
+{
+	struct wire_r r;
+
+	wire_reader(&r, p, n);
+	*why = wire_get_bytes(&r, len);
+	return wire_end(&r);
 }

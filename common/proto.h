@@ -24,6 +24,21 @@
  *   either way         RELAY   count x (slot, generation, tag, payload):
  *                               messages to or from slots
  *
+ * A node that joins over TCP (ftfarm join) has an agent too, with no MPI:
+ * its messages are frames (frame.h) on a TCP connection that opened with
+ * the MUNGE greeting of the agent's role (rauth.h).  In place of HELLO:
+ *   agent -> master    JOIN    version, slots, pid, start time, name,
+ *                               host, GPU ids, Slurm job and its end,
+ *                               its host's memory
+ *   master -> agent    WELCOME as above (the node's name), or
+ *   master -> agent    REFUSE  why (the connection then ends)
+ * then as an MPI agent, and:
+ *   master -> agent    LEAVE   grace: take no new task, interrupt the
+ *                               running ones once the grace has passed
+ *                               (their results say so), then STOP comes
+ *   agent -> master    LEAVE   0, why: the agent leaves by itself (its
+ *                               allocation ends: SIGTERM)
+ *
  * Inside RELAY, master -> agent: SPAWN (start the slot as generation
  * GEN; no payload), KILL (SIGKILL it now; no payload), and for the slot
  * itself WELCOME, ASSIGN, CANCEL.  Agent -> master: the slot's HELLO,
@@ -94,6 +109,9 @@ enum ft_msg {
 	FT_MSG_SPAWN,
 	FT_MSG_KILL,
 	FT_MSG_EXITED,
+	FT_MSG_JOIN,
+	FT_MSG_REFUSE,
+	FT_MSG_LEAVE,
 	FT_MSG_LAST
 };
 
@@ -193,6 +211,34 @@ struct proto_relay {
 	size_t n;
 };
 
+/* JOIN: a node's agent joins over TCP. */
+struct proto_join {
+	uint32_t version;
+	uint32_t slots;			/* its worker slots */
+	uint32_t pid;			/* the agent's */
+	uint64_t start;			/* its start time (ft_proc_start) */
+	const char *name;		/* the node's name (--name, or the host) */
+	size_t name_len;
+	const char *host;
+	size_t host_len;
+	const char *gpus;		/* device ids, comma-separated, or "" */
+	size_t gpus_len;
+	const char *alloc;		/* its Slurm job id, or "" */
+	size_t alloc_len;
+	double alloc_end;		/* when that job ends (epoch), 0: never
+					 * or unknown */
+	uint64_t mem;			/* its host's memory for tasks
+					 * (hostmem.h) */
+};
+
+/* LEAVE, either way. */
+struct proto_leave {
+	double grace;			/* master -> agent: seconds running tasks
+					 * may go on */
+	const char *why;		/* agent -> master: why it leaves */
+	size_t why_len;
+};
+
 /* EXITED: a slot's process has ended. */
 struct proto_exited {
 	uint32_t hung;			/* killed by its agent: no answer */
@@ -218,6 +264,13 @@ void proto_put_bye(struct ft_buf *b);
 int proto_get_bye(const void *p, size_t n);
 void proto_put_exited(struct ft_buf *b, const struct proto_exited *m);
 int proto_get_exited(const void *p, size_t n, struct proto_exited *m);
+void proto_put_join(struct ft_buf *b, const struct proto_join *m);
+int proto_get_join(const void *p, size_t n, struct proto_join *m);
+void proto_put_leave(struct ft_buf *b, const struct proto_leave *m);
+int proto_get_leave(const void *p, size_t n, struct proto_leave *m);
+/* REFUSE carries its reason (LEN bytes at WHY). */
+void proto_put_refuse(struct ft_buf *b, const char *why, size_t len);
+int proto_get_refuse(const void *p, size_t n, const char **why, size_t *len);
 
 /* ASSIGN and RESULT carry a count then that many records.  The writer
  * reserves the count and patches it with proto_set_count; the reader is

@@ -19,6 +19,7 @@ static const struct jfield hello_fields[] = {
 static const struct jfield reply_fields[] = {
 	{ "v", JT_INT, 1 },
 	{ "munge", JT_STRING, 1 },
+	{ "role", JT_STRING, 0 },
 	{ NULL, JT_ANY, 0 },
 };
 
@@ -126,22 +127,35 @@ rauth_parse_hello(const char *line, size_t len,
 }
 
 char *
-rauth_reply(const char *cred)
+rauth_reply(const char *cred, enum rauth_role role)
 {
+	if (role == RAUTH_AGENT)
+		return line_of(json_pack("{s:i, s:s, s:s}", "v", RAUTH_VERSION,
+					 "munge", cred, "role", "agent"));
 	return line_of(json_pack("{s:i, s:s}", "v", RAUTH_VERSION, "munge",
 				 cred));
 }
 
 int
-rauth_parse_reply(const char *line, size_t len, char **cred, char *err,
-		  size_t n)
+rauth_parse_reply(const char *line, size_t len, char **cred,
+		  enum rauth_role *role, char *err, size_t n)
 {
 	json_t *o = load(line, len, reply_fields, "greeting", err, n);
-	const char *s;
+	const char *s, *r;
 
 	*cred = NULL;
+	*role = RAUTH_CLIENT;
 	if (o == NULL)
 		return -1;
+	r = jget_str(o, "role", "client");
+	if (strcmp(r, "agent") == 0) {
+		*role = RAUTH_AGENT;
+	} else if (strcmp(r, "client") != 0) {
+		ft_snprintf(err, n, "greeting: role: \"%s\" is neither "
+			    "\"client\" nor \"agent\"", r);
+		json_decref(o);
+		return -1;
+	}
 	s = jget_str(o, "munge", "");
 	/* MUNGE's credentials are base64 between "MUNGE:" and ":". */
 	if (strncmp(s, "MUNGE:", 6) != 0 ||

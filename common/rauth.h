@@ -7,11 +7,14 @@
  *
  *   master: {"v": 1, "auth": "munge", "nonce": HEX}     (fresh per connection)
  *   client: {"v": 1, "munge": CRED}   (CRED's payload is exactly HEX)
+ *           {"v": 1, "munge": CRED, "role": "agent"}   a node's agent
+ *                                      (ftfarm join), the cluster's owner
  *   master: {"v": 1, "ok": true, "uid": U, "gid": G}
  *        or {"v": 1, "ok": false, "error": "..."} and the end.
  *
  * Then the connection speaks the control protocol (ctl.h) as the unix
- * socket does, with U's roles.  Nothing of the cluster is sent before the
+ * socket does, with U's roles; an agent's speaks frames (frame.h) of the
+ * agent's messages (proto.h: JOIN first).  Nothing of the cluster is sent before the
  * master's "ok".  This module is the framing and its strict parsers (no
  * I/O, no MUNGE): both ends and the fuzzer use them.
  */
@@ -40,12 +43,16 @@ char *rauth_hello(const char *nonce);
  * -1 with ERR. */
 int rauth_parse_hello(const char *line, size_t len,
 		      char nonce[RAUTH_NONCE_HEX + 1], char *err, size_t n);
-/* The client's answer carrying CRED, newline included (a new string). */
-char *rauth_reply(const char *cred);
+/* Who greets: a control client, or a node's agent that joins. */
+enum rauth_role { RAUTH_CLIENT = 0, RAUTH_AGENT };
+
+/* The answer of a client in ROLE carrying CRED, newline included (a new
+ * string). */
+char *rauth_reply(const char *cred, enum rauth_role role);
 /* Parse the client's answer (LEN bytes, no newline): *CRED the credential
- * (a new string).  0, or -1 with ERR. */
-int rauth_parse_reply(const char *line, size_t len, char **cred, char *err,
-		      size_t n);
+ * (a new string), *ROLE its role.  0, or -1 with ERR. */
+int rauth_parse_reply(const char *line, size_t len, char **cred,
+		      enum rauth_role *role, char *err, size_t n);
 /* Is the credential's PAYLOAD (LEN bytes) the connection's NONCE? */
 int rauth_payload_ok(const char *nonce, const void *payload, int len);
 /* The master's verdict, newline included (a new string): ERR NULL for

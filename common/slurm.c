@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "util.h"
 
@@ -237,4 +238,35 @@ slurm_signal_reason(int signum, char *buf, size_t n)
 	else
 		snprintf(buf, n, "signal %d", signum);
 	return buf;
+}
+
+int
+slurm_parse_time(const char *s, double *t)
+{
+	struct tm tm;
+	const char *end;
+	time_t v;
+
+	memset(&tm, 0, sizeof(tm));
+	end = strptime(s, "%Y-%m-%dT%H:%M:%S", &tm);
+	if (end == NULL || end[strspn(end, " \t\r\n")] != '\0')
+		return -1;
+	tm.tm_isdst = -1;
+	if ((v = mktime(&tm)) == (time_t)-1)
+		return -1;
+	*t = (double)v;
+	return 0;
+}
+
+double
+slurm_job_end(const char *jobid)
+{
+	char out[128], *argv[] = { "squeue", "-h", "-j", (char *)jobid, "-o",
+				   "%e", NULL };
+	double t = 0;
+
+	if (ft_run_capture(argv, 5.0, out, sizeof(out)) != 0 ||
+	    slurm_parse_time(out, &t) == -1)
+		return 0;
+	return t;
 }

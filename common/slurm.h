@@ -31,6 +31,13 @@ int slurm_gpus(const char *job_gpus, const char *gpus_on_node,
 
 void slurm_names_free(char **names);
 
+/* Slurm's time S ("2026-11-29T03:45:12", local time) into *T (epoch
+ * seconds).  0, or -1 ("N/A", "Unknown", "UNLIMITED", malformed). */
+int slurm_parse_time(const char *s, double *t);
+/* When Slurm job JOBID ends (its end time from squeue), or 0 when it has
+ * none or squeue does not say within a few seconds. */
+double slurm_job_end(const char *jobid);
+
 /* Why signal SIGNUM ends a process, in words, into BUF: in a Slurm job
  * (SLURM_JOB_ID set) SIGTERM is the job's end, which every process of it
  * gets at once (its time limit, scancel, preemption): "SIGTERM: the end

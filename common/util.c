@@ -7,6 +7,7 @@
 #include <jansson.h>
 #include <limits.h>
 #include <malloc.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -15,6 +16,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -683,6 +685,12 @@ ft_pidfd_open(pid_t pid)
 int
 ft_kill_by_env(const char *entry, const char *entry2)
 {
+	return ft_signal_by_env(entry, entry2, SIGKILL);
+}
+
+int
+ft_signal_by_env(const char *entry, const char *entry2, int sig)
+{
 	DIR *d = opendir("/proc");
 	struct dirent *e;
 	int count = 0;
@@ -700,7 +708,7 @@ ft_kill_by_env(const char *entry, const char *entry2)
 		env = ft_read_file(path, &len);
 		if (env && env_has(env, len, entry) &&
 		    (entry2 == NULL || env_has(env, len, entry2)) &&
-		    kill(pid, SIGKILL) == 0)
+		    kill(pid, sig) == 0)
 			count++;
 		free(env);
 	}
@@ -955,4 +963,59 @@ ft_parse_u32(const char **p, const char *end)
 		v = v * 10 + (*s++ - '0');
 	*p = s;
 	return v > 0xffffffffLL ? -1 : v;
+}
+
+int
+ft_run_capture(char *const argv[], double timeout, char *out, size_t n)
+{
+	int fds[2], status = -1;
+	size_t len = 0;
+	double until = ft_now() + timeout;
+	pid_t pid;
+
+	if (n > 0)
+		out[0] = '\0';
+	if (pipe2(fds, O_CLOEXEC) == -1)
+		return -1;
+	pid = fork();
+	if (pid == 0) {
+		int null = open("/dev/null", O_RDWR);
+
+		dup2(null, 0);
+		dup2(fds[1], 1);
+		dup2(null, 2);
+		execvp(argv[0], argv);
+		_exit(127);
+	}
+	close(fds[1]);
+	if (pid < 0) {
+		close(fds[0]);
+		return -1;
+	}
+	for (;;) {
+		struct pollfd p = { .fd = fds[0], .events = POLLIN };
+		char buf[512];
+		ssize_t k;
+		double left = until - ft_now();
+
+		if (left <= 0 || poll(&p, 1, (int)(left * 1000) + 1) <= 0)
+			break;
+		if ((k = read(fds[0], buf, sizeof(buf))) <= 0)
+			break;
+		if (len + 1 < n) {
+			size_t take = (size_t)k < n - 1 - len ? (size_t)k :
+				      n - 1 - len;
+
+			memcpy(out + len, buf, take);
+			len += take;
+			out[len] = '\0';
+		}
+	}
+	close(fds[0]);
+	if (waitpid(pid, &status, WNOHANG) == 0) {
+		kill(pid, SIGKILL);
+		waitpid(pid, &status, 0);
+		return -1;
+	}
+	return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }

@@ -138,6 +138,12 @@ ssize_t ft_recv_fd(int sock, void *buf, size_t len, int *fd);
  * started, holds ENTRY ("NAME=value") and, when not NULL, ENTRY2 too.
  * Returns how many were signalled. */
 int ft_kill_by_env(const char *entry, const char *entry2);
+/* The same with signal SIG. */
+int ft_signal_by_env(const char *entry, const char *entry2, int sig);
+/* Run ARGV (searched in PATH) with no input, its standard output into
+ * OUT (N bytes at most, NUL-terminated), for TIMEOUT seconds at most
+ * (then killed).  Its exit status, or -1 (could not run, killed). */
+int ft_run_capture(char *const argv[], double timeout, char *out, size_t n);
 
 /* SIGKILL every process of session SID (but this one).  Returns how many
  * were signalled. */

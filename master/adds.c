@@ -24,10 +24,9 @@ adds_flatten(char *text, size_t len)
 void
 adds_put(struct jsonl *j, uint32_t first, const char *body, size_t len)
 {
-	(void)len;
 	jsonl_begin(j);
 	jsonl_int(j, "first", first);
-	jsonl_raw(j, "add", body);
+	jsonl_rawn(j, "add", body, len);	/* BODY has no NUL after it */
 	jsonl_end(j);
 }
 

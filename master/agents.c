@@ -88,13 +88,39 @@ agents_init(struct master *m, const struct agents_ops *o)
 	am = m;
 	ops = *o;
 	m->nagents = m->cfg.nnodes;
-	m->agents = ft_calloc((size_t)m->nagents, sizeof(*m->agents));
+	m->agents = ft_calloc((size_t)m->nagents + 1, sizeof(*m->agents));
 	for (i = 0; i < m->nagents; i++)
 		m->agents[i].node = i;
-	links_init(&m->links, m->nagents, &m->treqs, &lo, !m->static_world,
+	links_init(&m->links, m->nagents, &m->treqs, m->loop, &lo,
+		   !m->static_world,
 		   fmax(SEND_TIMEOUT_MIN, 2 * m->cfg.heartbeat_timeout),
 		   m->cfg.heartbeat_timeout);
 	pidwatches_init(&m->exits, m->nagents, on_exited, m);
+}
+
+void
+agents_grow(struct master *m)
+{
+	int i, n = m->cfg.nnodes;
+
+	if (n <= m->nagents)
+		return;
+	m->agents = ft_realloc(m->agents, (size_t)n * sizeof(*m->agents));
+	memset(&m->agents[m->nagents], 0,
+	       (size_t)(n - m->nagents) * sizeof(*m->agents));
+	for (i = m->nagents; i < n; i++) {
+		m->agents[i].node = i;
+		m->agents[i].tcp = 1;
+	}
+	links_grow(&m->links, n);
+	pidwatches_grow(&m->exits, n);
+	m->nagents = n;
+}
+
+int
+agents_is_tcp(const struct master *m, int node)
+{
+	return m->agents[node].tcp;
 }
 
 void
@@ -200,8 +226,8 @@ spawn(struct master *m, struct agent *a)
 static void
 probed(void *arg, const struct child_result *r)
 {
-	struct agent *a = arg;
 	struct master *m = am;
+	struct agent *a = &m->agents[(intptr_t)arg];
 	char what[CHILD_OUT_MAX + 64], why[CHILD_OUT_MAX + 160];
 
 	a->probing = 0;
@@ -235,7 +261,8 @@ start_probe(struct master *m, struct agent *a)
 					cmd);
 
 	a->probing = 1;
-	child_start(m->loop, argv, m->cfg.dir, HOSTS_PROBE_BOUND, probed, a);
+	child_start(m->loop, argv, m->cfg.dir, HOSTS_PROBE_BOUND, probed,
+		    (void *)(intptr_t)a->node);
 	hosts_argv_free(argv);
 	free(cmd);
 }
@@ -249,6 +276,10 @@ agents_want(struct master *m, int node)
 		return 1;
 	if (a->state == A_SPAWNING || a->state == A_STARTING)
 		return 0;
+	if (a->tcp && !m->stopping) {
+		a->wanted = 1;		/* up once it joins again */
+		return 0;
+	}
 	if (m->static_world || a->state == A_STOPPING || m->stopping)
 		return -1;
 	if (!a->wanted && a->state == A_DEAD && a->spawn_at < ft_now())
@@ -309,7 +340,7 @@ spawn_wanted(struct master *m, double now)
 	for (i = 0; i < m->nagents && running < START_PARALLEL; i++) {
 		struct agent *a = &m->agents[i];
 
-		if (m->stopping || !spawn_ready(a, now) ||
+		if (m->stopping || a->tcp || !spawn_ready(a, now) ||
 		    (a->state != A_NONE && a->state != A_DEAD &&
 		     a->state != A_STOPPED))
 			continue;
@@ -388,7 +419,7 @@ link_out(struct master *m, struct agent *a, int tag, struct ft_buf *msg)
 {
 	if (link_send(&m->links, a->node, tag, msg) == -1) {
 		defer_call(&m->defer, deferred_fail, (uint64_t)a->node, a->gen,
-			   "MPI send failed");
+			   a->tcp ? "a send failed" : "MPI send failed");
 		return -1;
 	}
 	master_kick(m);
@@ -463,11 +494,12 @@ idle_nap(double timeout)
 	return timeout >= 0.5 ? fmin(IDLE_NAP_MAX, timeout / 2) : timeout / 4;
 }
 
-static void
-on_hello(struct master *m, struct agent *a, const void *p, size_t n)
+/* Welcome A (its hello or JOIN taken): it is up, its slots may start.
+ * 0, or -1 (the welcome could not be sent: A is failed). */
+static int
+welcome(struct master *m, struct agent *a)
 {
 	const char *node = m->cfg.nodes[a->node].name;
-	struct proto_hello h;
 	struct proto_welcome wel = {
 		.output_cap = (uint32_t)m->cfg.output_cap,
 		.master_timeout = m->cfg.master_silence,
@@ -480,10 +512,25 @@ on_hello(struct master *m, struct agent *a, const void *p, size_t n)
 	};
 	struct ft_buf msg = { 0 };
 
-	if (proto_get_hello(p, n, &h) == -1 || h.version != FT_PROTO_VERSION ||
-	    (int)h.slot != a->node || a->state != A_STARTING) {
-		log_warnx("node %s: bad hello from its agent (version %u, "
-			  "node index %u)", node, h.version, h.slot);
+	proto_put_welcome(&msg, &wel);
+	if (send_msg(m, a, FT_MSG_WELCOME, &msg) == -1)
+		return -1;
+	set_state(a, A_UP);
+	ev_agent_up(&m->events, node, (int)a->pid, a->host, a->respawns);
+	ops.up(ops.ctx, a->node);
+	return 0;
+}
+
+static void
+on_hello(struct master *m, struct agent *a, const void *p, size_t n)
+{
+	const char *node = m->cfg.nodes[a->node].name;
+	struct proto_hello h;
+
+	if (a->tcp || proto_get_hello(p, n, &h) == -1 ||
+	    h.version != FT_PROTO_VERSION || (int)h.slot != a->node ||
+	    a->state != A_STARTING) {
+		log_warnx("node %s: bad hello from its agent", node);
 		agents_fail(m, a->node, "incompatible or malformed hello");
 		return;
 	}
@@ -493,12 +540,100 @@ on_hello(struct master *m, struct agent *a, const void *p, size_t n)
 	snprintf(a->host, sizeof(a->host), "%.*s", (int)h.host_len, h.host);
 	if (ft_host_is_local(a->host))
 		pidwatch_start(&m->exits, m->loop, a->node, a->pid, a->start);
-	proto_put_welcome(&msg, &wel);
-	if (send_msg(m, a, FT_MSG_WELCOME, &msg) == -1)
+	welcome(m, a);
+}
+
+int
+agents_joined(struct master *m, int node, const struct agent_join *j,
+	      int fd, const void *rest, size_t n)
+{
+	struct agent *a = &m->agents[node];
+
+	if (live(a))
+		agents_fail(m, node, "its node joined again");
+	a->tcp = 1;
+	a->pid = j->pid;
+	a->start = j->start;
+	snprintf(a->host, sizeof(a->host), "%s", j->host);
+	snprintf(a->alloc, sizeof(a->alloc), "%s", j->alloc);
+	a->alloc_end = j->alloc_end;
+	a->mem = j->mem;
+	a->leaving = 0;
+	a->starved = 0;
+	a->killed = 0;
+	a->wanted = 0;
+	a->last_heard = ft_now();
+	if (a->incarnation++ > 0)
+		a->respawns++;
+	a->gen++;
+	drop_relay(a);
+	if (link_open_tcp(&m->links, node, fd, rest, n) == -1) {
+		set_state(a, A_DEAD);
+		return -1;
+	}
+	set_state(a, A_STARTING);
+	return welcome(m, a);
+}
+
+int
+agents_leave(struct master *m, int node, double grace)
+{
+	struct agent *a = &m->agents[node];
+	struct proto_leave l = { .grace = grace, .why = "", .why_len = 0 };
+	struct ft_buf msg = { 0 };
+
+	if (!a->tcp || a->state != A_UP)
+		return -1;
+	a->leaving = 1;
+	proto_put_leave(&msg, &l);
+	return send_msg(m, a, FT_MSG_LEAVE, &msg);
+}
+
+void
+agents_stop(struct master *m, int node)
+{
+	struct agent *a = &m->agents[node];
+	struct ft_buf msg = { 0 };
+
+	if (a->state != A_UP)
 		return;
-	set_state(a, A_UP);
-	ev_agent_up(&m->events, node, (int)a->pid, a->host, a->respawns);
-	ops.up(ops.ctx, a->node);
+	proto_put_stop(&msg, 0);
+	set_state(a, A_STOPPING);
+	send_msg(m, a, FT_MSG_STOP, &msg);
+}
+
+/* A joined agent leaves by itself (its allocation ends). */
+static void
+on_leave(struct master *m, struct agent *a, const void *p, size_t n)
+{
+	struct proto_leave l;
+	char why[200];
+
+	if (!a->tcp || proto_get_leave(p, n, &l) == -1) {
+		m->counters.bad_msgs++;
+		return;
+	}
+	snprintf(why, sizeof(why), "%.*s", (int)(l.why_len < 190 ? l.why_len :
+						   190), l.why);
+	a->leaving = 1;
+	ops.leaving(ops.ctx, a->node, why[0] ? why : "its agent leaves");
+}
+
+/* A said bye: after a stop.  A joined node has then left. */
+static void
+on_bye(struct master *m, struct agent *a, const void *p, size_t n)
+{
+	if (proto_get_bye(p, n) == -1)
+		m->counters.bad_msgs++;
+	pidwatch_stop(&m->exits, a->node);
+	set_state(a, A_STOPPED);
+	if (!a->tcp)
+		return;
+	link_close(&m->links, a->node);
+	a->leaving = 0;
+	a->gen++;
+	if (!m->stopping)
+		ops.left(ops.ctx, a->node);
 }
 
 static void
@@ -549,10 +684,10 @@ on_link_message(void *ctx, int id, int tag, const void *p, size_t n)
 			m->counters.bad_msgs++;
 		break;
 	case FT_MSG_BYE:
-		if (proto_get_bye(p, n) == -1)
-			m->counters.bad_msgs++;
-		pidwatch_stop(&m->exits, id);
-		set_state(a, A_STOPPED);
+		on_bye(m, a, p, n);
+		break;
+	case FT_MSG_LEAVE:
+		on_leave(m, a, p, n);
 		break;
 	default:
 		m->counters.bad_msgs++;
@@ -681,7 +816,9 @@ kill_agent(struct master *m, struct agent *a)
 	char entry[64], entry2[64];
 	int killed, strays;
 
-	if (!m->can_kill || a->pid <= 0)
+	/* A joined agent is its user's process: closing its connection
+	 * makes it kill its slots and tasks itself. */
+	if (!m->can_kill || a->pid <= 0 || a->tcp)
 		return 0;
 	if (!ft_host_is_local(a->host)) {
 		if (a->start)
@@ -708,7 +845,7 @@ agents_fail(struct master *m, int node, const char *reason)
 	if (!live(a))
 		return;
 	pidwatch_stop(&m->exits, node);
-	hung = a->pid > 0 && ft_host_is_local(a->host) &&
+	hung = a->pid > 0 && !a->tcp && ft_host_is_local(a->host) &&
 	       ft_pid_staying(a->pid);
 	a->killed = kill_agent(m, a);
 	drop_relay(a);
@@ -717,10 +854,18 @@ agents_fail(struct master *m, int node, const char *reason)
 		      a->killed);
 	set_state(a, A_DEAD);
 	a->spawn_at = ft_now() + RESPAWN_DELAY;
-	a->old_pid = ft_host_is_local(a->host) ? a->pid : 0;
+	a->old_pid = ft_host_is_local(a->host) && !a->tcp ? a->pid : 0;
 	a->gen++;
-	if (!m->stopping)
+	if (a->leaving) {
+		/* Gone in the middle of its leave (its allocation's end
+		 * killed it): what it still held goes back, charged to
+		 * nobody. */
+		a->leaving = 0;
+		if (!m->stopping)
+			ops.left(ops.ctx, node);
+	} else if (!m->stopping) {
 		ops.down(ops.ctx, node, reason, hung);
+	}
 	master_kick(m);
 }
 
@@ -760,10 +905,10 @@ agents_cron(struct master *m, double now)
 		struct agent *a = &m->agents[i];
 
 		check_start(m, a, now);
-		if (round && a->state == A_UP && m->links.v[i].open &&
-		    m->links.v[i].ping == NULL &&
+		if (round && a->state == A_UP && !link_pinging(&m->links, i) &&
 		    link_ping(&m->links, i, ft_now()) == -1)
-			agents_fail(m, i, "MPI send failed");
+			agents_fail(m, i, a->tcp ? "a send failed" :
+				    "MPI send failed");
 	}
 }
 
@@ -774,7 +919,8 @@ agents_starting(const struct master *m)
 
 	for (i = 0; i < m->nagents; i++)
 		if (m->agents[i].state == A_SPAWNING ||
-		    m->agents[i].state == A_STARTING || m->agents[i].wanted)
+		    m->agents[i].state == A_STARTING ||
+		    (m->agents[i].wanted && !m->agents[i].tcp))
 			return 1;
 	return 0;
 }

@@ -15,6 +15,13 @@
  * An agent that fails is killed (when the master can), its link closed;
  * its hello, its death and its slots' messages go up through the ops.
  * Nothing here knows workers or tasks.
+ *
+ * The agent of a node that joined over TCP (agents_joined) is never
+ * spawned nor killed by the master: its JOIN is its hello, its death is
+ * its connection's (or its pings'), and it comes back only by joining
+ * again, as a new incarnation.  It may leave: asked to (agents_leave),
+ * or by itself (its allocation ends); it says bye once told to stop,
+ * and the node has left (ops.left).
  */
 #ifndef FT_AGENTS_H
 #define FT_AGENTS_H
@@ -62,6 +69,26 @@ struct agent {
 					 * time at its last spared miss */
 	struct ft_buf relay;		/* the RELAY being gathered */
 	uint32_t nrelay;		/* its entries */
+	/* A joined node's (TCP): */
+	int tcp;			/* its agent joins over TCP */
+	int incarnation;		/* joins so far */
+	char alloc[32];			/* its Slurm job, "" for none */
+	double alloc_end;		/* when that ends (epoch), 0: unknown */
+	int leaving;			/* it leaves: no new task */
+};
+
+/* What a joined node's agent said in its JOIN (proto.h), decoded. */
+struct agent_join {
+	const char *name;
+	const char *host;
+	int slots;
+	char **gpus;			/* NULL-terminated ids */
+	int ngpus;
+	pid_t pid;
+	unsigned long long start;
+	const char *alloc;		/* "" for none */
+	double alloc_end;
+	uint64_t mem;			/* its host's memory for tasks */
 };
 
 struct agents_ops {
@@ -74,10 +101,31 @@ struct agents_ops {
 	/* An entry of a RELAY from NODE's agent: a message of one of its
 	 * slots. */
 	void (*relay)(void *ctx, int node, const struct proto_relay *r);
+	/* NODE's (joined) agent leaves by itself for WHY: no new task. */
+	void (*leaving)(void *ctx, int node, const char *why);
+	/* NODE's (joined) agent said bye: the node has left. */
+	void (*left)(void *ctx, int node);
 };
 
 /* Set up an agent and a link per node of M's config (all NONE). */
 void agents_init(struct master *m, const struct agents_ops *ops);
+/* Nodes joined: an agent and a link for each node of M's config from
+ * m->nagents on (NONE, joined over TCP). */
+void agents_grow(struct master *m);
+/* NODE's agent joined over TCP as J, on FD (taken over; the N bytes at
+ * REST came after its JOIN): welcome it (its JOIN is its hello).  An
+ * incarnation of it still live is failed first ("joined again").  0, or
+ * -1 (FD closed). */
+int agents_joined(struct master *m, int node, const struct agent_join *j,
+		  int fd, const void *rest, size_t n);
+/* Ask NODE's (joined) agent to leave: its running tasks go on for GRACE
+ * seconds, then are interrupted.  0, or -1 when it is not up. */
+int agents_leave(struct master *m, int node, double grace);
+/* Tell NODE's agent to stop its slots and itself (a joined node that has
+ * left: nothing of it runs any more). */
+void agents_stop(struct master *m, int node);
+/* Is NODE's agent one that joined over TCP? */
+int agents_is_tcp(const struct master *m, int node);
 void agents_free(struct master *m);
 /* Static launch: find the agents among the world's ranks.  0, or -1 with
  * ERR.  (Dynamic launch spawns them when slots want them.) */

@@ -65,6 +65,8 @@ struct batch {
 	/* Dependencies (batch.h).  Its tasks that wait for others of it: */
 	struct deps *deps;		/* NULL: none */
 	int draining;			/* in drain(): news are queued, not run */
+	struct inputs *inputs;		/* where its lines are, specs made
+					 * with values (inputs.h), or NULL */
 	char **stripped;		/* specs made without their "after" */
 	int nstripped;
 	/* The batches it runs after, and its tasks while it waits: */

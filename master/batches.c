@@ -15,6 +15,7 @@
 #include "batch_int.h"
 #include "ctl.h"
 #include "deps.h"
+#include "inputs.h"
 #include "jobs.h"
 #include "journal.h"
 #include "jsonl.h"
@@ -246,6 +247,7 @@ batch_free(struct batch *b)
 	free(b->name);
 	free(b->dir);
 	deps_free(b->deps);
+	inputs_free(b);
 	for (i = 0; i < b->nstripped; i++)
 		free(b->stripped[i]);
 	free(b->stripped);
@@ -349,12 +351,33 @@ queue_spec(struct batches *bs, struct batch *b, uint32_t index,
 	uint32_t len = sp->len;
 	uint64_t tid;
 
+	spec = inputs_spec(b, index, spec, &len);
 	if (len > FT_SPEC_MAX)
 		spec = strip_after(b, spec, &len);
 	tid = sched_add_need(bs->sched, (uint32_t)b->id, index, spec, len,
 			     sp->timeout > 0 ? sp->timeout :
 			     bs->cfg->task_timeout, &need);
 	kind_of(bs, tid, sp->kind);
+}
+
+/* Tell B's deps of the tasks of AFTER (N of them) that ended before it
+ * knew of them: an open batch's tasks may wait for tasks of earlier
+ * adds, ended before any task waited. */
+static void
+tell_ended(struct batch *b, const uint32_t *after, uint32_t n)
+{
+	char err[256] = "";
+	uint32_t i;
+	int ok;
+
+	for (i = 0; i < n; i++) {
+		if (deps_knows(b->deps, after[i]))
+			continue;
+		if (inputs_ended(b, after[i], &ok, err, sizeof(err)) == 1)
+			deps_ended(b->deps, after[i], ok);
+		else if (err[0])
+			log_warnx("batch %ld: %s", b->id, err);
+	}
 }
 
 /* Queue the tasks of BT, whose specs are spans of its text, but those
@@ -382,6 +405,8 @@ batch_queue_text(struct batches *bs, struct batch *b, struct batch_text *bt,
 
 			if (b->deps == NULL)
 				b->deps = deps_new();
+			tell_ended(b, g->idx + g->off[i],
+				   g->off[i + 1] - g->off[i]);
 			news = deps_hold(b->deps, index, g->idx + g->off[i],
 					 g->off[i + 1] - g->off[i], &ds, &blame);
 			if (news == DEPS_DOOMED)
@@ -863,6 +888,8 @@ count(struct batches *bs, struct batch *b, uint32_t index, int ok,
 	ft_buf_add(&b->kinds, ok ? "o" : "f", 1);
 	if (b->nchunks)
 		chunk_ended(b, index);
+	if (b->inputs)
+		inputs_done(b, index);
 	if (b->deps) {
 		long id = b->id;
 
@@ -934,6 +961,7 @@ batches_record(struct batches *bs, uint64_t tid, int worker,
 	if (b == NULL)
 		return;
 	o = &b->out;
+	inputs_line(b, t->index, r->ok);
 	jsonl_begin(o);
 	jsonl_int(o, "task", t->index);
 	jsonl_int(o, "attempt", r->attempt);
@@ -1025,6 +1053,7 @@ fail_task(struct batches *bs, struct batch *b, uint32_t index,
 {
 	struct jsonl *o = &b->out;
 
+	inputs_line(b, index, 0);
 	jsonl_begin(o);
 	jsonl_int(o, "task", index);
 	jsonl_int(o, "attempt", attempts);

@@ -21,7 +21,7 @@ struct slot {
 	double last_end;		/* when its last command ended (monotonic) */
 };
 
-static struct slot *slots;
+static struct slot **slots;	/* apart: their timers stay put */
 static int nslots;
 
 static const char *const cmd_words[] = {
@@ -43,15 +43,26 @@ bmc_cmd_name(enum bmc_cmd cmd)
 void
 bmc_init(struct master *m)
 {
-	int i;
+	nslots = 0;
+	slots = NULL;
+	bmc_grow(m);
+}
 
-	nslots = m->cfg.nnodes;
-	slots = ft_calloc((size_t)nslots, sizeof(*slots));
-	for (i = 0; i < nslots; i++) {
-		slots[i].m = m;
-		slots[i].node = i;
-		slots[i].last_end = -1e9;
+void
+bmc_grow(struct master *m)
+{
+	int i, n = m->cfg.nnodes;
+
+	if (n <= nslots)
+		return;
+	slots = ft_realloc(slots, (size_t)n * sizeof(*slots));
+	for (i = nslots; i < n; i++) {
+		slots[i] = ft_calloc(1, sizeof(*slots[i]));
+		slots[i]->m = m;
+		slots[i]->node = i;
+		slots[i]->last_end = -1e9;
 	}
+	nslots = n;
 }
 
 void
@@ -60,8 +71,10 @@ bmc_free(struct master *m)
 	int i;
 
 	(void)m;
-	for (i = 0; i < nslots; i++)
+	for (i = 0; i < nslots; i++) {
 		bmc_cancel(i);
+		free(slots[i]);
+	}
 	free(slots);
 	slots = NULL;
 	nslots = 0;
@@ -70,13 +83,13 @@ bmc_free(struct master *m)
 int
 bmc_busy(int node)
 {
-	return slots && slots[node].cmd != 0;
+	return slots && node < nslots && slots[node]->cmd != 0;
 }
 
 void
 bmc_cancel(int node)
 {
-	struct slot *s = &slots[node];
+	struct slot *s = slots[node];
 
 	if (s->cmd == 0)
 		return;
@@ -221,7 +234,7 @@ on_gap(struct ev_loop *loop, ev_timer *w, int revents)
 int
 bmc_send(struct master *m, int node, enum bmc_cmd cmd, bmc_done_fn done)
 {
-	struct slot *s = &slots[node];
+	struct slot *s = slots[node];
 	double wait;
 
 	if (s->cmd != 0)

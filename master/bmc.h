@@ -32,6 +32,8 @@ typedef void (*bmc_done_fn)(struct master *m, int node, enum bmc_cmd cmd,
 			    const struct bmc_result *r);
 
 void bmc_init(struct master *m);
+/* Nodes joined: a BMC slot for each node of the config from now on. */
+void bmc_grow(struct master *m);
 /* Kill what runs, forget what waits. */
 void bmc_free(struct master *m);
 /* Send CMD to the BMC of node NODE (which has one): now, or once its gap

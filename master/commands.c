@@ -2,6 +2,7 @@
 #include "commands.h"
 
 #include <ctype.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -60,6 +61,26 @@ worker_ids(const struct master *m, const struct node *nd)
 	return a;
 }
 
+/* How node ND came ("via"), and a joined node's Slurm job and the time
+ * it has left, into row O. */
+static void
+node_via(const struct master *m, const struct node *nd, json_t *o)
+{
+	const struct ctl_col *c = ctl_node_cols;
+	const struct agent *a = &m->agents[nd->id];
+
+	ctl_row_str(o, &c[CTL_N_VIA], a->tcp ? "tcp" : "mpi");
+	if (a->tcp && a->alloc[0])
+		ctl_row_str(o, &c[CTL_N_ALLOCATION], a->alloc);
+	else
+		json_object_set_new(o, c[CTL_N_ALLOCATION].key, json_null());
+	if (a->tcp && a->alloc_end > 0)
+		ctl_row_num(o, &c[CTL_N_TIME_LEFT],
+			    fmax(0, a->alloc_end - ft_wall()));
+	else
+		json_object_set_new(o, c[CTL_N_TIME_LEFT].key, json_null());
+}
+
 static json_t *
 node_row(const struct master *m, const struct node *nd)
 {
@@ -89,6 +110,7 @@ node_row(const struct master *m, const struct node *nd)
 		    (long long)ft_node_mem(&m->cfg.nodes[nd->id], 0));
 	ctl_row_int(o, &c[CTL_N_MEM_USED],
 		    (long long)sched_mem_used(m->sched, nd->id) << 20);
+	node_via(m, nd, o);
 	ctl_row_str(o, &c[CTL_N_REASON], nd->reason);
 	return o;
 }
@@ -162,7 +184,9 @@ wait_text(const struct master *m, const struct sched_wait *w, char *buf,
 			 "kept for another task", need);
 	else
 		snprintf(buf, n, "%s: no node in service has them (drained, "
-			 "inactive or down)", need);
+			 "inactive or down%s)", need,
+			 ft_config_joinable(&m->cfg) ? ", or none has joined "
+			 "yet" : "");
 }
 
 /* Each batch row of BS whose wide task heads its queue and waits gets
@@ -460,16 +484,22 @@ cmd_submit(struct master *m, struct client *c, json_t *req, json_t **ans,
 	return 1;
 }
 
-/* Why batch ID is not there, after PREFIX, into ERR: no such batch, or
- * forgotten (its id was given; ids are never given again). */
-static void
-no_batch(struct master *m, long id, const char *prefix, char *err, size_t n)
+/* The refusal for batch ID, which is not there (after PREFIX): no such
+ * batch, or forgotten (its id was given; ids are never given again),
+ * each with its exit status (ctl.h). */
+static json_t *
+no_batch(struct master *m, long id, const char *prefix)
 {
-	if (batches_forgotten(&m->batches, id))
-		snprintf(err, n, "%sbatch %ld was forgotten (retain_s, or ftfarm "
-			 "forget): its results are gone", prefix, id);
+	char err[256];
+	int forgotten = batches_forgotten(&m->batches, id);
+
+	if (forgotten)
+		snprintf(err, sizeof(err), "%sbatch %ld was forgotten (retain_s, "
+			 "or ftfarm forget): its results are gone", prefix, id);
 	else
-		snprintf(err, n, "%sno batch %ld", prefix, id);
+		snprintf(err, sizeof(err), "%sno batch %ld", prefix, id);
+	return json_pack("{s:b, s:s, s:i}", "ok", 0, "error", err, "exit",
+			 forgotten ? FT_EXIT_FORGOTTEN : FT_EXIT_NO_BATCH);
 }
 
 /* wait {"batch": ID}: answer when the batch has finished. */
@@ -481,9 +511,11 @@ cmd_wait(struct master *m, struct client *c, json_t *req, json_t **ans,
 	int finished = 0;
 	json_t *row = batches_lookup(&m->batches, id, &finished);
 
+	(void)err;
+	(void)n;
 	if (row == NULL) {
-		no_batch(m, id, "wait: ", err, n);
-		return -1;
+		*ans = no_batch(m, id, "wait: ");
+		return 0;
 	}
 	if (finished) {
 		*ans = json_pack("{s:b, s:o}", "ok", 1, "batch", row);
@@ -504,9 +536,11 @@ cmd_batch(struct master *m, struct client *c, json_t *req, json_t **ans,
 	json_t *row = batches_lookup(&m->batches, id, &finished);
 
 	(void)c;
+	(void)err;
+	(void)n;
 	if (row == NULL) {
-		no_batch(m, id, "", err, n);
-		return -1;
+		*ans = no_batch(m, id, "");
+		return 0;
 	}
 	*ans = json_pack("{s:b, s:o}", "ok", 1, "batch", row);
 	return 0;
@@ -583,7 +617,9 @@ req_node(struct master *m, json_t *req, char *err, size_t n)
 	struct node *nd = health_node(m, name);
 
 	if (nd == NULL)
-		snprintf(err, n, "no node \"%s\" in the config", name);
+		snprintf(err, n, "no node \"%s\" in the config%s", name,
+			 ft_config_joinable(&m->cfg) ? " nor among the nodes "
+			 "that joined" : "");
 	return nd;
 }
 
@@ -691,10 +727,35 @@ cmd_undrain(struct master *m, struct client *c, json_t *req, json_t **ans,
 	return answer_saved(m, c, nd, ans);
 }
 
+/* leave {"node": NAME, "grace": S}: a joined node leaves; its running
+ * tasks go on for S seconds (0 by default), then are interrupted and
+ * given back.  Answered at once (the node is leaving). */
+static int
+cmd_leave(struct master *m, struct client *c, json_t *req, json_t **ans,
+	  char *err, size_t n)
+{
+	struct node *nd = req_node(m, req, err, n);
+	json_t *g = json_object_get(req, "grace");
+	double grace = g ? json_number_value(g) : 0;
+
+	(void)c;
+	if (nd == NULL)
+		return -1;
+	if (!(grace >= 0 && grace <= 1e7)) {
+		snprintf(err, n, "grace: seconds, 0 to 1e7");
+		return -1;
+	}
+	if (health_leave(m, nd, grace, err, n) == -1)
+		return -1;
+	*ans = json_pack("{s:b, s:o}", "ok", 1, "node", node_row(m, nd));
+	return 0;
+}
+
 /* A reboot request waiting for its nodes to end their reboots. */
 struct reboot_wait {
 	uint64_t client;
 	char *want;			/* per node: its end is awaited */
+	int nwant;			/* the nodes when it was asked */
 	int pending;
 	char error[512];		/* the first failure */
 	struct reboot_wait *next;
@@ -721,7 +782,7 @@ answer_reboot(struct master *m, struct reboot_wait *w)
 		json_decref(ns);
 		return;		/* gone meanwhile */
 	}
-	for (i = 0; i < m->cfg.nnodes; i++)
+	for (i = 0; i < w->nwant; i++)
 		if (w->want[i] == 2)
 			json_array_append_new(ns, node_row(m, &m->nodes[i]));
 	if (w->error[0])
@@ -741,7 +802,7 @@ commands_reboot_ended(struct master *m, struct node *nd, int ok,
 	struct reboot_wait **p = &waits, *w;
 
 	while ((w = *p) != NULL) {
-		if (w->want[nd->id] == 1) {
+		if (nd->id < w->nwant && w->want[nd->id] == 1) {
 			w->want[nd->id] = 2;
 			w->pending--;
 			if (!ok && w->error[0] == '\0')
@@ -796,7 +857,8 @@ cmd_reboot(struct master *m, struct client *c, json_t *req, json_t **ans,
 	char *targets;
 
 	(void)ans;
-	w->want = ft_calloc((size_t)m->cfg.nnodes, 1);
+	w->want = ft_calloc((size_t)m->cfg.nnodes + 1, 1);
+	w->nwant = m->cfg.nnodes;
 	w->client = control_client_id(c);
 	w->pending = reboot_targets(m, req, w->want, err, n);
 	if (m->stopping || w->pending < 0) {
@@ -808,9 +870,9 @@ cmd_reboot(struct master *m, struct client *c, json_t *req, json_t **ans,
 	w->next = waits;
 	waits = w;
 	/* W may be answered (and freed) inside the loop: go by a copy. */
-	targets = ft_malloc((size_t)m->cfg.nnodes);
+	targets = ft_malloc((size_t)m->cfg.nnodes + 1);
 	memcpy(targets, w->want, (size_t)m->cfg.nnodes);
-	for (i = 0; i < m->cfg.nnodes; i++)
+	for (i = 0; i < w->nwant; i++)
 		if (targets[i] && health_reboot(m, &m->nodes[i], force, err,
 						n) == -1)
 			commands_reboot_ended(m, &m->nodes[i], 0, err);
@@ -1023,6 +1085,7 @@ static const cmd_fn handlers[CTL_NCMDS] = {
 	[CTL_CLOSE] = cmd_close,
 	[CTL_BATCH] = cmd_batch,
 	[CTL_FORGET] = cmd_forget,
+	[CTL_LEAVE] = cmd_leave,
 };
 
 /* May UID send commands of ROLE?  Reading is for everyone; submitting

@@ -199,6 +199,12 @@ deps_next(struct deps *d, uint32_t *index, struct deps_spec *spec,
 	return n.blame == UINT32_MAX ? DEPS_READY : DEPS_DOOMED;
 }
 
+int
+deps_knows(const struct deps *d, uint32_t index)
+{
+	return index < d->ntasks && d->state[index] != T_UNKNOWN;
+}
+
 uint32_t
 deps_held(const struct deps *d)
 {

@@ -60,6 +60,8 @@ void deps_ended(struct deps *d, uint32_t index, int ok);
  * DEPS_NONE when there is none. */
 enum deps_news deps_next(struct deps *d, uint32_t *index,
 			 struct deps_spec *spec, uint32_t *blame);
+/* Has task INDEX been told of here (held, or ended)? */
+int deps_knows(const struct deps *d, uint32_t index);
 /* Tasks held now. */
 uint32_t deps_held(const struct deps *d);
 

@@ -52,6 +52,9 @@
 	E(node_back, EVF_NOW)						\
 	E(node_inactive, EVF_NOW)					\
 	E(node_restored, EVF_NOW)					\
+	E(node_joined, EVF_NOW)						\
+	E(node_leaving, EVF_NOW)					\
+	E(node_left, EVF_NOW)						\
 	E(node_state_damaged, EVF_NOW)					\
 	E(bmc_command, EVF_NOW)						\
 	E(batch_submitted, 0)						\
@@ -114,6 +117,15 @@
 #define EV_FIELDS_node_restored(F)					\
 	F(str, node) F(str, state) F(str, reason) F(int, reboots)	\
 	F(int, failures) F(obool, drained) F(ostr, was)
+/* A node joined over TCP (ftfarm join): its agent's PID on HOST, its
+ * SLOTS, its Slurm ALLOCATION; INCARNATION 1 for its first join. */
+#define EV_FIELDS_node_joined(F)					\
+	F(str, node) F(str, host) F(int, pid) F(int, slots)		\
+	F(ostr, allocation) F(int, incarnation)
+/* A joined node leaves (asked to, or its allocation ends): no new task;
+ * it has left once its agent said bye (or died in the middle). */
+#define EV_FIELDS_node_leaving(F) F(str, node) F(str, reason)
+#define EV_FIELDS_node_left(F) F(str, node) F(str, reason)
 /* A line of nodes.state (LINE 0: the whole file) not taken for REASON. */
 #define EV_FIELDS_node_state_damaged(F)					\
 	F(str, file) F(int, line) F(str, reason)

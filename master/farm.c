@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "agents.h"
 #include "commands.h"
 #include "gangs.h"
 #include "health.h"
@@ -115,6 +116,22 @@ on_worker_failed(void *ctx, struct worker *w)
 	health_worker_failed(ctx, w);
 }
 
+static void
+on_node_leaving(void *ctx, int node, const char *why)
+{
+	struct master *m = ctx;
+
+	health_leaving(m, &m->nodes[node], why);
+}
+
+static void
+on_node_left(void *ctx, int node)
+{
+	struct master *m = ctx;
+
+	health_left(m, &m->nodes[node]);
+}
+
 /* ---- node health's news ---- */
 
 static void
@@ -207,7 +224,8 @@ farm_init(struct master *m)
 	};
 	struct registry_ops ro = {
 		.ctx = m, .result = on_result, .dying = on_worker_dying,
-		.failed = on_worker_failed,
+		.failed = on_worker_failed, .leaving = on_node_leaving,
+		.left = on_node_left,
 	};
 	struct health_ops ho = {
 		.ctx = m, .reboot_ended = on_reboot_ended,
@@ -234,6 +252,98 @@ farm_init(struct master *m)
 		     &m->store, &bo);
 	m->batches.stats = &m->stats;
 	gangs_init(m, &go);
+}
+
+/* ---- nodes that join ---- */
+
+/* Joined nodes now. */
+static int
+joined_nodes(const struct master *m)
+{
+	int i, k = 0;
+
+	for (i = 0; i < m->cfg.nnodes; i++)
+		k += m->cfg.nodes[i].joined;
+	return k;
+}
+
+/* The index of the node J names: known (its next incarnation; it may
+ * be), or new.  -1 with ERR when it may not join. */
+static int
+node_for(struct master *m, const struct agent_join *j, char *err, size_t n)
+{
+	int i;
+
+	for (i = 0; i < m->cfg.nnodes; i++) {
+		const struct agent *a = &m->agents[i];
+
+		if (strcmp(m->cfg.nodes[i].name, j->name) != 0)
+			continue;
+		if (!m->cfg.nodes[i].joined) {
+			ft_snprintf(err, n, "node %s is one of the config's "
+				    "nodes (started over MPI): join under "
+				    "another --name", j->name);
+			return -1;
+		}
+		/* Its own earlier connection (lost before we noticed) makes
+		 * way; another agent of that name does not. */
+		if ((a->state == A_UP || a->state == A_STARTING ||
+		     a->state == A_STOPPING) &&
+		    (a->pid != j->pid || a->start != j->start ||
+		     strcmp(a->host, j->host) != 0)) {
+			ft_snprintf(err, n, "node %s is in the farm already "
+				    "(its agent, pid %d on %s, is up): join "
+				    "under another --name", j->name,
+				    (int)a->pid, a->host);
+			return -1;
+		}
+		ft_config_rejoin(&m->cfg, i, j->host, j->slots, j->gpus,
+				 j->ngpus);
+		return i;
+	}
+	if (joined_nodes(m) >= m->cfg.join.max_nodes) {
+		ft_snprintf(err, n, "the farm has %d joined nodes, its "
+			    "join.max_nodes", m->cfg.join.max_nodes);
+		return -1;
+	}
+	i = ft_config_add_joined(&m->cfg, j->name, j->host, j->slots,
+				 j->gpus, j->ngpus);
+	if (sched_add_node(m->sched) != i)
+		abort();	/* the scheduler's nodes are the config's */
+	agents_grow(m);
+	health_grow(m);
+	return i;
+}
+
+int
+farm_join(struct master *m, const struct agent_join *j, int fd,
+	  const void *rest, size_t n, char *err, size_t len)
+{
+	struct node *nd;
+	char why[64];
+	int node;
+
+	if (m->stopping) {
+		ft_snprintf(err, len, "the master is stopping");
+		return -1;
+	}
+	if ((node = node_for(m, j, err, len)) == -1)
+		return -1;
+	nd = &m->nodes[node];
+	/* Its own connection before this one, lost before we noticed. */
+	agents_fail(m, node, "its agent joined again");
+	sched_set_gpus(m->sched, node, j->ngpus);
+	registry_join_node(m, node, j->slots);
+	ev_node_joined(&m->events, nd->name, j->host, (int)j->pid, j->slots,
+		       *j->alloc ? j->alloc : NULL,
+		       m->agents[node].incarnation + 1);
+	log_info("node %s joined from %s (agent pid %d, %d slots%s%s)",
+		 nd->name, j->host, (int)j->pid, j->slots,
+		 *j->alloc ? ", Slurm job " : "", j->alloc);
+	snprintf(why, sizeof(why), "its agent joined (pid %d)", (int)j->pid);
+	health_joined(m, nd, why);
+	agents_joined(m, node, j, fd, rest, n);
+	return 0;
 }
 
 /* ---- the store's news ---- */

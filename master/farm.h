@@ -18,6 +18,14 @@
 /* Make the scheduler, registry, node health and batches of M. */
 void farm_init(struct master *m);
 void farm_free(struct master *m);
+struct agent_join;
+/* The agent of node J->name joined over TCP on FD (taken over; the N
+ * bytes at REST came after its JOIN): a new node of the farm, or the next
+ * incarnation of one that joined before, its workers made or set aside
+ * and started.  0, or -1 with ERR (it may not join: FD is the caller's
+ * to answer and close). */
+int farm_join(struct master *m, const struct agent_join *j, int fd,
+	      const void *rest, size_t n, char *err, size_t len);
 /* The cron: deadlines, the ladder, respawns, pings, dispatch, stopping.
  * Returns 1 once the master may leave its loop. */
 int farm_cron(struct master *m, double now);

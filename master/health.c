@@ -29,22 +29,28 @@ static const char **names;	/* the nodes' names, by index */
 /* The nodes' state on disk (opstate.h), once restored. */
 static struct opstate *disk;
 static struct opstate_rec *recs;	/* as last saved: one per node of the
-					 * config, then those carried over */
-static size_t nrecs;
+					 * config (and joined), then those
+					 * carried over */
+static size_t nrecs;			/* all of them */
+static size_t nnode_recs;		/* of them, the nodes' */
 static struct opstate_read found;	/* what the file held (owns the
 					 * carried records' names) */
 static double wall_offset;		/* ft_wall() - ft_now() */
 static double save_at;			/* the cron's next save */
 
 static void persist(struct master *m);
+static void rec_of(const struct node *n, struct opstate_rec *r);
+static void leave_progress(struct master *m, struct node *n, double now);
+static void restore_node(struct master *m, struct node *n,
+			 const struct opstate_rec *r, enum nstate was);
 
 void
 health_init(struct master *m, const struct health_ops *ops)
 {
 	int i;
 
-	m->nodes = ft_calloc((size_t)m->cfg.nnodes, sizeof(*m->nodes));
-	names = ft_calloc((size_t)m->cfg.nnodes, sizeof(*names));
+	m->nodes = ft_calloc((size_t)m->cfg.nnodes + 1, sizeof(*m->nodes));
+	names = ft_calloc((size_t)m->cfg.nnodes + 1, sizeof(*names));
 	for (i = 0; i < m->cfg.nnodes; i++) {
 		node_init(&m->nodes[i], i, m->cfg.nodes[i].name);
 		names[i] = m->cfg.nodes[i].name;
@@ -637,7 +643,8 @@ health_busy(const struct master *m)
 	for (i = 0; i < m->cfg.nnodes; i++)
 		if (m->nodes[i].state == N_REBOOTING ||
 		    m->nodes[i].state == N_DOWN ||
-		    m->nodes[i].state == N_DRAINING)
+		    m->nodes[i].state == N_DRAINING ||
+		    m->nodes[i].state == N_LEAVING)
 			return 1;
 	return 0;
 }
@@ -686,7 +693,9 @@ fail_if_hopeless(struct master *m)
 {
 	int i;
 
-	if (sched_open(m->sched) == 0 || registry_any_left(m))
+	/* Where nodes may join, one may yet come. */
+	if (sched_open(m->sched) == 0 || registry_any_left(m) ||
+	    ft_config_joinable(&m->cfg))
 		return;
 	for (i = 0; i < m->cfg.nnodes; i++)
 		if (m->nodes[i].state != N_INACTIVE)
@@ -710,6 +719,8 @@ health_cron(struct master *m, double now)
 		quiet_clear(m, n, now);
 		if (n->state == N_DRAINING)
 			drain_progress(m, n, now);
+		else if (n->state == N_LEAVING)
+			leave_progress(m, n, now);
 		else if (n->state == N_REBOOTING || n->state == N_DOWN)
 			ladder_cron(m, n, now);
 		else if (n->state == N_INACTIVE)
@@ -720,6 +731,149 @@ health_cron(struct master *m, double now)
 		save_at = now + SAVE_EVERY;
 		persist(m);
 	}
+}
+
+/* ---- nodes that join and leave ---- */
+
+/* A leaving node: once nothing runs on it, its agent stops (then says
+ * bye: it has left). */
+static void
+leave_progress(struct master *m, struct node *n, double now)
+{
+	(void)now;
+	if (node_inflight(m, n) == 0)
+		agents_stop(m, n->id);
+}
+
+/* The record carried over for NAME (saved by a master before, for a
+ * node not in the config), taken out of the carried ones into *R.  1 if
+ * there was one. */
+static int
+take_carried(const char *name, struct opstate_rec *r)
+{
+	size_t i;
+
+	for (i = nnode_recs; i < nrecs; i++) {
+		if (strcmp(recs[i].node, name) != 0)
+			continue;
+		*r = recs[i];
+		memmove(&recs[i], &recs[i + 1],
+			(nrecs - i - 1) * sizeof(*recs));
+		nrecs--;
+		return 1;
+	}
+	return 0;
+}
+
+void
+health_grow(struct master *m)
+{
+	int i, old = (int)nnode_recs, n = m->cfg.nnodes;
+	struct opstate_rec saved;
+
+	if (n <= old)
+		return;
+	m->nodes = ft_realloc(m->nodes, (size_t)n * sizeof(*m->nodes));
+	names = ft_realloc(names, (size_t)n * sizeof(*names));
+	/* The new nodes' records go before the carried ones. */
+	recs = ft_realloc(recs, (nrecs + (size_t)(n - old)) * sizeof(*recs));
+	memmove(&recs[n], &recs[old], (nrecs - (size_t)old) * sizeof(*recs));
+	nrecs += (size_t)(n - old);
+	nnode_recs = (size_t)n;
+	bmc_grow(m);
+	ladder_grow(m);
+	for (i = old; i < n; i++) {
+		struct node *nd = &m->nodes[i];
+
+		node_init(nd, i, m->cfg.nodes[i].name);
+		names[i] = m->cfg.nodes[i].name;
+		rec_of(nd, &recs[i]);
+		if (take_carried(nd->name, &saved) &&
+		    node_state_parse(saved.state) != 0)
+			restore_node(m, nd, &saved,
+				     node_state_parse(saved.state));
+	}
+}
+
+void
+health_joined(struct master *m, struct node *n, const char *why)
+{
+	switch (n->state) {
+	case N_INACTIVE:
+		ladder_abort(m, n);
+		node_set(n, N_DOWN, why, &m->events);
+		/* fall through */
+	case N_LEFT:
+		n->strikes = 0;
+		n->episode_reboots = 0;
+		n->probe_delay = 0;
+		set_state(m, n, n->drain_wanted ? N_DRAINED : N_UP, why);
+		break;
+	case N_LEAVING:
+		/* Its old agent's bye never came: it left all the same. */
+		node_set(n, N_LEFT, "joined again before it said bye",
+			 &m->events);
+		set_state(m, n, n->drain_wanted ? N_DRAINED : N_UP, why);
+		break;
+	default:
+		/* Up, suspect (its agent died and is back: the ladder's
+		 * respawn goes on), draining or drained: as it was. */
+		sync_hold(m, n);
+		break;
+	}
+	persist(m);
+}
+
+void
+health_leaving(struct master *m, struct node *n, const char *why)
+{
+	if (n->state == N_LEAVING || n->state == N_LEFT)
+		return;
+	if (node_can(n->state, N_LEAVING))
+		set_state(m, n, N_LEAVING, why);
+	else
+		log_info("node %s: leaves (%s) while %s", n->name, why,
+			 node_state_name(n->state));
+	leave_progress(m, n, ft_now());
+}
+
+int
+health_leave(struct master *m, struct node *n, double grace, char *err,
+	     size_t len)
+{
+	char why[96];
+
+	if (!agents_is_tcp(m, n->id)) {
+		snprintf(err, len, "node %s did not join over TCP: only a "
+			 "joined node may leave (drain it instead)", n->name);
+		return -1;
+	}
+	if (n->state == N_LEAVING || n->state == N_LEFT)
+		return 0;
+	if (agents_leave(m, n->id, grace) == -1) {
+		snprintf(err, len, "node %s has no agent up (%s)", n->name,
+			 node_state_name(n->state));
+		return -1;
+	}
+	snprintf(why, sizeof(why), "asked to leave by an operator (grace "
+		 "%.0f s)", grace);
+	health_leaving(m, n, why);
+	return 0;
+}
+
+void
+health_left(struct master *m, struct node *n)
+{
+	char why[sizeof(n->reason)];
+
+	if (n->state == N_LEFT)
+		return;
+	if (n->state == N_LEAVING ||
+	    node_set(n, N_LEAVING, "its agent left", &m->events) == 0) {
+		snprintf(why, sizeof(why), "%s", n->reason);	/* the leave's */
+		set_state(m, n, N_LEFT, why);
+	}
+	persist(m);
 }
 
 /* ---- the state on disk ---- */
@@ -753,7 +907,7 @@ persist(struct master *m)
 
 	if (disk == NULL)
 		return;
-	for (i = 0; i < m->cfg.nnodes; i++) {
+	for (i = 0; i < (int)nnode_recs; i++) {
 		rec_of(&m->nodes[i], &r);
 		if (!opstate_rec_equal(&r, &recs[i])) {
 			recs[i] = r;
@@ -836,6 +990,10 @@ restored_state(const struct master *m, const struct node *n,
 			*why = "the reboot asked before the master restarted "
 			       "was dropped";
 		break;
+	case N_LEAVING:
+	case N_LEFT:
+		*why = "joined again";
+		break;
 	default:
 		break;
 	}
@@ -907,6 +1065,7 @@ restore_all(struct master *m, const char *path, const struct opstate_read *f)
 		}
 	}
 	nrecs = k;
+	nnode_recs = (size_t)m->cfg.nnodes;
 	for (i = 0; i < (size_t)m->cfg.nnodes; i++)
 		rec_of(&m->nodes[i], &recs[i]);
 }

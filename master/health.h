@@ -88,6 +88,23 @@ int health_can_reboot(const struct master *m, const struct node *n,
 /* The node called NAME, or NULL. */
 struct node *health_node(struct master *m, const char *name);
 
+/* Nodes joined (cfg.nodes grew): each new one UP, or as a master before
+ * left it (its record carried over in nodes.state, by name). */
+void health_grow(struct master *m);
+/* N's agent joined (again) for WHY: a node that had left or was given
+ * up on is back (drained if an operator drained it). */
+void health_joined(struct master *m, struct node *n, const char *why);
+/* N (joined) leaves for WHY: it takes no new task; once nothing runs on
+ * it, its agent is stopped. */
+void health_leaving(struct master *m, struct node *n, const char *why);
+/* Ask N (joined) to leave: its running tasks go on for GRACE seconds,
+ * then are interrupted.  0, or -1 with ERR (not a joined node; no agent
+ * up). */
+int health_leave(struct master *m, struct node *n, double grace, char *err,
+		 size_t len);
+/* N's agent has left (bye, or gone while leaving). */
+void health_left(struct master *m, struct node *n);
+
 /* N's reboot or probe has ended: back (OK), or failed for WHY (the
  * ladder's callback, given to it by health_init). */
 void health_ladder_ended(struct master *m, struct node *n, int ok,

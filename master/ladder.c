@@ -22,6 +22,7 @@
 
 static struct master *lm;	/* for the children's callbacks */
 static struct child **ready;	/* each node's ready command, if it runs */
+static int nready;
 static ladder_ended_fn *on_ended;	/* node health's */
 
 void
@@ -29,7 +30,21 @@ ladder_init(struct master *m, ladder_ended_fn *ended)
 {
 	lm = m;
 	on_ended = ended;
-	ready = ft_calloc((size_t)m->cfg.nnodes, sizeof(*ready));
+	ready = NULL;
+	nready = 0;
+	ladder_grow(m);
+}
+
+void
+ladder_grow(struct master *m)
+{
+	int n = m->cfg.nnodes;
+
+	if (n <= nready)
+		return;
+	ready = ft_realloc(ready, (size_t)n * sizeof(*ready));
+	memset(ready + nready, 0, (size_t)(n - nready) * sizeof(*ready));
+	nready = n;
 }
 
 void
@@ -37,10 +52,12 @@ ladder_free(struct master *m)
 {
 	int i;
 
-	for (i = 0; ready && i < m->cfg.nnodes; i++)
+	(void)m;
+	for (i = 0; ready && i < nready; i++)
 		child_abandon(ready[i]);
 	free(ready);
 	ready = NULL;
+	nready = 0;
 }
 
 void
@@ -115,8 +132,11 @@ start_workers(struct master *m, struct node *n)
 static int
 has_ready(const struct master *m, const struct node *n)
 {
+	/* A joined node's host is not reached over ssh: its agent joining
+	 * again is the sign that it is ready. */
 	return m->cfg.nodes[n->id].ready_command != NULL ||
-	       !ft_host_is_local(m->cfg.nodes[n->id].host);
+	       (!m->cfg.nodes[n->id].joined &&
+		!ft_host_is_local(m->cfg.nodes[n->id].host));
 }
 
 /* N has power: its ready command, or its workers. */
@@ -288,7 +308,7 @@ on_bmc(struct master *m, int node, enum bmc_cmd cmd,
 static void
 on_ready(void *arg, const struct child_result *r)
 {
-	struct node *n = arg;
+	struct node *n = &lm->nodes[(intptr_t)arg];
 	char what[CHILD_OUT_MAX + 64], why[CHILD_OUT_MAX + 128];
 
 	ready[n->id] = NULL;
@@ -328,7 +348,7 @@ run_ready(struct master *m, struct node *n, double now)
 	ready[n->id] = child_start(m->loop, probe ? probe : cn->ready_command,
 				   m->cfg.dir, fmin(probe ? HOSTS_PROBE_BOUND :
 						    READY_RUN_MAX, left),
-				   on_ready, n);
+				   on_ready, (void *)(intptr_t)n->id);
 	hosts_argv_free(probe);
 }
 

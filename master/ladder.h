@@ -32,6 +32,8 @@ typedef void ladder_ended_fn(struct master *m, struct node *n, int ok,
 
 /* ENDED hears of every attempt's end. */
 void ladder_init(struct master *m, ladder_ended_fn *ended);
+/* Nodes joined: room for each node of the config from now on. */
+void ladder_grow(struct master *m);
 void ladder_free(struct master *m);
 /* Power-cycle N (its workers retired) for WHY: N becomes REBOOTING. */
 void ladder_reboot(struct master *m, struct node *n, const char *why);

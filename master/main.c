@@ -29,6 +29,7 @@
 #include "gangs.h"
 #include "fence.h"
 #include "health.h"
+#include "join.h"
 #include "http.h"
 #include "hostmem.h"
 #include "hugeheap.h"
@@ -113,6 +114,7 @@ static void
 shutdown_master(struct master *m)
 {
 	m->lost_ranks = registry_lost_ranks(m);
+	join_close(m);
 	http_close(m);
 	commands_close(m);
 	if (farm_flush(m) == -1)
@@ -165,11 +167,12 @@ run(struct master *m, int dynamic)
 			 "\"launch\": \"static\"", m->cfg.path, m->mpi_version);
 		goto fail;
 	}
-	farm_init(m);
+	/* The loop first: the links of joined nodes live under it. */
 	if (loop_init(m) == -1) {
 		snprintf(err, sizeof(err), "cannot make the event loop");
 		goto fail;
 	}
+	farm_init(m);
 	if (farm_open_store(m, err, sizeof(err)) == -1)
 		goto fail;
 	fence_start(m);
@@ -181,6 +184,7 @@ run(struct master *m, int dynamic)
 	    commands_open(m, err, sizeof(err)) == -1 ||
 	    http_open(m, err, sizeof(err)) == -1)
 		goto fail;
+	join_open(m);
 	health_hosts_left_out(m);
 	health_restore(m);
 	health_check_power(m);
@@ -193,6 +197,7 @@ run(struct master *m, int dynamic)
 fail:
 	fprintf(stderr, "ftfarm-master: %s\n", err);
 	log_warnx("%s", err);
+	join_close(m);
 	http_close(m);
 	commands_close(m);
 	return 2;

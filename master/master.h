@@ -36,8 +36,11 @@
  *   jobs.c      the phase engine of job batches
  *   gangs.c     gang tasks: their queue, attempts and results
  *   grun.c      one attempt of a gang task (spawn, watch, notices, stop)
- *   agents.c    the node agents: spawn, hello, pings, relay, death
- *   link.c      the MPI side of each agent (timed requests)
+ *   agents.c    the node agents: spawn or join, hello, pings, relay,
+ *               death, leave
+ *   link.c      each agent's connection, one interface; MPI behind it in
+ *               link_mpi.c (timed requests), TCP in link_tcp.c (frames)
+ *   join.c      a joining agent's connection until its JOIN is taken
  *   pidwatch.c  an agent process here seen to exit at once (pidfds)
  *   parked.c    "signal 9" results held a moment: lost if the worker dies
  *   spawn.c     starting agents (MPI_Comm_spawn, or a static world)

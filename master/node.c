@@ -13,20 +13,23 @@
 
 /* allowed[FROM]: the states FROM may go to. */
 static const unsigned allowed[N_NSTATES] = {
-	[N_UP] = B(N_SUSPECT) | OUT_STATES,
-	[N_SUSPECT] = B(N_UP) | OUT_STATES,
+	[N_UP] = B(N_SUSPECT) | OUT_STATES | B(N_LEAVING),
+	[N_SUSPECT] = B(N_UP) | OUT_STATES | B(N_LEAVING),
 	[N_DRAINING] = B(N_UP) | B(N_DRAINED) | B(N_REBOOTING) |
-		       B(N_INACTIVE),
-	[N_DRAINED] = B(N_UP) | B(N_REBOOTING) | B(N_INACTIVE),
+		       B(N_INACTIVE) | B(N_LEAVING),
+	[N_DRAINED] = B(N_UP) | B(N_REBOOTING) | B(N_INACTIVE) | B(N_LEAVING),
 	[N_REBOOTING] = B(N_UP) | B(N_DRAINED) | B(N_INACTIVE),
 	[N_DOWN] = B(N_UP) | B(N_DRAINED) | B(N_REBOOTING) | B(N_INACTIVE),
 	[N_INACTIVE] = B(N_DOWN) | B(N_REBOOTING),
+	[N_LEAVING] = B(N_LEFT),
+	[N_LEFT] = B(N_UP) | B(N_DRAINED),
 };
 
 static const char *const names[N_NSTATES] = {
 	[N_UP] = "up", [N_SUSPECT] = "suspect", [N_DRAINING] = "draining",
 	[N_DRAINED] = "drained", [N_REBOOTING] = "rebooting",
 	[N_DOWN] = "down", [N_INACTIVE] = "inactive",
+	[N_LEAVING] = "leaving", [N_LEFT] = "left",
 };
 
 const char *
@@ -99,6 +102,12 @@ announce(struct node *n, enum nstate from, const char *why,
 		break;
 	case N_INACTIVE:
 		ev_node_inactive(ev, n->name, why);
+		break;
+	case N_LEAVING:
+		ev_node_leaving(ev, n->name, why);
+		break;
+	case N_LEFT:
+		ev_node_left(ev, n->name, why);
 		break;
 	default:
 		break;

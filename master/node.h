@@ -12,6 +12,11 @@
  *    | <------------------------------------------------+        v
  *    | <--- back --- DOWN <--- probe, undrain --- INACTIVE <------+
  *
+ * A node that joined over TCP also goes UP/SUSPECT/DRAINING/DRAINED ->
+ * LEAVING -> LEFT (asked to leave, or its allocation ends), and comes
+ * back from LEFT (or INACTIVE, through DOWN) when its agent joins again:
+ * UP, or DRAINED when an operator drained it.
+ *
  * UP and SUSPECT are in service; the other states take no new tasks.
  * SUSPECT: a failure is charged to the node; its next ones climb the
  * ladder.  DRAINING: its running tasks finish, nothing new starts;
@@ -42,6 +47,8 @@ enum nstate {
 	N_REBOOTING,			/* power-cycled, coming back */
 	N_DOWN,				/* coming back without a power cycle */
 	N_INACTIVE,			/* given up on; probed with backoff */
+	N_LEAVING,			/* a joined node leaves: no new tasks */
+	N_LEFT,				/* it has left; back when it joins again */
 	N_NSTATES
 };
 

@@ -158,6 +158,10 @@ batches_add(struct batches *bs, long id, uint32_t first, char *text,
 	out->added = bt.ntasks;
 	batch_queue_add(bs, b, &bt, NULL);
 	batch_text_free(&bt);
+	/* Its tasks after a task that failed already fail now, not at the
+	 * next task's end (there may be none). */
+	if (b->deps)
+		batch_drain(bs, b);
 	out->total = b->total;
 	out->lines = ++b->records;
 	b->touched = ft_now();

@@ -14,18 +14,29 @@ void
 pidwatches_init(struct pidwatches *ps, int n,
 		void (*exited)(void *ctx, int id), void *ctx)
 {
-	int i;
-
 	ps->loop = NULL;
-	ps->n = n;
-	ps->v = ft_calloc((size_t)n, sizeof(*ps->v));
+	ps->n = 0;
+	ps->v = NULL;
 	ps->exited = exited;
 	ps->ctx = ctx;
-	for (i = 0; i < n; i++) {
-		ps->v[i].set = ps;
-		ps->v[i].id = i;
-		ps->v[i].fd = -1;
+	pidwatches_grow(ps, n);
+}
+
+void
+pidwatches_grow(struct pidwatches *ps, int n)
+{
+	int i;
+
+	if (n <= ps->n)
+		return;
+	ps->v = ft_realloc(ps->v, (size_t)n * sizeof(*ps->v));
+	for (i = ps->n; i < n; i++) {
+		ps->v[i] = ft_calloc(1, sizeof(*ps->v[i]));
+		ps->v[i]->set = ps;
+		ps->v[i]->id = i;
+		ps->v[i]->fd = -1;
 	}
+	ps->n = n;
 }
 
 void
@@ -33,8 +44,10 @@ pidwatches_free(struct pidwatches *ps)
 {
 	int i;
 
-	for (i = 0; i < ps->n; i++)
+	for (i = 0; i < ps->n; i++) {
 		pidwatch_stop(ps, i);
+		free(ps->v[i]);
+	}
 	free(ps->v);
 	ps->v = NULL;
 	ps->n = 0;
@@ -44,7 +57,7 @@ int
 pidwatch_start(struct pidwatches *ps, struct ev_loop *loop, int id,
 	       pid_t pid, unsigned long long start)
 {
-	struct pidwatch *p = &ps->v[id];
+	struct pidwatch *p = ps->v[id];
 	int fd;
 
 	pidwatch_stop(ps, id);
@@ -76,7 +89,7 @@ pidwatch_start(struct pidwatches *ps, struct ev_loop *loop, int id,
 void
 pidwatch_stop(struct pidwatches *ps, int id)
 {
-	struct pidwatch *p = &ps->v[id];
+	struct pidwatch *p = ps->v[id];
 
 	if (p->fd == -1)
 		return;

@@ -10,7 +10,7 @@
  * Where a process cannot be watched (another host, no pidfds, out of
  * descriptors) nothing changes and deadlines are all there is.
  *
- * One slot per worker, parallel to the registry's.  A slot watches at
+ * One slot per node agent, parallel to the agents.  A slot watches at
  * most one process, known by pid and start time, so that a pid the
  * kernel has handed to another process is never taken for the worker.
  */
@@ -31,7 +31,7 @@ struct pidwatch {
 
 struct pidwatches {
 	struct ev_loop *loop;
-	struct pidwatch *v;
+	struct pidwatch **v;		/* apart: their watchers stay put */
 	int n;
 	/* Worker ID's watched process has exited (its watch is closed). */
 	void (*exited)(void *ctx, int id);
@@ -40,6 +40,8 @@ struct pidwatches {
 
 void pidwatches_init(struct pidwatches *ps, int n,
 		     void (*exited)(void *ctx, int id), void *ctx);
+/* N slots from now on (more than before). */
+void pidwatches_grow(struct pidwatches *ps, int n);
 /* Close every watch and free the slots. */
 void pidwatches_free(struct pidwatches *ps);
 /* Watch worker ID's process PID, started at START (ft_proc_start), on

@@ -33,13 +33,16 @@ static struct parked *parked;		/* signal-9 reports held back */
 static void on_agent_up(void *ctx, int node);
 static void on_agent_down(void *ctx, int node, const char *reason, int hung);
 static void on_relay(void *ctx, int node, const struct proto_relay *r);
+static void on_agent_leaving(void *ctx, int node, const char *why);
+static void on_agent_left(void *ctx, int node);
 
 void
 registry_init(struct master *m, const struct registry_ops *o)
 {
 	struct agents_ops ao = {
 		.ctx = m, .up = on_agent_up, .down = on_agent_down,
-		.relay = on_relay,
+		.relay = on_relay, .leaving = on_agent_leaving,
+		.left = on_agent_left,
 	};
 	int i, k, slot = 0;
 
@@ -127,8 +130,11 @@ send_spawn(struct master *m, struct worker *w)
 static void
 start_slot(struct master *m, struct worker *w)
 {
-	int up = agents_want(m, w->node);
+	int up;
 
+	if (w->absent)
+		return;
+	up = agents_want(m, w->node);
 	w->spawn_gen++;
 	w->pid = 0;
 	w->with_agent = 0;
@@ -151,6 +157,48 @@ registry_start(struct master *m, char *err, size_t n)
 							 * left out */
 			start_slot(m, &m->workers[i]);
 	return 0;
+}
+
+/* A worker more for slot ID of NODE. */
+static void
+add_worker(struct master *m, int node)
+{
+	int id = m->nworkers;
+
+	m->workers = ft_realloc(m->workers, (size_t)(id + 1) *
+				sizeof(*m->workers));
+	worker_init(&m->workers[id], id, node, m->cfg.nodes[node].name);
+	m->nworkers++;
+	if (sched_add_worker(m->sched, node) != id)
+		abort();	/* the scheduler's workers are the registry's */
+}
+
+void
+registry_join_node(struct master *m, int node, int slots)
+{
+	int k, have = 0;
+
+	for (k = 0; k < m->nworkers; k++) {
+		struct worker *w = &m->workers[k];
+
+		if (w->node != node)
+			continue;
+		w->node_name = m->cfg.nodes[node].name;
+		w->absent = have >= slots;
+		have += !w->absent;
+		if (w->absent && w->state != W_INACTIVE && w->state != W_NEW)
+			registry_retire(m, w, "not a slot of its node now");
+	}
+	for (; have < slots; have++)
+		add_worker(m, node);
+	for (k = 0; k < m->nworkers; k++) {
+		struct worker *w = &m->workers[k];
+
+		if (w->node == node && !w->absent && !m->stopping &&
+		    (w->state == W_NEW || w->state == W_INACTIVE ||
+		     (w->state == W_DEAD && !w->respawn_due)))
+			start_slot(m, w);
+	}
 }
 
 /* ---- sending ---- */
@@ -678,7 +726,27 @@ on_agent_down(void *ctx, int node, const char *reason, int hung)
 	}
 }
 
-/* ---- death ---- */
+/* NODE's (joined) agent leaves by itself: node health decides. */
+static void
+on_agent_leaving(void *ctx, int node, const char *why)
+{
+	(void)ctx;
+	ops.leaving(ops.ctx, node, why);
+}
+
+/* NODE's (joined) agent has left: its slots are gone with it, and what
+ * they held goes back, charged to nobody. */
+static void
+on_agent_left(void *ctx, int node)
+{
+	struct master *m = ctx;
+	int i;
+
+	for (i = 0; i < m->nworkers; i++)
+		if (m->workers[i].node == node)
+			registry_retire(m, &m->workers[i], "its node left");
+	ops.left(ops.ctx, node);
+}
 
 /* ---- death ---- */
 
@@ -821,7 +889,7 @@ registry_retire(struct master *m, struct worker *w, const char *reason)
 void
 registry_revive(struct master *m, struct worker *w)
 {
-	if (w->state != W_INACTIVE && w->state != W_DEAD)
+	if ((w->state != W_INACTIVE && w->state != W_DEAD) || w->absent)
 		return;
 	w->respawn_due = 1;
 	w->respawn_at = ft_now();

@@ -41,6 +41,10 @@ struct registry_ops {
 	/* W failed and is DEAD (or its spawn failed): decide what next.
 	 * Called from the deferred queue, never while stopping. */
 	void (*failed)(void *ctx, struct worker *w);
+	/* The agent of joined node NODE leaves by itself for WHY. */
+	void (*leaving)(void *ctx, int node, const char *why);
+	/* Joined node NODE has left: its workers are retired already. */
+	void (*left)(void *ctx, int node);
 };
 
 /* Set up the slots and links of M's config (workers NEW). */
@@ -49,6 +53,10 @@ void registry_free(struct master *m);
 /* Start every worker: spawn each (dynamic) or attach the world's ranks
  * (static).  0, or -1 with ERR when none could start. */
 int registry_start(struct master *m, char *err, size_t n);
+/* Node NODE (a new one, or one known) joined with SLOTS slots: its
+ * workers made or set aside to match (those past SLOTS are absent), and
+ * each not running started (they wait for its agent, agents_joined). */
+void registry_join_node(struct master *m, int node, int slots);
 
 /* Hand W (or every up worker) what the scheduler has for it. */
 void registry_dispatch(struct master *m, struct worker *w);

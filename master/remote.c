@@ -35,6 +35,7 @@ struct greeting {
 	char in[RAUTH_MAX_LINE + 2];
 	size_t len;
 	size_t line_len;		/* the credential's line, once whole */
+	enum rauth_role role;		/* what it greets as */
 	uint64_t decoding;		/* its decode (mdecode.h), or 0 */
 	ev_io rio;
 	ev_timer timeout;		/* the greeting's, then munged's */
@@ -52,6 +53,8 @@ struct remote {
 	gid_t group;			/* ... and group, for the same roles */
 	char *published;		/* <state_dir>/control.tcp */
 	char *address;			/* HOST:PORT as published */
+	remote_join_fn joiner;		/* agents' connections go there */
+	void *joiner_ctx;
 	struct greeting *greetings;
 	int ngreetings;
 };
@@ -151,8 +154,35 @@ greeting_accept(struct greeting *g, uid_t uid, gid_t gid)
 	}
 	free(verdict);
 	memmove(g->in, g->in + g->line_len + 1, rest);
-	control_adopt(g->r->ctl, fd, uid, g->in, rest);
+	if (g->role == RAUTH_AGENT)
+		g->r->joiner(g->r->joiner_ctx, fd, g->peer, g->in, rest);
+	else
+		control_adopt(g->r->ctl, fd, uid, g->in, rest);
 	greeting_free(g);
+}
+
+/* Why G, vouched for as UID/GID, may not go on, into WHY; NULL if it
+ * may. */
+static const char *
+refusal(const struct greeting *g, uid_t uid, gid_t gid, char *why, size_t n)
+{
+	if (g->role == RAUTH_AGENT && uid != getuid()) {
+		ft_snprintf(why, n, "uid %u may not join nodes to this cluster: "
+			    "only its owner (uid %u) may", (unsigned)uid,
+			    (unsigned)getuid());
+		return why;
+	}
+	if (g->role == RAUTH_AGENT && g->r->joiner == NULL) {
+		ft_snprintf(why, n, "this master takes no joining nodes "
+			    "(join.max_nodes is 0)");
+		return why;
+	}
+	if (g->role == RAUTH_CLIENT && !may_connect(g->r, uid, gid)) {
+		ft_snprintf(why, n, "uid %u may not use this cluster's control "
+			    "socket", (unsigned)uid);
+		return why;
+	}
+	return NULL;
 }
 
 /* mdecode_fn: munged answered for G's credential. */
@@ -169,10 +199,7 @@ on_decoded(void *arg, const struct mdecode_result *res)
 	else if (!rauth_payload_ok(g->nonce, res->payload, res->len))
 		ft_snprintf(why, sizeof(why), "credential refused: not made "
 			    "for this connection");
-	else if (!may_connect(g->r, res->uid, res->gid))
-		ft_snprintf(why, sizeof(why), "uid %u may not use this "
-			    "cluster's control socket", (unsigned)res->uid);
-	else {
+	else if (refusal(g, res->uid, res->gid, why, sizeof(why)) == NULL) {
 		greeting_accept(g, res->uid, res->gid);
 		return;
 	}
@@ -189,7 +216,7 @@ greeting_line(struct greeting *g)
 	char why[256], *cred = NULL;
 	double stuck;
 
-	if (rauth_parse_reply(g->in, g->line_len, &cred, why,
+	if (rauth_parse_reply(g->in, g->line_len, &cred, &g->role, why,
 			      sizeof(why)) == -1) {
 		free(cred);
 		greeting_refuse(g, why);
@@ -519,6 +546,13 @@ remote_open(struct ev_loop *loop, struct control *ctl,
 	ev_io_start(loop, &r->io);
 	log_info("control: listening on TCP at %s (MUNGE)", r->address);
 	return r;
+}
+
+void
+remote_set_joiner(struct remote *r, remote_join_fn fn, void *ctx)
+{
+	r->joiner = fn;
+	r->joiner_ctx = ctx;
 }
 
 void

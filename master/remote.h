@@ -12,6 +12,11 @@
  * handed to the control layer as a client of that uid, the same as one
  * of the unix socket, and is bound by the same limits.
  *
+ * A connection that greets as a node's agent (ftfarm join) must be the
+ * cluster's owner (our uid): no other user's credential makes one.  It
+ * is handed to the joiner set with remote_set_joiner, which reads its
+ * JOIN (join.h); without a joiner, agents are refused.
+ *
  * How to reach the listener is published in <state_dir>/control.tcp
  * (readable by all): {"v": 1, "host": H, "port": P}, H an address of
  * this host on the config's "network" when one is given.
@@ -31,6 +36,12 @@ struct control;
  * dir; authenticated clients go to CTL.  The listener, or NULL with ERR. */
 struct remote *remote_open(struct ev_loop *loop, struct control *ctl,
 			   const struct ft_config *cfg, char *err, size_t n);
+/* An authenticated agent's connection FD (blocking as accepted, its
+ * peer's address PEER), with the N bytes at REST it sent after its
+ * greeting: the joiner's from now on. */
+typedef void (*remote_join_fn)(void *ctx, int fd, const char *peer,
+			       const char *rest, size_t n);
+void remote_set_joiner(struct remote *r, remote_join_fn fn, void *ctx);
 /* Remove what an earlier master of STATE_DIR published (it may have died
  * without removing it). */
 void remote_unpublish(const char *state_dir);

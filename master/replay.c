@@ -251,7 +251,7 @@ struct added {
 	uint32_t total;			/* tasks of batch.json and the adds */
 	int closed;
 	const struct ft_plugins *pl;
-	const char *path;
+	char *path;			/* tasks.jsonl's (malloc'd) */
 };
 
 static int
@@ -296,6 +296,7 @@ added_free(struct added *a)
 	for (i = 0; i < a->n; i++)
 		batch_text_free(&a->v[i]);
 	free(a->v);
+	free(a->path);
 }
 
 /* Read the adds of the open batch B (BT its batch.json) into A, cutting
@@ -329,8 +330,7 @@ read_adds(struct batches *bs, struct batch *b, const struct batch_text *bt,
 			rc = -1;
 		}
 	}
-	free(path);
-	return rc;
+	return rc;		/* PATH goes with A (its errors name it) */
 }
 
 /* Tell B's deps (made when BT or its adds A have tasks with "after") of
@@ -369,6 +369,7 @@ check_adds(struct added *a, const struct journal_results *r,
 		for (k = 0; k < bt->ntasks; k++)
 			if (journal_done(r, first + k))
 				skip[k / 8] |= (uint8_t)(1u << (k % 8));
+		bt->base = first;	/* its tasks wait for earlier ones */
 		rc = batch_text_check(bt, a->path, pl, 2, skip, bt->ntasks,
 				      err, n);
 		first += bt->ntasks;

@@ -72,8 +72,10 @@ sched_set_nodes(struct sched *s, const int *node_of, int nnodes)
 	free(s->nodes);
 	s->nnodes = nnodes;
 	s->nodes = ft_calloc((size_t)nnodes, sizeof(*s->nodes));
-	for (k = 0; k < nnodes; k++)
+	for (k = 0; k < nnodes; k++) {
+		s->nodes[k].capw = s->nw + 1;
 		s->nodes[k].w = ft_calloc((size_t)s->nw + 1, sizeof(int));
+	}
 	for (k = 0; k < s->nw; k++) {
 		struct snode *n;
 
@@ -81,6 +83,40 @@ sched_set_nodes(struct sched *s, const int *node_of, int nnodes)
 		n = &s->nodes[s->w[k].node];
 		n->w[n->nw++] = k;
 	}
+}
+
+int
+sched_add_node(struct sched *s)
+{
+	struct snode *n;
+
+	s->nodes = ft_realloc(s->nodes, (size_t)(s->nnodes + 1) *
+			      sizeof(*s->nodes));
+	n = &s->nodes[s->nnodes];
+	memset(n, 0, sizeof(*n));
+	n->capw = 4;
+	n->w = ft_calloc((size_t)n->capw, sizeof(int));
+	return s->nnodes++;
+}
+
+int
+sched_add_worker(struct sched *s, int node)
+{
+	struct snode *n = &s->nodes[node];
+	struct sworker *w;
+
+	s->w = ft_realloc(s->w, (size_t)(s->nw + 1) * sizeof(*s->w));
+	w = &s->w[s->nw];
+	memset(w, 0, sizeof(*w));
+	w->window = 1;
+	w->holder = -1;
+	w->node = node;
+	if (n->nw == n->capw) {
+		n->capw *= 2;
+		n->w = ft_realloc(n->w, (size_t)n->capw * sizeof(int));
+	}
+	n->w[n->nw++] = s->nw;
+	return s->nw++;
 }
 
 void

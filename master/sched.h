@@ -163,6 +163,11 @@ void sched_free(struct sched *s);
 /* Put WORKER i on node NODE_OF[i] (0..NNODES-1); by default every worker
  * is on node 0.  Call before any task is taken. */
 void sched_set_nodes(struct sched *s, const int *node_of, int nnodes);
+/* A node more (a node that joined): its index.  It has no worker and no
+ * GPU yet. */
+int sched_add_node(struct sched *s);
+/* A worker more, on NODE, down until sched_worker_up: its index. */
+int sched_add_worker(struct sched *s, int node);
 /* NODE has N GPUs (0..SCHED_GPUS_MAX). */
 void sched_set_gpus(struct sched *s, int node, int n);
 /* NODE has MIB mebibytes of memory for its tasks (0: not counted, the

@@ -82,7 +82,7 @@ struct level {
 
 struct snode {
 	int *w;				/* its workers */
-	int nw;
+	int nw, capw;
 	int ngpus;
 	uint64_t gpus_busy;		/* bit i: GPU i is some task's */
 	uint64_t mem;			/* MiB for tasks, 0: not counted */

@@ -67,6 +67,8 @@ struct worker {
 	int held;			/* its node takes no tasks now */
 	int ending;			/* its slot got SIGTERM (its job ends):
 					 * it takes no more tasks */
+	int absent;			/* not a slot of its (joined) node's
+					 * incarnation: never started */
 	double heard;			/* its last message (monotonic) */
 	int reported_hung;		/* its agent killed it: no answer */
 	int agent_died;			/* it died with its node agent */

@@ -1,4 +1,4 @@
-/* agent: the node agent's MPI side (see agent.h). */
+/* agent: a node's agent, whatever its wire (see agent.h). */
 #include "agent.h"
 
 #include <math.h>
@@ -8,131 +8,22 @@
 #include <unistd.h>
 
 #include "config.h"
-#include "doze.h"
-#include "hostmem.h"
 #include "memcg.h"
 #include "proto.h"
 #include "slots.h"
-#include "util.h"
 
-#define HELLO_TIMEOUT 60.0	/* seconds to wait for the master's welcome */
-/* After activity the agent polls without sleeping for SPIN_TIME before its
- * first nap: the master's next message often follows within it.  A time,
- * not a count of polls, and a short one: the polls spin on a CPU the
- * node's tasks could use (the agent asks Open MPI not to yield in them,
- * see main.c). */
-#define SPIN_TIME 0.00005
-#define NAP_MIN 0.00005
-/* MPI has no descriptor to sleep on: the agent naps between polls (see
- * doze.h), longer the longer nothing has happened.  Its slots wake it at
- * once (their descriptors are in the epoll set it sleeps on), and so does
- * a message that comes with a hint on the MPI's sockets.  Right after
- * activity naps are short; once the node has been idle a while they grow
- * to the welcome's idle_nap, for a message may come without a hint (over
- * shared memory, another MPI).  Once the hints have proved right
- * (doze_trusted) an idle agent sleeps until one comes, or TRUSTED_NAP: the
- * last MPI call before each sleep is the test of the receive, so no
- * message can wait in the library's buffers unseen.  Every nap ends by
- * the slots' next ping or deadline. */
-#define NAP_SOON 0.001		/* cap for QUIET_SOON seconds after activity */
-#define QUIET_SOON 0.05
-#define NAP_MAX 0.01		/* cap while active lately */
-#define QUIET_IDLE 1.0		/* idle past this: naps up to idle_nap */
-#define TRUSTED_NAP 2.0		/* ... or this, when hints are trusted */
-#define BYE_TIMEOUT 5.0		/* for the master to take the bye */
+#define NAP_MAX 0.01		/* the idle nap before the welcome's */
 #define STOP_TIMEOUT 5.0	/* for the slots to say bye */
 #define REAP_TIMEOUT 2.0	/* for slots killed at a stop to be reaped */
 
-/* A send in flight: its buffer lives until MPI is done with it. */
-struct out {
-	MPI_Request req;
-	char *buf;
-	double deadline;
-	struct out *next;
-};
-
-struct agent {
-	const struct agent_args *args;
-	struct slots *ss;
-	struct doze doze;
-	MPI_Request recv;
-	char *rbuf;
-	struct out *outs;
-	struct ft_buf relay;		/* the RELAY being gathered */
-	uint32_t nrelay;		/* its entries */
-	double last_heard;
-	double last_activity;		/* a message either way, monotonic */
-	double master_timeout;
-	double idle_nap;		/* longest nap when idle (the welcome's) */
-	double stop_until;		/* the slots' time to stop, then reaping */
-	int welcomed;
-	int stopping;			/* the master said stop */
-	int killed_all;			/* stopping: the slots left were killed */
-	int no_finalize;		/* leave without MPI_Finalize */
-};
-
-/* Leave at once for WHY, with every slot and task this agent started:
- * nobody would collect their results, and the master may run their tasks
- * elsewhere already. */
-static void
-die(struct agent *a, const char *why)
+void
+agent_die(const struct agent *a, const char *why)
 {
 	slots_kill_everything();
-	fprintf(stderr, "ftfarm-worker node %d (pid %d): %s; exiting\n",
-		a->args->index, (int)getpid(), why);
+	fprintf(stderr, "ftfarm agent of node %s%s%d (pid %d): %s; exiting\n",
+		a->node ? a->node : "", a->node ? ", index " : "index ",
+		a->index, (int)getpid(), why);
 	_exit(1);	/* MPI_Finalize could wait forever for a dead master */
-}
-
-static void
-send_buf(struct agent *a, int tag, struct ft_buf *b)
-{
-	struct out *o = ft_calloc(1, sizeof(*o));
-
-	o->buf = b->data;
-	o->deadline = ft_now() + a->master_timeout;
-	b->data = NULL;
-	if (MPI_Isend(o->buf, (int)b->len, MPI_BYTE, a->args->rank, tag,
-		      a->args->comm, &o->req) != MPI_SUCCESS)
-		die(a, "MPI_Isend failed");
-	b->len = b->cap = 0;
-	o->next = a->outs;
-	a->outs = o;
-}
-
-/* Complete finished sends; a send stuck past its deadline means the master
- * is gone. */
-static void
-test_sends(struct agent *a, double now)
-{
-	struct out **p = &a->outs;
-
-	while (*p) {
-		struct out *o = *p;
-		int done = 0;
-
-		MPI_Test(&o->req, &done, MPI_STATUS_IGNORE);
-		if (!done) {
-			if (now > o->deadline)
-				die(a, "a send to the master did not complete");
-			p = &o->next;
-			continue;
-		}
-		*p = o->next;
-		free(o->buf);
-		free(o);
-	}
-}
-
-/* Send the RELAY gathered so far.  Returns 1 if there was one. */
-static int
-flush_relay(struct agent *a)
-{
-	if (a->nrelay == 0)
-		return 0;
-	proto_set_count(&a->relay, a->nrelay);
-	send_buf(a, FT_MSG_RELAY, &a->relay);
-	a->nrelay = 0;
-	return 1;
 }
 
 /* A slot's news, to the RELAY of this pass (slots.h's emit). */
@@ -146,32 +37,54 @@ relay_add(void *arg, uint32_t slot, uint32_t gen, uint32_t tag, const void *p,
 	};
 
 	if (a->nrelay > 0 && a->relay.len + proto_relay_size(n) > FT_MSG_MAX)
-		flush_relay(a);
+		agent_flush(a);
 	if (a->nrelay == 0)
 		proto_begin_list(&a->relay);
 	proto_put_relay(&a->relay, &e);
 	a->nrelay++;
 }
 
-static void
-send_hello(struct agent *a)
+int
+agent_init(struct agent *a, const struct agent_wire *w, int index,
+	   const char *node, const char *state_dir, char *why, size_t n)
 {
-	char host[64] = "";
-	struct proto_hello h = {
-		.version = FT_PROTO_VERSION,
-		.slot = (uint32_t)a->args->index,
-		.pid = (uint32_t)getpid(),
-		.start = ft_proc_start(getpid()),
-		.host = host,
-		.plugins = "",
-		.mem = hostmem_default(),
-	};
-	struct ft_buf b = { 0 };
+	char *dir = ft_exe_dir(), *exe;
 
-	gethostname(host, sizeof(host) - 1);
-	h.host_len = strlen(host);
-	proto_put_hello(&b, &h);
-	send_buf(a, FT_MSG_HELLO, &b);
+	memset(a, 0, sizeof(*a));
+	a->wire = *w;
+	a->index = index;
+	a->node = node;
+	a->state_dir = state_dir;
+	a->master_timeout = AGENT_HELLO_TIMEOUT;
+	a->idle_nap = NAP_MAX;
+	a->last_heard = ft_now();
+	exe = ft_asprintf("%s/ftfarm-slot", dir);
+	free(dir);
+	a->ss = slots_new(exe, relay_add, a, why, n);
+	free(exe);
+	return a->ss ? 0 : -1;
+}
+
+void
+agent_fini(struct agent *a)
+{
+	if (a->ss)
+		slots_free(a->ss);
+	a->ss = NULL;
+	memcg_node_close();
+	ft_buf_free(&a->relay);
+	a->nrelay = 0;
+}
+
+int
+agent_flush(struct agent *a)
+{
+	if (a->nrelay == 0)
+		return 0;
+	proto_set_count(&a->relay, a->nrelay);
+	a->wire.send(a->wire.ctx, FT_MSG_RELAY, &a->relay);
+	a->nrelay = 0;
+	return 1;
 }
 
 static void
@@ -182,7 +95,7 @@ on_relay(struct agent *a, const void *p, size_t n)
 	int rc;
 
 	if (proto_iter_init(&it, p, n) == -1)
-		die(a, "malformed relay message");
+		agent_die(a, "malformed relay message");
 	while ((rc = proto_next_relay(&it, &e)) == 1) {
 		switch (e.tag) {
 		case FT_MSG_SPAWN: slots_spawn(a->ss, e.slot, e.gen); break;
@@ -192,11 +105,11 @@ on_relay(struct agent *a, const void *p, size_t n)
 		case FT_MSG_CANCEL:
 			slots_send(a->ss, e.slot, e.gen, e.tag, e.p, e.n);
 			break;
-		default: die(a, "unexpected message in a relay");
+		default: agent_die(a, "unexpected message in a relay");
 		}
 	}
 	if (rc == -1)
-		die(a, "malformed relay message");
+		agent_die(a, "malformed relay message");
 }
 
 static void
@@ -206,10 +119,10 @@ on_ping(struct agent *a, const void *p, size_t n)
 	struct ft_buf b = { 0 };
 
 	if (proto_get_ping(p, n, &pong.seq) == -1)
-		die(a, "malformed ping");
+		agent_die(a, "malformed ping");
 	pong.queued = slots_live(a->ss);
 	proto_put_pong(&b, &pong);
-	send_buf(a, FT_MSG_PONG, &b);
+	a->wire.send(a->wire.ctx, FT_MSG_PONG, &b);
 }
 
 /* Make the node's directory of memory cgroups for its slots (memcg.h),
@@ -220,8 +133,8 @@ memory_cgroups(struct agent *a)
 	char why[512];
 
 	if (memcg_node_open(why, sizeof(why)) == -1)
-		fprintf(stderr, "ftfarm-worker (node index %d, pid %d): memory "
-			"limits are kept by sampling: %s\n", a->args->index,
+		fprintf(stderr, "ftfarm agent (node index %d, pid %d): memory "
+			"limits are kept by sampling: %s\n", a->index,
 			(int)getpid(), why);
 }
 
@@ -232,11 +145,11 @@ on_welcome(struct agent *a, const void *p, size_t n)
 	char node[256];
 
 	if (proto_get_welcome(p, n, &w) == -1)
-		die(a, "malformed welcome");
+		agent_die(a, "malformed welcome");
 	snprintf(node, sizeof(node), "%.*s", (int)(w.node_len < 255 ?
 						   w.node_len : 255), w.node);
-	slots_set_names(a->ss, a->args->node && !*node ? a->args->node : node,
-			a->args->state_dir);
+	slots_set_names(a->ss, a->node && !*node ? a->node : node,
+			a->state_dir);
 	slots_set_timing(a->ss, w.heartbeat, w.ping_timeout,
 			 proto_slot_silence(w.master_timeout, w.heartbeat));
 	a->master_timeout = w.master_timeout;
@@ -253,7 +166,7 @@ on_stop(struct agent *a, const void *p, size_t n)
 	uint32_t flags;
 
 	if (proto_get_stop(p, n, &flags) == -1)
-		die(a, "malformed stop");
+		agent_die(a, "malformed stop");
 	if (!a->stopping)
 		slots_stop(a->ss);
 	a->stopping = 1;
@@ -262,76 +175,72 @@ on_stop(struct agent *a, const void *p, size_t n)
 }
 
 static void
-handle(struct agent *a, int tag, const void *p, size_t n)
+on_leave(struct agent *a, const void *p, size_t n)
 {
+	struct proto_leave l;
+
+	if (proto_get_leave(p, n, &l) == -1 || !(l.grace >= 0))
+		agent_die(a, "malformed leave");
+	agent_leave(a, l.grace, ft_now());
+}
+
+int
+agent_handle(struct agent *a, int tag, const void *p, size_t n)
+{
+	a->last_heard = ft_now();
 	if (!a->welcomed && tag != FT_MSG_WELCOME)
-		die(a, "the master spoke before its welcome");
+		agent_die(a, "the master spoke before its welcome");
 	switch (tag) {
 	case FT_MSG_WELCOME: on_welcome(a, p, n); break;
 	case FT_MSG_RELAY: on_relay(a, p, n); break;
 	case FT_MSG_PING: on_ping(a, p, n); break;
 	case FT_MSG_STOP: on_stop(a, p, n); break;
-	default: die(a, "unexpected message from the master");
+	case FT_MSG_LEAVE: on_leave(a, p, n); break;
+	default: agent_die(a, "unexpected message from the master");
 	}
+	return tag == FT_MSG_PING ? 1 : 2;
 }
 
-/* Receive what has arrived.  Returns 0 if nothing came, 1 for a ping
- * (answered: no sign of work to come), 2 for any other message. */
-static int
-poll_recv(struct agent *a, double now)
+void
+agent_leave(struct agent *a, double grace, double now)
 {
-	MPI_Status st;
-	int done = 0, count = 0;
-
-	if (MPI_Test(&a->recv, &done, &st) != MPI_SUCCESS)
-		die(a, "receive failed");
-	if (!done)
-		return 0;
-	MPI_Get_count(&st, MPI_BYTE, &count);
-	a->last_heard = now;
-	handle(a, st.MPI_TAG, a->rbuf, (size_t)count);
-	if (MPI_Irecv(a->rbuf, FT_MSG_MAX, MPI_BYTE, a->args->rank,
-		      MPI_ANY_TAG, a->args->comm, &a->recv) != MPI_SUCCESS)
-		die(a, "cannot post a receive");
-	return st.MPI_TAG == FT_MSG_PING ? 1 : 2;
-}
-
-/* Say bye and wait (bounded) until the master has it. */
-static void
-say_bye(struct agent *a)
-{
-	struct ft_buf b = { 0 };
-	double until = ft_now() + BYE_TIMEOUT;
-
-	proto_put_bye(&b);
-	send_buf(a, FT_MSG_BYE, &b);
-	while (a->outs && ft_now() < until) {
-		test_sends(a, ft_now());
-		ft_sleep(0.0005);
+	if (a->leaving) {
+		/* A second word (SIGTERM after `ftfarm leave`): the
+		 * shorter grace wins. */
+		if (!a->termed && now + grace < a->term_at)
+			a->term_at = now + grace;
+		return;
 	}
-	MPI_Cancel(&a->recv);
-	MPI_Request_free(&a->recv);
+	a->leaving = 1;
+	a->term_at = now + grace;
+	slots_end(a->ss);
 }
 
-/* The longest nap for now, NOW. */
-static double
-nap_cap(struct agent *a, double now)
+int
+agent_work(struct agent *a, double now)
 {
-	double quiet = now - a->last_activity;
+	int did = slots_work(a->ss, now);
 
-	if (quiet < QUIET_SOON)
-		return NAP_SOON;
-	if (quiet < QUIET_IDLE)
-		return NAP_MAX;
-	if (doze_trusted(&a->doze))
-		return fmax(a->idle_nap, fmin(TRUSTED_NAP, a->master_timeout / 4));
-	return a->idle_nap;
+	if (a->leaving && !a->termed && now >= a->term_at) {
+		a->termed = 1;
+		slots_term_everything();
+		did = 1;
+	}
+	return did;
 }
 
-/* Stopping: are the slots all gone, or given up on?  Past STOP_TIMEOUT
- * the slots left are killed, and reaped for at most REAP_TIMEOUT. */
-static int
-stopped(struct agent *a, double now)
+double
+agent_next(const struct agent *a)
+{
+	double next = slots_next(a->ss);
+
+	if (a->leaving && !a->termed)
+		next = fmin(next, a->term_at);
+	return next;
+}
+
+int
+agent_stopped(struct agent *a, double now)
 {
 	if (slots_procs(a->ss) == 0)
 		return 1;
@@ -343,92 +252,4 @@ stopped(struct agent *a, double now)
 	a->killed_all = 1;
 	a->stop_until = now + REAP_TIMEOUT;
 	return 0;
-}
-
-static int
-owns(void *arg, int fd)
-{
-	struct agent *a = arg;
-
-	return slots_owns(a->ss, fd);
-}
-
-/* Sleep until a slot has news, a message may have come, or the slots'
- * next timer, at most NAP seconds. */
-static void
-nap(struct agent *a, double now, double t)
-{
-	t = fmax(0, fmin(t, slots_next(a->ss) - now));
-	doze(&a->doze, slots_fd(a->ss), t);
-}
-
-static void
-serve(struct agent *a)
-{
-	double t = NAP_MIN, now, spin_from = ft_now();
-	int dozed = 0;
-
-	for (;;) {
-		int active, got;
-
-		now = ft_now();
-		test_sends(a, now);
-		/* Last before a nap: see TRUSTED_NAP. */
-		got = poll_recv(a, now);
-		if (dozed)
-			doze_learn(&a->doze, got > 0);
-		dozed = 0;
-		/* Only traffic with the master counts as activity: the slots'
-		 * pings and pongs, every heartbeat, would otherwise keep the
-		 * naps short for good.  A slot's news wakes the agent anyway
-		 * (its socket is in the epoll set). */
-		slots_work(a->ss, now);
-		active = flush_relay(a);
-		active |= got > 1;
-		if (a->stopping && stopped(a, now))
-			return;
-		if (!a->stopping && now - a->last_heard > a->master_timeout)
-			die(a, a->welcomed ? "the master went silent"
-					   : "no welcome from the master");
-		if (active) {
-			spin_from = now;
-			t = NAP_MIN;
-			a->last_activity = now;
-		} else if (got == 0 && now - spin_from > SPIN_TIME) {
-			nap(a, now, t);
-			dozed = 1;
-			t = fmin(t * 2, nap_cap(a, now));
-		}
-	}
-}
-
-int
-agent_run(const struct agent_args *args)
-{
-	struct agent a = { .args = args };
-	char why[256], *dir = ft_exe_dir(), *exe;
-
-	exe = ft_asprintf("%s/ftfarm-slot", dir);
-	free(dir);
-	a.ss = slots_new(exe, relay_add, &a, why, sizeof(why));
-	free(exe);
-	if (a.ss == NULL)
-		die(&a, why);
-	a.doze.skip = owns;
-	a.doze.skip_arg = &a;
-	a.rbuf = ft_malloc(FT_MSG_MAX);
-	a.master_timeout = HELLO_TIMEOUT;
-	a.idle_nap = NAP_MAX;
-	a.last_heard = a.last_activity = ft_now();
-	MPI_Irecv(a.rbuf, FT_MSG_MAX, MPI_BYTE, args->rank, MPI_ANY_TAG,
-		  args->comm, &a.recv);
-	send_hello(&a);
-	serve(&a);
-	flush_relay(&a);
-	say_bye(&a);
-	slots_free(a.ss);
-	memcg_node_close();
-	ft_buf_free(&a.relay);
-	free(a.rbuf);
-	return a.no_finalize ? AGENT_NO_FINALIZE : 0;
 }

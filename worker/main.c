@@ -17,7 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "agent.h"
+#include "agent_mpi.h"
 #include "hostmem.h"
 #include "hugeheap.h"
 #include "proto.h"
@@ -106,7 +106,7 @@ main(int argc, char **argv)
 		fprintf(stderr, "ftfarm-worker: no --node-index given\n");
 		MPI_Abort(MPI_COMM_WORLD, 2);
 	}
-	rc = agent_run(&args);
+	rc = agent_mpi_run(&args);
 	if (rc == AGENT_NO_FINALIZE)
 		return 0;	/* ranks of our world died: finalize would hang */
 	MPI_Finalize();

@@ -665,15 +665,38 @@ slots_kill_all(struct slots *ss)
 	slots_kill_everything();
 }
 
-void
-slots_kill_everything(void)
+/* Send SIG to every process this agent started, slots and tasks. */
+static void
+signal_everything(int sig)
 {
 	char entry[64], entry2[64];
 
 	snprintf(entry, sizeof(entry), "%s=%d", FT_AGENT_ENV, (int)getpid());
 	snprintf(entry2, sizeof(entry2), "%s=%llu", FT_AGENT_START_ENV,
 		 ft_proc_start(getpid()));
-	ft_kill_by_env(entry, entry2);
+	ft_signal_by_env(entry, entry2, sig);
+}
+
+void
+slots_kill_everything(void)
+{
+	signal_everything(SIGKILL);
+}
+
+void
+slots_end(struct slots *ss)
+{
+	struct proc *p;
+
+	for (p = ss->all; p; p = p->next)
+		if (!p->killed && !p->eof)
+			kill(p->pid, SIGTERM);
+}
+
+void
+slots_term_everything(void)
+{
+	signal_everything(SIGTERM);
 }
 
 /* A frame from P: relayed, but for its pongs. */

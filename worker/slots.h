@@ -56,6 +56,13 @@ void slots_kill_all(struct slots *ss);
 /* SIGKILL every process this agent started, slots and tasks, with
  * nothing reported: for an agent that leaves at once. */
 void slots_kill_everything(void);
+/* The node leaves (its job ends): SIGTERM every slot, which then starts
+ * nothing more and gives back what waits (runner.h); its running task
+ * goes on. */
+void slots_end(struct slots *ss);
+/* SIGTERM every process this agent started: the tasks that run are
+ * interrupted (their slots, ended, say so). */
+void slots_term_everything(void);
 
 /* Do what is due at NOW: write queued messages, read what slots said,
  * reap the dead, ping, kill the silent.  Returns 1 if anything happened. */

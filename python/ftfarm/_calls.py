@@ -128,8 +128,9 @@ class Functions:
                         "python3-cloudpickle)")
         try:
             inner = cloudpickle.dumps(fn, protocol=pickle.HIGHEST_PROTOCOL)
-        except Exception as e:
-            raise Error(f"cannot pickle the function {fn!r}: {e}") from None
+        except BaseException as e:      # SystemExit from a __reduce__ too
+            raise Error(f"cannot pickle the function {fn!r}: "
+                        f"{_named(e)}") from e
         part = {}
         _put(part, "fn", pickle.dumps((self._meta, inner),
                                       protocol=pickle.HIGHEST_PROTOCOL),
@@ -174,9 +175,17 @@ def _pickled_calls(calls, keywords):
     except Exception:
         try:
             data = cloudpickle.dumps(calls, protocol=pickle.HIGHEST_PROTOCOL)
-        except Exception as e:
-            raise Error(f"cannot pickle the arguments: {e}") from None
+        except BaseException as e:      # SystemExit from a __reduce__ too
+            raise Error(f"cannot pickle the arguments: {_named(e)}") \
+                from e
+    except BaseException as e:
+        raise Error(f"cannot pickle the arguments: {_named(e)}") from e
     return data
+
+
+def _named(e):
+    """The exception E in words, its type first."""
+    return f"{type(e).__name__}: {e}" if str(e) else type(e).__name__
 
 
 def outcomes(value, n):
@@ -194,9 +203,8 @@ def outcomes(value, n):
                         "file")
     except Error:
         raise
-    except Exception as e:
-        raise Error(f"cannot read a call's value: {type(e).__name__}: "
-                    f"{e}") from None
+    except BaseException as e:      # SystemExit while unpickling too
+        raise Error(f"cannot read a call's value: {_named(e)}") from e
     values = returned(got)
     outs = got if values is None else values
     if type(outs) is not list or len(outs) != n:
@@ -204,6 +212,28 @@ def outcomes(value, n):
                     f"{len(outs) if type(outs) is list else 'no list of'}"
                     " outcomes")
     return got
+
+
+class Later:
+    """A task's value left in its file until it is used (a map's results
+    read ahead of the caller stay on disk, not in memory)."""
+
+    __slots__ = ("value", "n")
+
+    def __init__(self, value, n):
+        self.value, self.n = value, n
+
+    def load(self):
+        """What outcomes() returns for it (it raises as that does).  The
+        file goes once read: a map's value is its caller's alone (no
+        future names it), and a map of 200 values of 50 MB would leave
+        10 GB in the state dir."""
+        got = outcomes(self.value, self.n)
+        try:
+            os.unlink(self.value[5:])
+        except OSError:
+            pass
+        return got
 
 
 def returned(outs):

@@ -172,11 +172,11 @@ def _pickled(outcomes):
     told in words."""
     try:
         return pickle.dumps(outcomes, protocol=pickle.HIGHEST_PROTOCOL)
-    except Exception:
+    except BaseException:       # a __reduce__ may raise SystemExit
         pass
     try:
         return cloudpickle.dumps(outcomes, protocol=pickle.HIGHEST_PROTOCOL)
-    except Exception:
+    except BaseException:
         pass
     if type(outcomes) is tuple:
         outcomes = [(0, v) for v in outcomes[1]]
@@ -185,10 +185,12 @@ def _pickled(outcomes):
         try:
             cloudpickle.dumps(o)
             safe.append(o)
-        except Exception as e:
+        except BaseException as e:
             if o[0] == 0:
+                why = f"{type(e).__name__}: {e}" if str(e) else \
+                    type(e).__name__
                 safe.append((2, "TypeError", "the call's value cannot be "
-                             f"pickled: {e}", ""))
+                             f"pickled: {why}", ""))
             else:
                 safe.append((2, type(o[1]).__name__, str(o[1]), o[2]))
     return cloudpickle.dumps(safe, protocol=pickle.HIGHEST_PROTOCOL)
@@ -268,6 +270,49 @@ def _set_env(env):
 _env = None         # the entries the last task set
 
 
+def _inputs(task):
+    """The values the master sent with TASK ("inputs", or the file
+    "inputs_file" holds), each loaded when first used: a function of K
+    and I, call I's value of input K."""
+    why = task.get("inputs_error")
+    if why is not None:
+        raise RuntimeError(f"the values of the calls it runs after could "
+                           f"not be given to it: {why}")
+    raw = task.get("inputs")
+    if raw is None:
+        with open(task["inputs_file"], "rb") as f:
+            raw = json.loads(f.read())
+    loaded = {}
+
+    def value(k, i):
+        outs = loaded.get(k)
+        if outs is None:
+            text = raw[k]
+            if text.startswith("b64:"):
+                outs = pickle.loads(binascii.a2b_base64(text[4:]))
+            else:
+                with open(text[5:], "rb") as f:
+                    outs = pickle.loads(f.read())
+            loaded[k] = outs
+        if type(outs) is tuple and outs[0] == "values":
+            return outs[1][i]
+        return outs[i][1]
+    return value
+
+
+def _put_inputs(task, args, kwargs):
+    """ARGS and KWARGS (see _split_calls) with every Ref at their top level
+    replaced by its value."""
+    from ._ref import Ref
+    value = _inputs(task)
+    args = [tuple(value(a.k, a.i) if type(a) is Ref else a for a in call)
+            for call in args]
+    if kwargs is not None:
+        kwargs = [{n: value(v.k, v.i) if type(v) is Ref else v
+                   for n, v in kw.items()} for kw in kwargs]
+    return args, kwargs
+
+
 def _run(req):
     task = req["task"]
     if cloudpickle is None:
@@ -278,7 +323,9 @@ def _run(req):
         fn = _function(task)
         args, kwargs, compact = _split_calls(pickle.loads(
             _load(task, "args", "args_file")))
-    except Exception as e:
+        if task.get("after_values"):
+            args, kwargs = _put_inputs(task, args, kwargs)
+    except BaseException as e:      # SystemExit while unpickling too
         tb = _format_exc()
         outcome = (1, RuntimeError(f"cannot load the call: "
                                    f"{type(e).__name__}: {e}"), tb)

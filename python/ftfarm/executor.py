@@ -23,12 +23,14 @@ import collections
 import concurrent.futures
 import itertools
 import json
+import logging
 import os
 import sys
 import threading
 import time
+import weakref
 
-from . import _calls, _config, _control, _lease
+from . import _calls, _config, _control, _lease, _ref
 from ._errors import Error
 
 ADD_MAX_TASKS = 4096          # tasks in one add
@@ -41,15 +43,18 @@ CHUNK_MAX = 4096              # map: calls in one task, at most
 CHUNK_SLACK = 10.0            # a chunk's task timeout beyond its calls'
 SPLIT_REASONS = ("poison", "lost")      # a chunk failed so is split
 
+_LOG = logging.getLogger("concurrent.futures")  # as its own callbacks log
+
 
 class _Task:
     """One task: its calls, and what to do with their outcomes (what
     _calls.outcomes returns; or an Error for all of them)."""
 
     __slots__ = ("fn", "calls", "keywords", "done", "futures", "spec",
-                 "index")
+                 "index", "lazy", "deps", "dep")
 
-    def __init__(self, fn, calls, done, futures=(), keywords=True):
+    def __init__(self, fn, calls, done, futures=(), keywords=True,
+                 lazy=False):
         self.fn = fn
         self.calls = calls          # (args, kwargs) pairs, or args tuples
         self.keywords = keywords    # which of the two
@@ -57,6 +62,43 @@ class _Task:
         self.futures = futures      # user futures (cancel, running)
         self.spec = None            # its JSON text, until it is sent
         self.index = None
+        self.lazy = lazy            # a value in a file is read when used
+        self.deps = None            # the _Deps its arguments name
+        self.dep = None             # its own, once a call names it
+
+
+class _Dep:
+    """A call whose future is an argument of later calls: its task's
+    index once it is sent (None before, or for good when it was cancelled
+    before it went), its future and its name, for errors."""
+
+    __slots__ = ("index", "fut", "name", "executor")
+
+    def __init__(self, executor, fut, fn):
+        self.index = None
+        self.fut = fut
+        self.executor = weakref.ref(executor)   # a future keeps it not
+        self.name = getattr(fn, "__qualname__", None) or repr(fn)
+
+    def failure(self):
+        """The Error of a call whose argument this call's future is,
+        when this call failed or was cancelled (None when it returned
+        or has not ended)."""
+        fut = self.fut
+        if not fut.done():
+            return None
+        where = f"the future of {self.name}" + \
+            (f" (task {self.index})" if self.index is not None else "")
+        if fut.cancelled():
+            return Error(f"an argument of the call is {where}, which was "
+                         "cancelled")
+        exc = fut.exception()
+        if exc is None:
+            return None
+        err = Error(f"an argument of the call is {where}, which raised "
+                    f"{_calls._named(exc)}")
+        err.__cause__ = exc
+        return err
 
 
 class Executor(concurrent.futures.Executor):
@@ -153,11 +195,55 @@ class Executor(concurrent.futures.Executor):
     def submit(self, fn, /, *args, **kwargs):
         """Call FN(*ARGS, **KWARGS) in a slot; its Future."""
         fut = concurrent.futures.Future()
+        task = _Task(fn, None, None, (fut,))
 
         def done(result, seconds=None):
+            if isinstance(result, Error) and task.deps:
+                result = _dep_failure(task.deps, result)
             _settle(fut, result, 0)
-        self._enqueue([_Task(fn, [(args, kwargs)], done, (fut,))])
+        task.done = done
+        # Every future of ours says so, those failed at once too (a
+        # later call that takes one fails naming it).
+        fut._ftfarm_dep = task.dep = _Dep(self, fut, fn)
+        try:
+            args, kwargs, task.deps = self._refs(args, kwargs)
+            task.calls = [(args, kwargs)]
+            task.spec = self._spec(fn, task.calls, True, bool(task.deps))
+        except Error as e:          # its function or arguments: the call's
+            fut.set_exception(e)
+            return fut
+        self._enqueue([task])
         return fut
+
+    def _refs(self, args, kwargs):
+        """ARGS and KWARGS with this executor's futures at their top level
+        replaced: by their value when it is there, else by a Ref to the
+        task's input it will be (the master sends the value with the
+        task: master/inputs.h).  Returns (args, kwargs, [_Dep] or None);
+        raises the Error of a future that failed or was cancelled."""
+        deps = []
+
+        def ref(v):
+            dep = getattr(v, "_ftfarm_dep", None) \
+                if isinstance(v, concurrent.futures.Future) else None
+            if dep is None or dep.executor() is not self:
+                return v
+            if v.done():
+                err = dep.failure()
+                if err is not None:
+                    raise err
+                return v.result()
+            for k, d in enumerate(deps):
+                if d is dep:
+                    return _ref.Ref(k)
+            deps.append(dep)
+            return _ref.Ref(len(deps) - 1)
+        if any(isinstance(v, concurrent.futures.Future) for v in args) or \
+                any(isinstance(v, concurrent.futures.Future)
+                    for v in kwargs.values()):
+            args = tuple(ref(v) for v in args)
+            kwargs = {n: ref(v) for n, v in kwargs.items()}
+        return args, kwargs, deps or None
 
     def map(self, fn, *iterables, timeout=None, chunksize=None):
         """FN over the items of ITERABLES, like the built-in map, run in
@@ -188,7 +274,7 @@ class Executor(concurrent.futures.Executor):
                 fut.set_result(_outcomes_or(result, len(args)))
             except concurrent.futures.InvalidStateError:
                 pass                # cancelled: its map was left
-        self._enqueue([_Task(fn, args, done, keywords=False)])
+        self._enqueue([_Task(fn, args, done, keywords=False, lazy=True)])
         return fut, len(args)
 
     def _enqueue(self, tasks, direct=True):
@@ -196,7 +282,8 @@ class Executor(concurrent.futures.Executor):
         thread); send at once when no add is in flight, from this thread
         if DIRECT (the reader's must never wait to send)."""
         for t in tasks:
-            t.spec = self._spec(t.fn, t.calls, t.keywords)
+            if t.spec is None:
+                t.spec = self._spec(t.fn, t.calls, t.keywords)
         with self._lock:
             if self._shutdown and direct:
                 raise RuntimeError("cannot schedule new futures after "
@@ -204,17 +291,24 @@ class Executor(concurrent.futures.Executor):
             if self._broken is not None:
                 raise self._broken
             self._outbox.extend(tasks)
-            now = direct and self._inflight == 0
+            # A future's callback submits from the reader (joblib's next
+            # batch): the sender sends it, the reader must never wait.
+            now = direct and self._inflight == 0 and \
+                threading.current_thread() is not self._reader
             if not now:
                 self._wake.notify()
         if now:
             self._flush()
 
-    def _spec(self, fn, calls, keywords):
+    def _spec(self, fn, calls, keywords, values=False):
         """The task of CALLS of FN as JSON (_calls.py; KEYWORDS: see
-        _Task): the executor's keys and the function's are made once."""
+        _Task): the executor's keys and the function's are made once.
+        VALUES: its arguments name other calls' values (its "after" is
+        put in once their tasks' indexes are known: _take_add)."""
         parts = [self._spec_keys, self._fns.text(fn),
                  _calls.args_text(calls, self._spool, keywords)]
+        if values:
+            parts.append('"after_values":true')
         if self._timeout is not None:
             parts.append('"timeout":' + json.dumps(
                 self._timeout * len(calls) + CHUNK_SLACK))
@@ -267,8 +361,14 @@ class Executor(concurrent.futures.Executor):
             t = self._outbox.popleft()
             if not all(f.set_running_or_notify_cancel() for f in t.futures):
                 continue
-            t.index = self._next + len(tasks)
             text = t.spec
+            if t.deps:
+                text = self._after(t, text)
+                if text is None:
+                    continue
+            t.index = self._next + len(tasks)
+            if t.dep is not None:
+                t.dep.index = t.index
             t.spec = None
             tasks.append((t, text))
             size += len(text)
@@ -282,7 +382,30 @@ class Executor(concurrent.futures.Executor):
                 "]}").encode()
         return first, body
 
+    @staticmethod
+    def _after(t, text):
+        """T's spec TEXT with its "after": the indexes of the tasks its
+        arguments name; None when one of them was cancelled before it
+        was sent (T's future then fails, naming it)."""
+        after = []
+        for d in t.deps:
+            if d.index is None:
+                # Failed once the lock is let go (a callback may submit).
+                threading.Thread(target=t.done, daemon=True, args=(Error(
+                    f"an argument of the call is the future of {d.name}, "
+                    "which was cancelled"),)).start()
+                return None
+            after.append(d.index)
+        return text[:-1] + ',"after":' + json.dumps(after) + "}"
+
     def _send_loop(self):
+        try:
+            self._send_forever()
+        except BaseException as e:
+            self._break(Error(f"the executor's sender stopped: "
+                              f"{_calls._named(e)}"))
+
+    def _send_forever(self):
         while True:
             with self._lock:
                 while not self._stop and (not self._outbox or
@@ -295,6 +418,15 @@ class Executor(concurrent.futures.Executor):
     # ---- reading ----
 
     def _read_loop(self):
+        """Read until the end; whatever stops it early breaks the executor
+        (every future fails, shutdown returns), never silently."""
+        try:
+            self._read_forever()
+        except BaseException as e:
+            self._break(Error(f"the executor's reader stopped: "
+                              f"{_calls._named(e)}"))
+
+    def _read_forever(self):
         while True:
             conn = self._conn
             try:
@@ -352,7 +484,9 @@ class Executor(concurrent.futures.Executor):
         for fut in t.futures:
             fut.usage = usage
         value = line.get("value")
-        if value:
+        if value and t.lazy and value.startswith("file:"):
+            result = _calls.Later(value, len(t.calls))
+        elif value:
             try:
                 result = _calls.outcomes(value, len(t.calls))
             except Error as e:
@@ -364,7 +498,13 @@ class Executor(concurrent.futures.Executor):
                     SPLIT_REASONS):
                 self._split(t)
                 return
-        t.done(result, line.get("seconds"))
+        try:
+            t.done(result, line.get("seconds"))
+        except BaseException:       # a user's callback: its future is set
+            _LOG.exception("a future's callback raised")
+        # Its function and arguments are not kept past its end (a bound
+        # method's object is collected once the caller lets it go).
+        t.fn = t.calls = t.deps = None
 
     def _split(self, t):
         """T, a chunk that killed its slots, again as one task a call, so
@@ -539,20 +679,38 @@ class _MapRun:
         """The results in order (a generator)."""
         try:
             while self.window:
-                fut, n = self.window.popleft()
-                outs = fut.result(_left(deadline))
-                self.fill()
+                outs = self._next(deadline)
                 values = _calls.returned(outs)
-                if values is not None:
-                    yield from values
-                    continue
-                for out in outs:
-                    if out[0]:
-                        raise _calls.exception(out)
-                    yield out[1]
+                outs = values if values is not None else list(outs)
+                # Each value is handed out and dropped: nothing here
+                # keeps one the caller has let go (a loop over values
+                # of 50 MB holds one at a time).
+                outs.reverse()
+                while outs:
+                    if values is not None:
+                        yield outs.pop()
+                    elif outs[-1][0]:
+                        raise _calls.exception(outs.pop())
+                    else:
+                        yield outs.pop()[1]
         finally:
             for fut, _ in self.window:
                 fut.cancel()
+
+
+    def _next(self, deadline):
+        """The outcomes of the window's first task (read from its file
+        now if it was left there), the window filled again."""
+        fut, n = self.window.popleft()
+        outs = fut.result(_left(deadline))
+        del fut                     # its result is ours alone now
+        self.fill()
+        if isinstance(outs, _calls.Later):
+            try:
+                outs = outs.load()
+            except Error as e:
+                outs = _outcomes_or(e, n)
+        return outs
 
 
 class _Sizer:
@@ -599,6 +757,17 @@ def _left(deadline):
     if left <= 0:
         raise concurrent.futures.TimeoutError()
     return left
+
+
+def _dep_failure(deps, err):
+    """ERR, the Error of a call that could not run, or, when that was for
+    a call its arguments name (failed or cancelled), the Error that
+    names it."""
+    for d in deps:
+        named = d.failure()
+        if named is not None:
+            return named
+    return err
 
 
 def _outcomes_or(result, n):

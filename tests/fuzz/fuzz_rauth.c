@@ -20,10 +20,12 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	const char *text = (const char *)data;
 	char err[512], nonce[RAUTH_NONCE_HEX + 1], *cred = NULL;
 	unsigned uid;
+	enum rauth_role role;
 	long line = rauth_line(text, size);
 
 	if (line >= 0 &&
-	    rauth_parse_reply(text, (size_t)line, &cred, err, sizeof(err)) == 0) {
+	    rauth_parse_reply(text, (size_t)line, &cred, &role, err,
+			      sizeof(err)) == 0) {
 		/* What the master checks next: the payload, of any length. */
 		rauth_payload_ok("0123456789abcdef0123456789abcdef", cred,
 				 (int)strlen(cred));

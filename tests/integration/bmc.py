@@ -6,8 +6,8 @@
         sim = bmc_sim(config_path)            # adds bmcs, starts them
         r = sim.ipmitool("node1", "chassis", "power", "cycle")
 
-bmc_sim(CONFIG) rewrites the config file CONFIG: each node (or each of
-`nodes=`) gets a "bmc" on 127.0.0.1 with a FREE UDP port chosen for this
+bmc_sim(CONFIG) rewrites the config file CONFIG: each node and each host
+of join.hosts (or each of `nodes=`) gets a "bmc" on 127.0.0.1 with a FREE UDP port chosen for this
 run (so that runs can go side by side) and a "ready_command" asking the
 simulator whether it has booted; then `bmc-sim start` runs.  When the test
 ends, pass or fail, every simulator made is stopped and the test fails if
@@ -86,7 +86,8 @@ class BmcSim:
         self.sim_dir = self.state_dir / "bmc-sim"
         self.password_file = self.config.parent / "bmc-password"
         self.password_file.write_text(PASSWORD + "\n")
-        self.nodes = nodes or [n["name"] for n in cfg["nodes"]]
+        self.nodes = nodes or [n["name"] for n in cfg["nodes"]] + \
+            list((cfg.get("join") or {}).get("hosts", {}))
         self.env = dict(os.environ)
         self.env.pop("FTFARM_CONFIG", None)
         if boot_delay is not None:
@@ -101,15 +102,17 @@ class BmcSim:
         cfg = json.loads(self.config.read_text())
         ports = free_udp_ports(len(self.nodes))
         self.ports = dict(zip(self.nodes, ports))
-        for n in cfg["nodes"]:
-            if n["name"] not in self.ports:
+        hosts = (cfg.get("join") or {}).get("hosts", {})
+        places = [(n["name"], n) for n in cfg["nodes"]] + list(hosts.items())
+        for name, n in places:
+            if name not in self.ports:
                 continue
-            n["bmc"] = {"host": "127.0.0.1", "port": self.ports[n["name"]],
+            n["bmc"] = {"host": "127.0.0.1", "port": self.ports[name],
                         "user": "admin",
                         "password_file": self.password_file.name,
                         "interface": "lanplus"}
             n["ready_command"] = [str(BMC_SIM), "ready", "-c",
-                                  str(self.config), n["name"]]
+                                  str(self.config), name]
         self.config.write_text(json.dumps(cfg, indent=2) + "\n")
 
     # -- bmc-sim --

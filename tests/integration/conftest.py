@@ -363,6 +363,7 @@ class Cluster:
 # ---- the binaries under test ----
 
 BIN_FILES = ("ftfarm", "ftfarm-master", "ftfarm-worker", "ftfarm-slot",
+             "ftfarm-agent",
              "ftfarm-gang")
 
 

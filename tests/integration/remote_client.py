@@ -134,3 +134,17 @@ class Raw:
     def close(self):
         self.f.close()
         self.sock.close()
+
+
+def open_bins(ftfarm, dest):
+    """Copies of ftfarm (the program at FTFARM) and of the ftfarm-agent
+    beside it in DEST, a directory every user may traverse (pytest's own
+    are 0700): for clients and agents run as another user.  The copy of
+    ftfarm's path."""
+    dest = Path(dest)
+    dest.mkdir(mode=0o755, exist_ok=True)
+    dest.chmod(0o755)
+    for prog in ("ftfarm", "ftfarm-agent"):
+        shutil.copy(Path(ftfarm).parent / prog, dest / prog)
+        (dest / prog).chmod(0o755)
+    return dest / "ftfarm"

@@ -11,7 +11,7 @@ SIGKILL after KillWait.  The tasks then running go back to the queue
 unfinished: no failed result line (a task that dies of the signal, one
 that traps it and exits 143, one that ignores it), a task_interrupted
 event each, nobody blamed.  Between that job and the next, clients are
-told the cluster is down (exit 1, at once); with --reconnect-timeout they
+told the cluster is down (at once: submit exits 1, wait 5); with --reconnect-timeout they
 wait, and go on once the next job of the same config (queued behind the
 first with --dependency=singleton) is up: the submit is taken once, the
 wait answers when the batch ends, and every task of the batch ends
@@ -131,16 +131,17 @@ def check_cut(f, j1):
 
 
 def check_down(f, j1, batch2):
-    """Clients between the jobs: told at once, exit 1, nothing taken."""
-    for args, then in ((["submit", "-c", f.config, batch2],
-                        "nothing was submitted"),
-                       (["wait", "-c", f.config, "1"],
-                        "batch 1 goes on when it starts again"),
-                       (["status", "-c", f.config], "")):
+    """Clients between the jobs: told at once, exit 1 (wait: 5, the
+    cluster is down), nothing taken."""
+    for args, then, status in ((["submit", "-c", f.config, batch2],
+                                "nothing was submitted", 1),
+                               (["wait", "-c", f.config, "1"],
+                                "batch 1 goes on when it starts again", 5),
+                               (["status", "-c", f.config], "", 1)):
         t0 = time.monotonic()
         r = f.cli(*args, timeout=60)
         took = time.monotonic() - t0
-        assert r.returncode == 1, (args, r.stdout, r.stderr)
+        assert r.returncode == status, (args, r.stdout, r.stderr)
         assert "is down" in r.stderr and f"Slurm job {j1}" in r.stderr \
             and then in r.stderr, r.stderr
         assert took < 10, f"{args[0]} took {took:.1f} s"
@@ -296,7 +297,7 @@ def test_sigterm_to_the_whole_job(make_cluster):
     assert r.returncode == 1 and "is down (stopped " in r.stderr and \
         "signal 15); nothing was submitted" in r.stderr, r.stderr
     r = c.cli("wait", "-c", c.config, "1", timeout=30)
-    assert r.returncode == 1 and "batch 1 goes on when it starts again" \
+    assert r.returncode == 5 and "batch 1 goes on when it starts again" \
         in r.stderr, r.stderr
     waiter = background(c, "wait", "-c", c.config, "1",
                         "--reconnect-timeout", "120")

@@ -137,6 +137,8 @@ CONFIG_TABLES = {
         "bmc_fields": ("ftfarm.json.5", "bmc keys"),
         "control_fields": ("ftfarm.json.5", "control keys"),
         "http_fields": ("ftfarm.json.5", "http keys"),
+        "join_fields": ("ftfarm.json.5", "join keys"),
+        "join_host_fields": ("ftfarm.json.5", "Node keys"),
     },
     "common/batch.c": {
         "batch_fields": ("ftfarm-batch.5", "Batch keys"),

@@ -73,7 +73,8 @@ def test_installed_tree_runs_every_job_type(tmp_path):
               "share/ftfarm/examples/local.json",
               "share/ftfarm/scripts/bmc-sim", f"{SMK}/config.yaml",
               f"{SMK}/ftfarm-submit.py", f"{SMK}/ftfarm-status.sh",
-              f"{SMK}/ftfarm-cancel.py", f"{SMK}/ftfarm_profile.py"):
+              f"{SMK}/ftfarm-cancel.py", f"{SMK}/ftfarm_profile.py",
+              "share/bash-completion/completions/ftfarm"):
         assert f in installed, installed
     package = sorted(p.name for p in (ROOT / "python" / "ftfarm").glob("*.py"))
     assert "__init__.py" in package and "_client.py" in package, package

@@ -345,11 +345,12 @@ def test_cancel_bad_batches_and_unknown_ids(cluster):
             str(e.value)
     with pytest.raises(ftfarm.Error, match="cannot be written as JSON"):
         cl.submit({"tasks": {1, 2}})
-    # A batch the master does not know: its words, as the command's.
+    # A batch the master does not know: its words and status (3), as the
+    # command's.
     with pytest.raises(ftfarm.Error) as e:
         cl.wait(987654)
     r = c.cli("wait", "-c", c.config, 987654)
-    assert e.value.exit == r.returncode == 1 and \
+    assert e.value.exit == r.returncode == 3 and \
         r.stderr.strip() == f"ftfarm: {e.value}" and "no batch 987654" in \
         str(e.value), r.stderr
     with pytest.raises(ftfarm.Error, match="does not exist"):

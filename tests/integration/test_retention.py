@@ -47,12 +47,12 @@ def test_150_batches_forgotten_on_time_and_ids_not_reused(cluster):
     assert st["batches"] == [], "forgotten batches still in status"
     left = [p.name for p in (cluster.state_dir / "batches").iterdir()]
     assert left == ["last_id"], left
-    # A forgotten batch says so; one never given does not.
+    # A forgotten batch says so (exit 4); one never given does not (3).
     for cmd in (("wait",), ("batch",), ("cat",)):
         r = cluster.cli(*cmd, "-c", cluster.config, ids[5])
-        assert r.returncode == 1 and "forgotten" in r.stderr, (cmd, r)
+        assert r.returncode == 4 and "forgotten" in r.stderr, (cmd, r)
     r = cluster.cli("batch", "-c", cluster.config, n + 40)
-    assert r.returncode == 1 and "no batch" in r.stderr
+    assert r.returncode == 3 and "no batch" in r.stderr
     # Ids go on after a master killed, and after stop and start.
     pid = int((cluster.state_dir / "master.pid").read_text().split()[0])
     os.kill(pid, signal.SIGKILL)
@@ -93,7 +93,7 @@ def test_forget_and_refused_batches_use_no_id(cluster, tmp_path):
     assert c.cli("forget", "-c", c.config, 999).returncode == 1
     for cmd in ("wait", "batch", "cat"):
         r = c.cli(cmd, "-c", c.config, first)
-        assert r.returncode == 1 and "forgotten" in r.stderr, (cmd, r)
+        assert r.returncode == 4 and "forgotten" in r.stderr, (cmd, r)
     assert c.cli("forget", "-c", c.config, running).returncode == 0
     ids = [b["id"] for b in c.status()["batches"]]
     assert first not in ids and running not in ids

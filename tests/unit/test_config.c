@@ -253,7 +253,9 @@ static void
 test_bad_values(void **state)
 {
 	refused(state, "{\"state_dir\": \"s\", \"nodes\": []}",
-		"%s:1:20: nodes: must not be empty");
+		"%s:1:20: nodes: is empty, so every node must join over TCP: "
+		"that needs \"control\": {\"listen\": \"HOST:PORT\"} (and "
+		"join.max_nodes above 0)");
 	refused(state, "{\"state_dir\": \"\", " NODES "}",
 		"%s:1:2: state_dir: must not be empty");
 	refused(state, "{\"name\": \"\", \"state_dir\": \"s\", " NODES "}",
@@ -786,6 +788,61 @@ test_control_tcp(void **state)
 		"be HOST:PORT with a port from 0 to 65535");
 }
 
+/* "nodes": [] with control over TCP: every node joins; "join": its
+ * bound and the power control of the hosts nodes join from, copied to a
+ * node that joins from one (by name or short name). */
+static void
+test_join(void **state)
+{
+	struct ft_config cfg;
+	char *gpus[] = { "0", "3" };
+	int i;
+
+	accepted(state, "{\"state_dir\": \"/s\", \"nodes\": [], \"control\": "
+		 "{\"listen\": \"127.0.0.1:0\"}, \"join\": {\"max_nodes\": 3, "
+		 "\"hosts\": {\"sl2\": {\"bmc\": {\"host\": \"10.1.0.2\", "
+		 "\"user\": \"u\", \"password_file\": \"/pw\"}, "
+		 "\"ready_command\": [\"true\"]}}}}", &cfg);
+	assert_int_equal(cfg.nnodes, 0);
+	assert_int_equal(cfg.no_nodes, 1);
+	assert_true(ft_config_joinable(&cfg));
+	assert_int_equal(cfg.join.max_nodes, 3);
+	assert_int_equal(cfg.join.nhosts, 1);
+	i = ft_config_add_joined(&cfg, "a", "sl2.cluster.org", 4, gpus, 2);
+	assert_int_equal(i, 0);
+	assert_int_equal(cfg.nnodes, 1);
+	assert_true(cfg.nodes[0].joined);
+	assert_int_equal(cfg.nodes[0].workers, 4);
+	assert_int_equal(cfg.nodes[0].ngpus, 2);
+	assert_string_equal(cfg.nodes[0].gpus[1], "3");
+	assert_non_null(cfg.nodes[0].bmc);
+	assert_string_equal(cfg.nodes[0].bmc->host, "10.1.0.2");
+	assert_string_equal(cfg.nodes[0].ready_command[0], "true");
+	i = ft_config_add_joined(&cfg, "b", "sl3", 1, NULL, 0);
+	assert_int_equal(i, 1);
+	assert_null(cfg.nodes[1].bmc);
+	/* Its next incarnation, elsewhere: what that host has. */
+	ft_config_rejoin(&cfg, 0, "sl9", 2, NULL, 0);
+	assert_string_equal(cfg.nodes[0].name, "a");
+	assert_null(cfg.nodes[0].bmc);
+	assert_int_equal(cfg.nodes[0].workers, 2);
+	ft_config_free(&cfg);
+	assert_true(ft_config_name_ok("sl1.x_y-2"));
+	assert_false(ft_config_name_ok("a b"));
+	assert_false(ft_config_name_ok(".."));
+	refused(state, "{\"state_dir\": \"s\", \"nodes\": [], \"control\": "
+		"{\"listen\": \":0\"}, \"join\": {\"max_nodes\": 0}}",
+		"%s:1:20: nodes: is empty, so every node must join over TCP: "
+		"that needs \"control\": {\"listen\": \"HOST:PORT\"} (and "
+		"join.max_nodes above 0)");
+	refused(state, "{\"state_dir\": \"s\", " NODES ", \"join\": "
+		"{\"hosts\": {\"h\": {\"power\": 1}}}}",
+		"%s:1:72: join.hosts.h.power: unknown key");
+	refused(state, "{\"state_dir\": \"s\", " NODES ", \"join\": "
+		"{\"max_nodes\": -1}}",
+		"%s:1:56: join.max_nodes: must be between 0 and 65536");
+}
+
 int
 main(void)
 {
@@ -812,6 +869,7 @@ main(void)
 		T(test_hosts_keys),
 		T(test_slurm_nodes),
 		T(test_control_tcp),
+		T(test_join),
 		cmocka_unit_test(test_shipped_configs),
 #undef T
 	};

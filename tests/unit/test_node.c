@@ -101,6 +101,33 @@ test_drain_and_return(void **state)
 	json_decref(a);
 }
 
+/* A node that joined over TCP leaves, then joins again. */
+static void
+test_leave_and_rejoin(void **state)
+{
+	struct fixture *f = *state;
+	struct node n;
+	json_t *a;
+
+	node_init(&n, 0, "sl1");
+	assert_int_equal(node_set(&n, N_LEFT, "no", &f->ev), -1);
+	assert_int_equal(node_set(&n, N_LEAVING, "SIGTERM", &f->ev), 0);
+	assert_false(node_serves(&n));
+	assert_int_equal(node_set(&n, N_UP, "no", &f->ev), -1);
+	assert_int_equal(node_set(&n, N_LEFT, "bye", &f->ev), 0);
+	assert_int_equal(node_set(&n, N_SUSPECT, "no", &f->ev), -1);
+	assert_int_equal(node_set(&n, N_UP, "joined again", &f->ev), 0);
+	assert_int_equal(node_state_parse("left"), N_LEFT);
+	assert_int_equal(node_state_parse("leaving"), N_LEAVING);
+	a = events_read(f);
+	assert_int_equal(json_array_size(a), 3);
+	assert_string_equal(field(a, 0, "event"), "node_leaving");
+	assert_string_equal(field(a, 0, "reason"), "SIGTERM");
+	assert_string_equal(field(a, 1, "event"), "node_left");
+	assert_string_equal(field(a, 2, "event"), "node_back");
+	json_decref(a);
+}
+
 /* Every pair of states: the table and node_set agree, and a refused
  * change leaves the node as it was. */
 static void
@@ -127,7 +154,7 @@ test_node_table(void **state)
 			assert_int_equal(n.reboots, rc == 0 && to == N_REBOOTING);
 			allowed += rc == 0;
 		}
-	assert_int_equal(allowed, 26);
+	assert_int_equal(allowed, 33);
 	assert_false(node_can(N_INACTIVE, N_UP));
 	assert_false(node_can(0, N_UP));
 	assert_string_equal(node_state_name(N_DRAINED), "drained");
@@ -143,6 +170,8 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_drain_and_return, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_node_table, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_leave_and_rejoin, setup,
 						teardown),
 	};
 

@@ -18,6 +18,7 @@ test_round_trip(void **state)
 	char nonce[RAUTH_NONCE_HEX + 1], got[RAUTH_NONCE_HEX + 1], err[256];
 	char *line, *cred;
 	unsigned uid = 7;
+	enum rauth_role role;
 
 	(void)state;
 	assert_int_equal(rauth_nonce(nonce), 0);
@@ -28,10 +29,17 @@ test_round_trip(void **state)
 					   sizeof(err)), 0);
 	assert_string_equal(got, nonce);
 	free(line);
-	line = rauth_reply("MUNGE:AwQ+/=:");
-	assert_int_equal(rauth_parse_reply(line, strlen(line) - 1, &cred, err,
-					   sizeof(err)), 0);
+	line = rauth_reply("MUNGE:AwQ+/=:", RAUTH_CLIENT);
+	assert_int_equal(rauth_parse_reply(line, strlen(line) - 1, &cred,
+					   &role, err, sizeof(err)), 0);
 	assert_string_equal(cred, "MUNGE:AwQ+/=:");
+	assert_int_equal(role, RAUTH_CLIENT);
+	free(cred);
+	free(line);
+	line = rauth_reply("MUNGE:AwQ+/=:", RAUTH_AGENT);
+	assert_int_equal(rauth_parse_reply(line, strlen(line) - 1, &cred,
+					   &role, err, sizeof(err)), 0);
+	assert_int_equal(role, RAUTH_AGENT);
 	free(cred);
 	free(line);
 	assert_true(rauth_payload_ok(nonce, nonce, RAUTH_NONCE_HEX));
@@ -54,9 +62,10 @@ static void
 reply_refused(const char *line, const char *want)
 {
 	char err[256], *cred = (char *)1;
+	enum rauth_role role;
 
-	assert_int_equal(rauth_parse_reply(line, strlen(line), &cred, err,
-					   sizeof(err)), -1);
+	assert_int_equal(rauth_parse_reply(line, strlen(line), &cred, &role,
+					   err, sizeof(err)), -1);
 	assert_null(cred);
 	if (strstr(err, want) == NULL)
 		fail_msg("\"%s\" lacks \"%s\"", err, want);
@@ -76,6 +85,8 @@ test_strict(void **state)
 	reply_refused("{\"v\":1,\"munge\":\"password\"}", "not a MUNGE");
 	reply_refused("{\"v\":1,\"munge\":\"MUNGE:a b:\"}", "not a MUNGE");
 	reply_refused("[]", "");
+	reply_refused("{\"v\":1,\"munge\":\"MUNGE:x:\",\"role\":\"root\"}",
+		      "neither");
 	memset(big, 'x', sizeof(big));
 	assert_int_equal(rauth_line(big, RAUTH_MAX_LINE), -1);
 	assert_int_equal(rauth_line(big, sizeof(big)), -2);

@@ -4,8 +4,12 @@
  *
  *   {"type": "python", "fn": BASE64 | "fn_file": PATH,
  *    "args": BASE64 | "args_file": PATH, "python": "python3",
- *    "dir": DIR, "call_timeout": S, "timeout": S}
+ *    "dir": DIR, "call_timeout": S, "timeout": S, "after_values": B}
  *
+ * With "after_values": true the master sends the task, once the tasks of
+ * its "after" have succeeded, with their values: "inputs": [VALUE...]
+ * (or "inputs_file": PATH of that array; master/inputs.h), which the
+ * interpreter puts in place of the arguments that name them.
  * "fn" is a function pickled with cloudpickle (with the client's
  * sys.path and working directory: python/ftfarm/_calls.py), "args" a
  * pickled list of (args, kwargs) pairs: one call of the function each,
@@ -84,6 +88,8 @@ struct interp {
 	int sock;			/* requests out, replies in */
 	struct task_sink out, err;	/* its standard output and error */
 	char *python;			/* the program it runs */
+	int serving;			/* it has answered a request: its
+					 * SIGINT handler is in place */
 };
 
 static struct interp ip = { .pidfd = -1, .sock = -1,
@@ -119,6 +125,10 @@ static const struct jfield python_fields[] = {
 	{ "dir", JT_STRING, 0 },
 	{ "call_timeout", JT_NUMBER, 0 },
 	{ "timeout", JT_NUMBER, 0 },
+	{ "after_values", JT_BOOL, 0 },
+	{ "inputs", JT_ARRAY, 0 },
+	{ "inputs_file", JT_STRING, 0 },
+	{ "inputs_error", JT_STRING, 0 },
 	{ NULL, JT_ANY, 0 },
 };
 
@@ -207,6 +217,7 @@ interp_stop(void)
 	task_fd_close(&ip.err.fd);
 	free(ip.python);
 	ip.python = NULL;
+	ip.serving = 0;
 }
 
 /* The signals the interpreter starts with at their defaults: all that
@@ -567,18 +578,25 @@ take_reply(const struct ft_buf *reply, struct ft_result *res)
  * cancelled): interrupt the call (SIGINT raises KeyboardInterrupt in it:
  * _slot.py) and let the interpreter answer within CANCEL_GRACE; kill it
  * only if it does not.  A new interpreter costs a hundred times a short
- * call. */
+ * call.  One that has not answered yet may still be starting, before its
+ * handler is in place, where SIGINT would end it: it is left to answer
+ * (a slot respawned after a death started an interpreter for its first
+ * call, slower than the straggler rule's 50 ms; its copy on another slot
+ * won, the SIGINT killed the starting interpreter, and every call of a
+ * chain went the same way, a new interpreter each, 60 ms a link). */
 static void
 interrupt(const struct ft_task *task, struct ft_buf *reply)
 {
 	uint64_t rss = 0;
 
-	if (kill(ip.pid, SIGINT) == 0 &&
+	if ((!ip.serving || kill(ip.pid, SIGINT) == 0) &&
 	    wait_reply(task, ft_now() + CANCEL_GRACE, 0, reply, &rss) ==
-	    END_REPLY)
+	    END_REPLY) {
 		drain_outputs();
-	else
+		ip.serving = 1;
+	} else {
 		interp_stop();
+	}
 }
 
 /* Hand the outputs kept to RES, and start the next task's afresh. */
@@ -624,6 +642,7 @@ python_run(const struct ft_task *task, struct ft_result *res)
 	ft_buf_free(&req);
 	if (end == END_REPLY) {
 		drain_outputs();
+		ip.serving = 1;
 		take_reply(&reply, res);
 	} else if (end == END_GONE) {
 		interp_gone(res);

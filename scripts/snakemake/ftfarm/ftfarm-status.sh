@@ -11,9 +11,9 @@
 #             outputs and retry it (--restart-times) or report it, where
 #             a non-zero exit would stop the whole workflow.
 # Exits 1 (Snakemake then stops, saying it could not get the status) only
-# when no master answers and the cluster is not down: `ftfarm batch`
-# waits for a master that restarts, so that is a state dir that cannot be
-# read or a master that does not answer.
+# when `ftfarm batch` fails otherwise (it waits for a master that
+# restarts): a state dir that cannot be read, a master that went away in
+# the middle of its answer.
 #
 # A shell script, not Python: Snakemake runs it for every job at every
 # round of checks, and a Python interpreter's start costs ten times
@@ -47,23 +47,24 @@ if [ -z "$ftfarm" ]; then
 fi
 
 answer=$("$ftfarm" batch -c "$FTFARM_CONFIG" "$1" --json 2>&1)
-rc=$?
-if [ $rc -ne 0 ]; then
-	case $answer in
-	*"no batch $1"*|*forgotten*)
-		echo "$me: $answer: telling snakemake the job failed" >&2
-		echo failed
-		exit 0 ;;
-	*"ftfarm: cluster "*" is down ("*)
-		# Stopped, or between two Slurm allocations: the next start
-		# of the config resumes the batch, so it is still to run.
-		echo "$me: $answer: the job waits for the cluster" >&2
-		echo running
-		exit 0 ;;
-	esac
+# ftfarm(1), EXIT STATUS: 3 no such batch, 4 forgotten, 5 no master
+# answers (the cluster is down); never the messages' words.
+case $? in
+0)	;;
+3|4)
+	echo "$me: $answer: telling snakemake the job failed" >&2
+	echo failed
+	exit 0 ;;
+5)
+	# Stopped, or between two Slurm allocations: the next start of the
+	# config resumes the batch, so it is still to run.
+	echo "$me: $answer: the job waits for the cluster" >&2
+	echo running
+	exit 0 ;;
+*)
 	echo "$me: $answer" >&2
-	exit 1
-fi
+	exit 1 ;;
+esac
 # `ftfarm batch --json` prints the batch's row with each of its keys on a
 # line of its own, two spaces in ("  \"state\": \"running\","); the
 # quotes and newlines of a string are escaped, so only the row's keys
