@@ -40,7 +40,8 @@ COMMON := common/jpos.c common/jcheck.c common/config.c common/log.c \
 	common/util.c common/ctl.c common/proto.c common/jsonl.c \
 	common/batchtext.c common/statedir.c common/crc32c.c common/lease.c \
 	common/progress.c common/hosts.c common/slurm.c common/jparse.c \
-	common/rauth.c common/frame.c common/hugeheap.c common/taskgraph.c
+	common/rauth.c common/frame.c common/hugeheap.c common/taskgraph.c \
+	common/memsize.c common/outpath.c common/cgroup.c common/hostmem.c
 # Code that calls MPI.
 COMMON_MPI := common/treq.c
 MASTER := master/main.c master/loop.c master/farm.c master/commands.c \
@@ -56,13 +57,15 @@ MASTER := master/main.c master/loop.c master/farm.c master/commands.c \
 	master/adds.c master/openb.c master/retain.c master/deps.c master/inputs.c master/opstate.c master/reaper.c \
 	master/replay.c
 WORKER := worker/main.c worker/agent_mpi.c worker/agent.c worker/doze.c worker/slots.c \
-	worker/slotproc.c
+	worker/slotproc.c worker/memcg.c
 # ftfarm-agent, the agent of a node that joins over TCP (ftfarm join):
 # no MPI; it shares the agent's core and the slots with ftfarm-worker.
 AGENT := worker/agent_main.c worker/agent_tcp.c
-AGENT_SHARED := worker/agent.c worker/slots.c worker/slotproc.c
+AGENT_SHARED := worker/agent.c worker/slots.c worker/slotproc.c \
+	worker/memcg.c
 # ftfarm-slot, a node's worker slot: no MPI, compiled with cc.
-SLOT := worker/slot_main.c worker/slot.c worker/runner.c worker/zygote.c
+SLOT := worker/slot_main.c worker/slot.c worker/runner.c worker/zygote.c \
+	worker/memcg.c worker/outfiles.c
 # Reaching a master over TCP with MUNGE: the CLI and a joining agent
 # (they link libmunge; the other programs do not).
 RDIAL := common/rdial.c
@@ -130,12 +133,15 @@ $(BINDIR)/tasks/%.so: worker/tasks/%.c $(PLUGIN_DEPS)
 	$(CC) $(CPPFLAGS) $(CFLAGS) $(WARN) $(PLUGIN_CFLAGS) -o $@ $< $(PLUGIN_COMMON) $(LDLIBS)
 
 # exec and python start processes: with the environment task_env.c
-# makes, their outputs read by task_io.c.
-TASK_PROC := worker/tasks/task_env.c worker/tasks/task_io.c
+# makes, their outputs read by task_io.c, their memory sampled by
+# task_mem.c.
+TASK_PROC := worker/tasks/task_env.c worker/tasks/task_io.c \
+	worker/tasks/task_mem.c
 $(BINDIR)/tasks/exec.so $(BINDIR)/tasks/python.so: $(BINDIR)/tasks/%.so: \
-		worker/tasks/%.c $(TASK_PROC) $(TASK_PROC:.c=.h) $(PLUGIN_DEPS)
+		worker/tasks/%.c $(TASK_PROC) $(TASK_PROC:.c=.h) $(PLUGIN_DEPS) \
+		common/memsize.c
 	@mkdir -p $(dir $@)
-	$(CC) $(CPPFLAGS) -iquote worker/tasks $(CFLAGS) $(WARN) $(PLUGIN_CFLAGS) -o $@ $< $(TASK_PROC) $(PLUGIN_COMMON) $(LDLIBS)
+	$(CC) $(CPPFLAGS) -iquote worker/tasks $(CFLAGS) $(WARN) $(PLUGIN_CFLAGS) -o $@ $< $(TASK_PROC) common/memsize.c $(PLUGIN_COMMON) $(LDLIBS)
 
 # wordcount is split into worker/tasks/wc_*.c, compiled into its plugin.
 # Its map runs a few short loops billions of times: on x86 CPUs with the

@@ -75,7 +75,10 @@ struct cli {
 	const char *array;		/* --array A-B */
 	const char *after;		/* --after ID[,ID...] */
 	const char *after_any;		/* --after-any ID[,ID...] */
-	int stderr_out;			/* --stderr */
+	int stderr_out;			/* --stderr (cat) */
+	const char *stdout_file;	/* submit --stdout PATTERN */
+	const char *stderr_file;	/* submit --stderr PATTERN */
+	uint64_t mem;			/* submit --mem (0: not given) */
 	const char *cmd;		/* the command's name */
 	int slots;			/* --slots (0: not given) */
 	const char *gpu_list;		/* join --gpus LIST */

@@ -6,6 +6,7 @@
 
 #include "batch.h"
 #include "cli.h"
+#include "memsize.h"
 #include "remote.h"
 
 /* The commands, as data: what runs each, whether it needs the config
@@ -26,7 +27,8 @@ static const struct command {
 	{ "submit", cli_submit, 1, "submit -c CFG BATCH.json [--wait] "
 	  "[--reconnect-timeout S] [--after ID,...] [--after-any ID,...]\n"
 	  "  ftfarm submit -c CFG [--wait] [--name N] "
-	  "[--cpus K] [--gpus G] [--timeout S] [--priority P] "
+	  "[--cpus K] [--gpus G] [--mem M] [--timeout S] [--priority P] "
+	  "[--stdout PATTERN] [--stderr PATTERN] "
 	  "[--after ID,...] [--after-any ID,...] "
 	  "[--each-line FILE | --array A-B] -- COMMAND ARG...",
 	  "Submit a batch file, or exec tasks typed on the command line, and "
@@ -254,6 +256,9 @@ enum {
 	OPT_STDERR,
 	OPT_AFTER,
 	OPT_AFTER_ANY,
+	OPT_MEM,
+	OPT_STDOUT_FILE,
+	OPT_STDERR_FILE,
 	OPT_SLOTS,
 	OPT_GRACE,
 };
@@ -295,6 +300,15 @@ task_opt(struct cli *c, int o, char *arg)
 	case OPT_EACH_LINE: c->each_line = arg; return 0;
 	case OPT_ARRAY: c->array = arg; return 0;
 	case OPT_STDERR: c->stderr_out = 1; return 0;
+	case OPT_STDOUT_FILE: c->stdout_file = arg; return 0;
+	case OPT_STDERR_FILE: c->stderr_file = arg; return 0;
+	case OPT_MEM:
+		if (memsize_parse(arg, &c->mem) == -1) {
+			cli_err("--mem takes bytes or a number with K, M, G or "
+				"T (\"2G\"), not \"%s\"", arg);
+			return -1;
+		}
+		return 0;
 	default:
 		c->timeout = strtod(arg, &end);
 		if (*end || end == arg || !(c->timeout > 0)) {
@@ -305,6 +319,8 @@ task_opt(struct cli *c, int o, char *arg)
 	}
 }
 
+/* The options of command C->cmd in ARGV: submit's --stderr names a
+ * file (cat's prints the tasks' stderr). */
 static int
 parse(struct cli *c, int argc, char **argv)
 {
@@ -334,15 +350,26 @@ parse(struct cli *c, int argc, char **argv)
 		{ "stderr", no_argument, NULL, OPT_STDERR },
 		{ "after", required_argument, NULL, OPT_AFTER },
 		{ "after-any", required_argument, NULL, OPT_AFTER_ANY },
+		{ "mem", required_argument, NULL, OPT_MEM },
+		{ "stdout", required_argument, NULL, OPT_STDOUT_FILE },
 		{ "slots", required_argument, NULL, OPT_SLOTS },
 		{ "grace", required_argument, NULL, OPT_GRACE },
 		{ NULL, 0, NULL, 0 },
 	};
+	struct option mine[FT_ARRAY_LEN(opts)];
 	char *end;
 	int o;
+	size_t k;
 
+	memcpy(mine, opts, sizeof(opts));
+	for (k = 0; mine[k].name; k++)
+		if (strcmp(mine[k].name, "stderr") == 0 && c->cmd &&
+		    strcmp(c->cmd, "submit") == 0) {
+			mine[k].has_arg = required_argument;
+			mine[k].val = OPT_STDERR_FILE;
+		}
 	/* A command's own options come after "--", where getopt stops. */
-	while ((o = getopt_long(argc, argv, "c:ho:", opts, NULL)) != -1) {
+	while ((o = getopt_long(argc, argv, "c:ho:", mine, NULL)) != -1) {
 		switch (o) {
 		case 'c': c->config = optarg; break;
 		case 'o': c->output = optarg; break;
@@ -390,7 +417,8 @@ parse(struct cli *c, int argc, char **argv)
 		case OPT_AFTER_ANY: c->after_any = optarg; break;
 		case OPT_NAME: case OPT_CPUS: case OPT_GPUS: case OPT_TIMEOUT:
 		case OPT_PRIORITY: case OPT_EACH_LINE: case OPT_ARRAY:
-		case OPT_STDERR:
+		case OPT_STDERR: case OPT_MEM: case OPT_STDOUT_FILE:
+		case OPT_STDERR_FILE:
 			if (task_opt(c, o, optarg) == -1)
 				return -1;
 			c->cmdline |= o != OPT_STDERR && !c->gpu_list;

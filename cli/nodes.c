@@ -8,6 +8,7 @@
 
 #include "cli.h"
 #include "ctl.h"
+#include "memsize.h"
 #include "util.h"
 
 #define ANSWER_TIMEOUT 30.0	/* seconds for an answer that comes at once */
@@ -226,6 +227,23 @@ cli_cancel(struct cli *c)
 	return st;
 }
 
+/* The usage line of batch ROW: what its tasks used together. */
+static void
+print_usage(const json_t *row)
+{
+	char rss[32];
+
+	if (!json_is_number(json_object_get(row, "cpu_s")))
+		return;		/* a batch of an older master */
+	printf("  used %.2f CPU seconds in %.2f seconds of tasks; the largest "
+	       "peak RSS %s\n",
+	       json_number_value(json_object_get(row, "cpu_s")),
+	       json_number_value(json_object_get(row, "task_seconds")),
+	       memsize_format((uint64_t)json_integer_value(
+			      json_object_get(row, "max_rss")), rss,
+			      sizeof(rss)));
+}
+
 /* batch -c CFG BATCH_ID [--json] [--reconnect-timeout S]: --json prints
  * the batch's row as `status --json` lists it.  Across a restart of the
  * master it asks the next one, as wait does. */
@@ -267,6 +285,7 @@ cli_batch(struct cli *c)
 		if (json_is_string(json_object_get(row, "error")))
 			printf("  %s\n", json_string_value(
 				       json_object_get(row, "error")));
+		print_usage(row);
 	}
 	json_decref(ans);
 	return 0;

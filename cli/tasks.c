@@ -2,18 +2,22 @@
  * tasks: batches typed on the command line, and their outputs.
  *
  *   ftfarm submit -c CFG [--wait] [--name N] [--cpus K] [--gpus G]
- *       [--timeout S] [--priority P] [--each-line FILE | --array A-B]
+ *       [--mem M] [--timeout S] [--priority P] [--stdout PATTERN]
+ *       [--stderr PATTERN] [--each-line FILE | --array A-B]
  *       -- COMMAND ARG...
  *   ftfarm cat -c CFG BATCH [TASK...] [--stderr]
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli.h"
 #include "down.h"
+#include "outpath.h"
 #include "statedir.h"
 #include "util.h"
 
@@ -24,6 +28,42 @@
  * (the command's task with a NUL byte where each "{}" was) with the
  * task's item, escaped once, in every NUL's place.
  */
+
+/* Append KEY: PATTERN (a --stdout or --stderr, checked) to FORM, made
+ * absolute from the working directory: the task writes it on a node
+ * whose working directory is not this one. */
+static void
+output_key(struct ft_buf *form, const char *key, const char *pattern)
+{
+	char cwd[4096];
+	char *abs;
+
+	if (pattern == NULL)
+		return;
+	abs = pattern[0] == '/' || getcwd(cwd, sizeof(cwd)) == NULL ?
+	      ft_strdup(pattern) : ft_asprintf("%s/%s", cwd, pattern);
+	ft_buf_printf(form, ",\"%s\":\"", key);
+	ft_buf_json_str(form, abs, strlen(abs));
+	ft_buf_adds(form, "\"");
+	free(abs);
+}
+
+/* C's --stdout and --stderr: patterns (outpath.h)?  0, or 2 (said). */
+static int
+check_patterns(const struct cli *c)
+{
+	const char *pats[] = { c->stdout_file, c->stderr_file };
+	const char *opts[] = { "--stdout", "--stderr" };
+	char why[200];
+	int i;
+
+	for (i = 0; i < 2; i++)
+		if (pats[i] && outpath_check(pats[i], why, sizeof(why)) == -1) {
+			cli_err("%s %s: %s", opts[i], pats[i], why);
+			return 2;
+		}
+	return 0;
+}
 
 /* The form of c's tasks into FORM: a task's text, with a NUL byte where
  * each "{}" of an argument was when ITEMS (else "{}" stays as typed).
@@ -52,6 +92,11 @@ task_form(const struct cli *c, int items, struct ft_buf *form)
 		ft_buf_printf(form, ",\"gpus\":%d", c->gpus);
 	if (c->timeout > 0)
 		ft_buf_printf(form, ",\"timeout\":%.17g", c->timeout);
+	if (c->mem > 0)
+		ft_buf_printf(form, ",\"mem\":%llu",
+			      (unsigned long long)c->mem);
+	output_key(form, "stdout", c->stdout_file);
+	output_key(form, "stderr", c->stderr_file);
 	ft_buf_adds(form, "}");
 	return slots;
 }
@@ -166,10 +211,13 @@ cli_command_batch(const struct cli *c, struct ft_buf *out)
 
 	if (c->argc == 0 || (c->each_line && c->array)) {
 		cli_err("usage: ftfarm submit -c CFG [--wait] [--name N] "
-			"[--cpus K] [--gpus G] [--timeout S] [--priority P] "
+			"[--cpus K] [--gpus G] [--mem M] [--timeout S] "
+			"[--priority P] [--stdout PATTERN] [--stderr PATTERN] "
 			"[--each-line FILE | --array A-B] -- COMMAND ARG...");
 		return 2;
 	}
+	if (check_patterns(c) != 0)
+		return 2;
 	ft_buf_adds(out, "{\"name\":\"");
 	ft_buf_json_str(out, name, strlen(name));
 	ft_buf_adds(out, "\",");
@@ -262,17 +310,42 @@ by_number(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
-/* Print task T's output (KEY: "stdout" or "stderr") of BY; 1 when it has
- * no result (said). */
+/* Copy the file PATH to the standard output.  0, or -1 when it cannot
+ * be opened (nothing written). */
+static int
+print_file(const char *path)
+{
+	char buf[65536];
+	ssize_t got;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0)
+		return -1;
+	fflush(stdout);
+	while ((got = read(fd, buf, sizeof(buf))) > 0)
+		if (ft_write_all(STDOUT_FILENO, buf, (size_t)got) == -1)
+			break;
+	close(fd);
+	return 0;
+}
+
+/* Print task T's output (KEY: "stdout" or "stderr") of BY: its file when
+ * it had one that can be read here, else the result's copy (all of it,
+ * or a file's tail).  1 when it has no result (said). */
 static int
 print_task(json_t **by, size_t n, long t, const char *key, long id)
 {
-	const json_t *out;
+	const json_t *out, *file;
+	char pkey[16];
 
 	if (t < 0 || (size_t)t >= n || by[t] == NULL) {
 		cli_err("batch %ld: task %ld has no result (yet)", id, t);
 		return 1;
 	}
+	snprintf(pkey, sizeof(pkey), "%s_path", key);
+	file = json_object_get(by[t], pkey);
+	if (json_is_string(file) && print_file(json_string_value(file)) == 0)
+		return 0;
 	out = json_object_get(by[t], key);
 	fwrite(json_string_value(out) ? json_string_value(out) : "", 1,
 	       json_string_length(out), stdout);
@@ -302,7 +375,8 @@ task_list(const struct cli *c, long **out)
 }
 
 /* cat -c CFG BATCH [TASK...] [--stderr]: the tasks' standard output (or
- * error), in task order, as results.jsonl keeps it. */
+ * error), in task order: the files of tasks that wrote theirs to files
+ * ("stdout" and "stderr" keys), what results.jsonl keeps of the others'. */
 int
 cli_cat(struct cli *c)
 {

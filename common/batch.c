@@ -4,6 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "memsize.h"
+#include "outpath.h"
 #include "proto.h"
 #include "statedir.h"
 #include "util.h"
@@ -58,10 +60,9 @@ ft_batch_top_key(const char *key)
 	return 0;
 }
 
-/* Check TASK's "cpus", "gpus" and "after" at PATH (any task may carry
- * them).  0, or -1 with ERR. */
+/* Check TASK's "cpus" and "gpus" at PATH.  0, or -1 with ERR. */
 static int
-check_need(const json_t *task, const char *path, struct jerr *err)
+check_counts(const json_t *task, const char *path, struct jerr *err)
 {
 	const char *keys[] = { "cpus", "gpus" };
 	const long long lo[] = { 1, 0 }, hi[] = { FT_TASK_CPUS_MAX,
@@ -84,71 +85,136 @@ check_need(const json_t *task, const char *path, struct jerr *err)
 					lo[i], hi[i],
 					(long long)json_integer_value(v));
 	}
-	return ft_check_ids(task, path, "after", 0, err);
+	return 0;
 }
 
-/* Does TASK carry "cpus", "gpus" or "after"?  One walk over its few
- * keys, cheaper than looking each up in its table. */
+/* TASK's "mem" (at PATH), when present: an amount (memsize.h). */
+static int
+check_mem(const json_t *task, const char *path, struct jerr *err)
+{
+	const json_t *v = json_object_get(task, "mem");
+	uint64_t bytes;
+	char at[300];
+
+	if (v == NULL || memsize_json(v, &bytes) == 0)
+		return 0;
+	jpath_key(at, sizeof(at), path, "mem");
+	if (!json_is_integer(v) && !json_is_string(v))
+		return jerr_set(err, at, "expected an amount of memory, got %s",
+				jcheck_type_name(v));
+	return jerr_set(err, at, "must be bytes or a number with K, M, G or T "
+			"(\"2G\"), more than 0 and at most 1 PiB");
+}
+
+/* TASK's "stdout" and "stderr" (at PATH), when present: path patterns,
+ * for a task of plugin P, which must write its outputs to files. */
+static int
+check_outputs_of(const json_t *task, const char *path,
+		 const struct ft_plugin *p, struct jerr *err)
+{
+	const char *keys[] = { "stdout", "stderr" };
+	char at[300], why[200];
+	int i;
+
+	for (i = 0; i < 2; i++) {
+		const json_t *v = json_object_get(task, keys[i]);
+
+		if (v == NULL)
+			continue;
+		jpath_key(at, sizeof(at), path, keys[i]);
+		if (!(p->flags & FT_PLUGIN_OUTPUT_FILES))
+			return jerr_set(err, at, "tasks of type \"%s\" have no "
+					"output to write to a file", p->name);
+		if (!json_is_string(v))
+			return jerr_set(err, at, "expected a path, got %s",
+					jcheck_type_name(v));
+		if (strlen(json_string_value(v)) != json_string_length(v))
+			return jerr_set(err, at, "must not contain a NUL byte");
+		if (outpath_check(json_string_value(v), why, sizeof(why)) == -1)
+			return jerr_set(err, at, "%s", why);
+	}
+	return 0;
+}
+
+/* The keys any task may carry beside its plugin's own. */
+static const char *const common_keys[] = {
+	"cpus", "gpus", "mem", "after", "stdout", "stderr",
+};
+
+/* Does TASK carry a key of common_keys?  One walk over its few keys,
+ * cheaper than looking each up in its table. */
 static int
 has_need(const json_t *task)
 {
 	const char *k;
 	json_t *v;
+	size_t i;
 
 	json_object_foreach((json_t *)task, k, v)
-		if ((k[0] == 'c' && strcmp(k, "cpus") == 0) ||
-		    (k[0] == 'g' && strcmp(k, "gpus") == 0) ||
-		    (k[0] == 'a' && strcmp(k, "after") == 0))
-			return 1;
+		for (i = 0; i < FT_ARRAY_LEN(common_keys); i++)
+			if (k[0] == common_keys[i][0] &&
+			    strcmp(k, common_keys[i]) == 0)
+				return 1;
 	return 0;
 }
 
 /* Let plugin P check TASK (at PATH) without the keys every task may have
- * beside its own ("cpus", "gpus"), which it does not know; *CPUS and
- * *GPUS: what it asks. */
+ * beside its own (common_keys), which it does not know; NEED: what it
+ * asks. */
 static int
 plugin_check(const struct ft_plugin *p, const json_t *task, const char *path,
-	     int *cpus, int *gpus, struct jerr *err)
+	     struct ft_need *need, struct jerr *err)
 {
 	json_t *own;
+	size_t i;
 	int rc;
 
-	*cpus = 1;
-	*gpus = 0;
+	need->cpus = 1;
+	need->gpus = 0;
+	need->mem = 0;
+	need->files = 0;
 	if (!has_need(task))
 		return p->validate(task, path, err);
-	if (check_need(task, path, err) == -1)
+	if (check_counts(task, path, err) == -1 ||
+	    check_mem(task, path, err) == -1 ||
+	    check_outputs_of(task, path, p, err) == -1 ||
+	    ft_check_ids(task, path, "after", 0, err) == -1)
 		return -1;
-	ft_task_need(task, cpus, gpus);
+	ft_task_need(task, need);
 	own = json_copy((json_t *)task);
-	json_object_del(own, "cpus");
-	json_object_del(own, "gpus");
-	json_object_del(own, "after");
+	for (i = 0; i < FT_ARRAY_LEN(common_keys); i++)
+		json_object_del(own, common_keys[i]);
 	rc = p->validate(own, path, err);
 	json_decref(own);
 	return rc;
 }
 
 int
-ft_task_need(const json_t *task, int *cpus, int *gpus)
+ft_task_need(const json_t *task, struct ft_need *need)
 {
-	*cpus = (int)jget_int(task, "cpus", 1);
-	*gpus = (int)jget_int(task, "gpus", 0);
-	return *cpus > 1 || *gpus > 0;
+	const json_t *mem = json_object_get(task, "mem");
+
+	need->cpus = (int)jget_int(task, "cpus", 1);
+	need->gpus = (int)jget_int(task, "gpus", 0);
+	need->files = json_object_get(task, "stdout") != NULL ||
+		      json_object_get(task, "stderr") != NULL;
+	if (mem == NULL || memsize_json(mem, &need->mem) == -1)
+		need->mem = 0;
+	return need->cpus > 1 || need->gpus > 0;
 }
 
 int
 ft_batch_check_task(const json_t *task, const char *path,
 		    const struct ft_plugins *pl, struct jerr *err)
 {
-	int cpus, gpus;
+	struct ft_need need;
 
-	return ft_batch_check_task_need(task, path, pl, &cpus, &gpus, err);
+	return ft_batch_check_task_need(task, path, pl, &need, err);
 }
 
 int
 ft_batch_check_task_need(const json_t *task, const char *path,
-			 const struct ft_plugins *pl, int *cpus, int *gpus,
+			 const struct ft_plugins *pl, struct ft_need *need,
 			 struct jerr *err)
 {
 	const json_t *type;
@@ -163,7 +229,7 @@ ft_batch_check_task_need(const json_t *task, const char *path,
 		return jerr_set(err, path, "missing required key \"type\"");
 	kind = ft_plugins_index(pl, json_string_value(type));
 	if (kind >= 0)
-		return plugin_check(pl->v[kind], task, path, cpus, gpus,
+		return plugin_check(pl->v[kind], task, path, need,
 				    err) == -1 ? -1 : kind;
 	jpath_key(tpath, sizeof(tpath), path, "type");
 	if (!json_is_string(type))

@@ -11,6 +11,7 @@
 #define FT_BATCH_H
 
 #include <jansson.h>
+#include <stdint.h>
 
 #include "jcheck.h"
 #include "plugins.h"
@@ -63,14 +64,29 @@ int ft_batch_check_top(const json_t *batch, size_t ntasks,
 int ft_batch_check_task(const json_t *task, const char *path,
 			const struct ft_plugins *pl, struct jerr *err);
 
-/* TASK's "cpus" (default 1) and "gpus" (default 0), checked.  Returns
- * 1 when it needs more than one slot or a GPU. */
-int ft_task_need(const json_t *task, int *cpus, int *gpus);
+/* What a task asks of its node, beside its type's own keys. */
+struct ft_need {
+	int cpus;			/* "cpus": slots, default 1 */
+	int gpus;			/* "gpus", default 0 */
+	uint64_t mem;			/* "mem": bytes (memsize.h), 0: none
+					 * asked */
+	int files;			/* it names output files ("stdout",
+					 * "stderr") */
+};
 
-/* ft_batch_check_task, which also gives the task's "cpus" (default 1)
- * and "gpus" (default 0) in *CPUS and *GPUS. */
+/*
+ * Every task may also carry "stdout" and "stderr", path patterns of the
+ * files its outputs go to (outpath.h), when its type runs processes
+ * whose outputs can go to files (FT_PLUGIN_OUTPUT_FILES).
+ */
+
+/* TASK's needs (checked) into NEED.  Returns 1 when it needs more than
+ * one slot or a GPU. */
+int ft_task_need(const json_t *task, struct ft_need *need);
+
+/* ft_batch_check_task, which also gives the task's needs in NEED. */
 int ft_batch_check_task_need(const json_t *task, const char *path,
-			     const struct ft_plugins *pl, int *cpus, int *gpus,
+			     const struct ft_plugins *pl, struct ft_need *need,
 			     struct jerr *err);
 
 /* The plugin planning BATCH if it is a job (checked), else NULL. */

@@ -20,10 +20,12 @@
 
 #include "batch.h"
 #include "config.h"
+#include "hostmem.h"
 #include "jcheck.h"
 #include "jparse.h"
 #include "taskgraph.h"
 #include "jpos.h"
+#include "memsize.h"
 #include "proto.h"
 #include "util.h"
 
@@ -417,8 +419,9 @@ check_part(void *arg)
 	struct part *p = arg;
 	const struct bt_span *last = NULL;
 	char path[64];
+	struct ft_need need;
 	uint32_t i;
-	int kind, cpus, gpus;
+	int kind;
 
 	size_t last_rec = SIZE_MAX;
 
@@ -437,6 +440,8 @@ check_part(void *arg)
 			sp->kind = last->kind;
 			sp->cpus = last->cpus;
 			sp->gpus = last->gpus;
+			sp->mem = last->mem;
+			sp->files = last->files;
 			if (last_rec != SIZE_MAX)
 				last_rec = keep_again(&p->deps, last_rec, i);
 			continue;
@@ -449,8 +454,8 @@ check_part(void *arg)
 			break;
 		}
 		jpath_index(path, sizeof(path), "tasks", i);
-		if ((kind = ft_batch_check_task_need(t, path, p->pl, &cpus,
-						     &gpus, &p->jerr)) == -1) {
+		if ((kind = ft_batch_check_task_need(t, path, p->pl, &need,
+						     &p->jerr)) == -1) {
 			json_decref(t);
 			p->bad = i;
 			break;
@@ -464,8 +469,10 @@ check_part(void *arg)
 		}
 		sp->timeout = ft_task_timeout(t, 0);
 		sp->kind = (int8_t)kind;
-		sp->cpus = (uint16_t)cpus;
-		sp->gpus = (uint8_t)gpus;
+		sp->cpus = (uint16_t)need.cpus;
+		sp->gpus = (uint8_t)need.gpus & 0x7f;
+		sp->mem = memsize_mib(need.mem);
+		sp->files = need.files != 0;
 		last_rec = keep_after(&p->deps, i, json_object_get(t, "after"));
 		json_decref(t);
 		last = sp;
@@ -693,14 +700,16 @@ batch_text_read(struct batch_text *bt, const char *file, char *text,
 	return batch_text_check(bt, file, pl, threads, NULL, 0, err, n);
 }
 
-/* Does some node of CFG have CPUS slots and GPUS GPUs?  0, or -1 with
- * JERR set for the task at PATH. */
+/* Does some node of CFG have CPUS slots, GPUS GPUs and MEM MiB (DEF:
+ * what a node without "mem" has)?  0, or -1 with JERR set for the task
+ * at PATH. */
 static int
-node_fits(const struct ft_config *cfg, int cpus, int gpus, const char *path,
-	  struct jerr *jerr)
+node_fits(const struct ft_config *cfg, int cpus, int gpus, uint32_t mem,
+	  uint64_t def, const char *path, struct jerr *jerr)
 {
 	int i, most_c = 0, most_g = 0;
-	char at[96];
+	uint64_t most_m = 0, m;
+	char at[96], b1[32], b2[32];
 
 	/* Where nodes may join, one that has them may yet come. */
 	if (ft_config_joinable(cfg))
@@ -708,42 +717,60 @@ node_fits(const struct ft_config *cfg, int cpus, int gpus, const char *path,
 	for (i = 0; i < cfg->nnodes; i++) {
 		const struct ft_node *nd = &cfg->nodes[i];
 
-		if (nd->workers >= cpus && nd->ngpus >= gpus)
+		m = ft_node_mem(nd, def);
+		if (nd->workers >= cpus && nd->ngpus >= gpus &&
+		    m >= (uint64_t)mem << 20)
 			return 0;
 		most_c = nd->workers > most_c ? nd->workers : most_c;
 		most_g = nd->ngpus > most_g ? nd->ngpus : most_g;
+		most_m = m > most_m ? m : most_m;
 	}
 	if (cpus > most_c) {
 		jpath_key(at, sizeof(at), path, "cpus");
 		return jerr_set(jerr, at, "no node has %d slots (the most: %d)",
 				cpus, most_c);
 	}
+	if (((uint64_t)mem << 20) > most_m) {
+		jpath_key(at, sizeof(at), path, "mem");
+		return jerr_set(jerr, at, "no node has %s of memory (the most: "
+				"%s)", memsize_format((uint64_t)mem << 20, b1,
+						      sizeof(b1)),
+				memsize_format(most_m, b2, sizeof(b2)));
+	}
 	jpath_key(at, sizeof(at), path, "gpus");
 	if (gpus > most_g)
 		return jerr_set(jerr, at, "no node has %d GPUs (the most: %d)",
 				gpus, most_g);
-	return jerr_set(jerr, at, "no node has %d slots and %d GPUs together",
-			cpus, gpus);
+	return jerr_set(jerr, at, "no node has %d slots, %d GPUs and that "
+			"memory together", cpus, gpus);
 }
 
 int
 batch_text_fit(const struct batch_text *bt, const char *file,
 	       const struct ft_config *cfg, char *err, size_t n)
 {
+	const struct bt_span *fit = NULL;	/* the last shape that fits */
 	struct jerr jerr;
 	char path[64];
+	uint64_t def = 0;
 	uint32_t i;
 
 	for (i = 0; i < bt->ntasks; i++) {
 		const struct bt_span *sp = &bt->spans[i];
 
-		if (sp->cpus <= 1 && sp->gpus == 0)
+		if ((sp->cpus <= 1 && sp->gpus == 0 && sp->mem == 0) ||
+		    (fit && fit->cpus == sp->cpus && fit->gpus == sp->gpus &&
+		     fit->mem == sp->mem))
 			continue;
+		if (sp->mem && def == 0)
+			def = hostmem_default();
 		jpath_index(path, sizeof(path), "tasks", i);
-		if (node_fits(cfg, sp->cpus, sp->gpus, path, &jerr) == -1) {
+		if (node_fits(cfg, sp->cpus, sp->gpus, sp->mem, def, path,
+			      &jerr) == -1) {
 			check_error(file, bt->text, bt->len, &jerr, err, n);
 			return -1;
 		}
+		fit = sp;
 	}
 	return 0;
 }

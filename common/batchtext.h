@@ -22,14 +22,17 @@
 
 /* One task's bytes in the text, its "timeout" (0: none given; float as
  * in the scheduler's task table), its type (the index of its plugin, -1
- * unknown) and what it needs ("cpus", "gpus"). */
+ * unknown), what it needs ("cpus", "gpus", "mem" in MiB rounded up, 0
+ * for none) and whether it names output files. */
 struct bt_span {
 	uint32_t off;
 	uint32_t len;
 	float timeout;
 	int8_t kind;
-	uint8_t gpus;
+	uint8_t gpus : 7;		/* at most FT_TASK_GPUS_MAX */
+	uint8_t files : 1;
 	uint16_t cpus;
+	uint32_t mem;
 };
 
 struct batch_text {
@@ -65,9 +68,10 @@ int batch_text_scan(struct batch_text *bt, const char *file, char *text,
 int batch_text_check(struct batch_text *bt, const char *file,
 		     const struct ft_plugins *pl, int threads,
 		     const uint8_t *skip, uint32_t nskip, char *err, size_t n);
-/* Can some node of CFG give each task of BT the slots ("cpus") and GPUs
- * ("gpus") it asks?  0, or -1 with ERR ("FILE:LINE:COL: tasks[I].cpus:
- * ...", the first task none can). */
+/* Can some node of CFG give each task of BT the slots ("cpus"), GPUs
+ * ("gpus") and memory ("mem") it asks?  A node without "mem" counts as
+ * having what this host has (hostmem.h).  0, or -1 with ERR
+ * ("FILE:LINE:COL: tasks[I].cpus: ...", the first task none can). */
 struct ft_config;
 int batch_text_fit(const struct batch_text *bt, const char *file,
 		   const struct ft_config *cfg, char *err, size_t n);

@@ -19,6 +19,8 @@
 
 #include "jcheck.h"
 #include "jpos.h"
+#include "memsize.h"
+#include "outpath.h"
 #include "plugin.h"
 #include "slurm.h"
 #include "util.h"
@@ -44,6 +46,9 @@ static const struct jfield top_fields[] = {
 	{ "probe_min_s", JT_NUMBER, 0 },
 	{ "probe_max_s", JT_NUMBER, 0 },
 	{ "output_cap", JT_INT, 0 },
+	{ "task_stdout", JT_STRING, 0 },
+	{ "task_stderr", JT_STRING, 0 },
+	{ "mem_enforce", JT_STRING, 0 },
 	{ "task_events", JT_BOOL, 0 },
 	{ "mpirun_args", JT_STRING_ARRAY, 0 },
 	{ "log_level", JT_STRING, 0 },
@@ -118,6 +123,7 @@ static const struct jfield node_fields[] = {
 	{ "ready_command", JT_STRING_ARRAY, 0 },
 	{ "gpus", JT_ANY, 0 },
 	{ "pin", JT_BOOL, 0 },
+	{ "mem", JT_ANY, 0 },
 	{ NULL, JT_ANY, 0 },
 };
 
@@ -176,6 +182,8 @@ static const struct {
 static const char *const launch_names[] = { "dynamic", "static", NULL };
 static const char *const log_levels[] = { "debug", "info", "warn", NULL };
 static const char *const fsync_names[] = { "none", "batch", "always", NULL };
+static const char *const mem_enforce_names[] = { "auto", "sample", "none",
+						 NULL };
 
 /* Index in CHOICES of the string member KEY of OBJ, DEF when absent, or -1
  * with ERR set to "must be ..." (MUST names the choices). */
@@ -440,6 +448,11 @@ parse_choices(const json_t *root, struct ft_config *cfg, struct jerr *err)
 	if (level == -1)
 		return -1;
 	cfg->log_level = ft_strdup(log_levels[level]);
+	level = str_choice(root, "mem_enforce", mem_enforce_names, 0,
+			   "\"auto\", \"sample\" or \"none\"", err);
+	if (level == -1)
+		return -1;
+	cfg->mem_enforce = (enum ft_mem_enforce)level;
 	return 0;
 }
 
@@ -620,6 +633,45 @@ parse_gpus(const json_t *el, const char *path, struct ft_node *node,
 	return 0;
 }
 
+/* The node's "mem" at PATH into NODE (absent: 0, its agent's finding).
+ * 0 or -1 with ERR. */
+static int
+parse_node_mem(const json_t *el, const char *path, struct ft_node *node,
+	       struct jerr *err)
+{
+	const json_t *v = json_object_get(el, "mem");
+	char at[sizeof(err->path)];
+
+	if (v == NULL || memsize_json(v, &node->mem) == 0)
+		return 0;
+	jpath_key(at, sizeof(at), path, "mem");
+	return jerr_set(err, at, "must be bytes or a number with K, M, G or T "
+			"(\"64G\"), more than 0 and at most 1 PiB");
+}
+
+/* "task_stdout" and "task_stderr": patterns (outpath.h), relative ones
+ * taken from the config file's directory.  0 or -1 with ERR. */
+static int
+parse_task_outputs(const json_t *root, struct ft_config *cfg,
+		   struct jerr *err)
+{
+	const char *keys[] = { "task_stdout", "task_stderr" };
+	char **dst[] = { &cfg->task_stdout, &cfg->task_stderr };
+	char why[200];
+	int i;
+
+	for (i = 0; i < 2; i++) {
+		const char *s = jget_str(root, keys[i], NULL);
+
+		if (s == NULL)
+			continue;
+		if (outpath_check(s, why, sizeof(why)) == -1)
+			return jerr_set(err, keys[i], "%s", why);
+		*dst[i] = config_path(cfg, s);
+	}
+	return 0;
+}
+
 /* Check node object EL (at PATH) and append it to CFG->nodes (which has
  * room).  0 or -1 with ERR set. */
 static int
@@ -652,7 +704,8 @@ parse_node(const json_t *el, const char *path, struct ft_config *cfg,
 	node->host = ft_strdup(host);
 	node->workers = (int)jget_int(el, "workers", 1);
 	node->pin = jget_bool(el, "pin", 0);
-	if (parse_bmc(el, path, cfg, node, err) == -1 ||
+	if (parse_node_mem(el, path, node, err) == -1 ||
+	    parse_bmc(el, path, cfg, node, err) == -1 ||
 	    parse_gpus(el, path, node, err) == -1)
 		return -1;
 	return parse_ready(el, path, node, err);
@@ -1052,6 +1105,7 @@ config_parse(const json_t *root, struct ft_config *cfg, struct jerr *err)
 	    parse_limits(root, cfg, err) == -1 ||
 	    parse_control(root, cfg, err) == -1 ||
 	    parse_http(root, cfg, err) == -1 ||
+	    parse_task_outputs(root, cfg, err) == -1 ||
 	    parse_hosts(root, cfg, err) == -1 ||
 	    parse_join(root, cfg, err) == -1 ||
 	    parse_queues(root, cfg, err) == -1)
@@ -1158,6 +1212,8 @@ ft_config_free(struct ft_config *cfg)
 	free(cfg->state_dir);
 	free(cfg->dir);
 	free(cfg->log_level);
+	free(cfg->task_stdout);
+	free(cfg->task_stderr);
 	free(cfg->http_host);
 	free(cfg->ssh);
 	free(cfg->network);

@@ -10,6 +10,7 @@
 #define FT_CONFIG_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 enum ft_launch {
 	FT_LAUNCH_DYNAMIC = 1,		/* master spawns each worker (MPI_Comm_spawn) */
@@ -42,8 +43,33 @@ struct ft_node {
 	char **gpus;			/* "gpus": device ids (a count n: "0".."n-1") */
 	int ngpus;			/* how many, 0..64 */
 	int pin;			/* "pin": each task bound to its slots' CPUs */
+	uint64_t mem;			/* "mem": bytes its tasks' "mem" may add
+					 * up to at once, or 0: what its agent
+					 * finds (hostmem.h) */
+	uint64_t mem_found;		/* what its agent found, once it said
+					 * so (set by the master; read it with
+					 * ft_node_mem) */
 	int joined;			/* not the config's: it joined over TCP
 					 * (ftfarm join), added at run time */
+};
+
+/* The memory of node ND for its tasks: its "mem", else what its agent
+ * found, else DEF (what this host has, hostmem_default).  The master's
+ * loop sets mem_found while its intake thread checks batches. */
+static inline uint64_t
+ft_node_mem(const struct ft_node *nd, uint64_t def)
+{
+	uint64_t found = __atomic_load_n(&nd->mem_found, __ATOMIC_RELAXED);
+
+	return nd->mem ? nd->mem : found ? found : def;
+}
+
+/* "mem_enforce": how a task's "mem" is held to. */
+enum ft_mem_enforce {
+	FT_MEM_AUTO = 0,		/* a memory cgroup of its own where the
+					 * agent may make one, else sampling */
+	FT_MEM_SAMPLE,			/* sampling its RSS, always */
+	FT_MEM_NONE,			/* not at all: placement only */
 };
 
 /* "join": nodes that join a running master over TCP (ftfarm join). */
@@ -136,6 +162,11 @@ struct ft_config {
 	double probe_min;		/* "probe_min_s", default 30 */
 	double probe_max;		/* "probe_max_s", default 3600 */
 	size_t output_cap;		/* "output_cap" bytes, default 65536, 0..131072 */
+	char *task_stdout;		/* "task_stdout": the pattern of a task's
+					 * stdout file when it names none
+					 * (outpath.h), absolute, or NULL */
+	char *task_stderr;		/* "task_stderr": the same for stderr */
+	enum ft_mem_enforce mem_enforce; /* "mem_enforce", default "auto" */
 	int task_events;		/* "task_events": log per-task events, default true */
 	char **mpirun_args;		/* "mpirun_args": extra launcher arguments */
 	int nmpirun_args;

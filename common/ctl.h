@@ -205,12 +205,16 @@ json_t *ctl_request_new(enum ctl_cmd cmd);
 	X(N_AGENT_PID, "agent_pid", NULL, 0, JT_INT)			\
 	X(N_AGENT_HOST, "agent_host", NULL, 0, JT_STRING)		\
 	X(N_AGENT_RESPAWNS, "agent_respawns", NULL, 0, JT_INT)		\
+	X(N_MEM, "mem", NULL, 0, JT_INT)				\
+	X(N_MEM_USED, "mem_used", NULL, 0, JT_INT)			\
 	X(N_VIA, "via", "VIA", -3, JT_STRING)				\
 	X(N_ALLOCATION, "allocation", "ALLOC", -6, JT_STRING)		\
 	X(N_TIME_LEFT, "time_left", NULL, 0, JT_NUMBER)			\
 	X(N_REASON, "reason", "REASON", 0, JT_STRING)
 
-/* Batches also carry, when they apply, "job", "error" and "result". */
+/* Batches also carry, when they apply, "job", "error" and "result".
+ * Their usage: "cpu_s" and "task_seconds" summed over the results
+ * written, "max_rss" the largest of them. */
 #define CTL_BATCH_COLS(X)						\
 	X(B_ID, "id", "BATCH", -6, JT_INT)				\
 	X(B_NAME, "name", "NAME", -20, JT_STRING)			\
@@ -220,7 +224,10 @@ json_t *ctl_request_new(enum ctl_cmd cmd);
 	X(B_FAILED, "failed", "FAILED", 8, JT_INT)			\
 	X(B_REASSIGNED, "reassigned", NULL, 0, JT_INT)			\
 	X(B_STATE, "state", "STATE", -9, JT_STRING)			\
-	X(B_SECONDS, "seconds", "SECONDS", 0, JT_NUMBER)
+	X(B_SECONDS, "seconds", "SECONDS", 0, JT_NUMBER)		\
+	X(B_CPU_S, "cpu_s", NULL, 0, JT_NUMBER)				\
+	X(B_MAX_RSS, "max_rss", NULL, 0, JT_INT)			\
+	X(B_TASK_SECONDS, "task_seconds", NULL, 0, JT_NUMBER)
 
 #define CTL_STATUS_KEYS(X)						\
 	X(S_CLUSTER, "cluster", JT_STRING)				\

@@ -20,7 +20,7 @@
 
 #include "jcheck.h"
 
-#define FT_PLUGIN_ABI 4
+#define FT_PLUGIN_ABI 5
 #define FT_PLUGIN_SYMBOL "ftfarm_plugin"
 /* The largest "timeout" of a task, and of the config's task_timeout_s. */
 #define FT_TASK_TIMEOUT_MAX 1e7
@@ -59,6 +59,24 @@ struct ft_task {
 	 * now and then to look; 0 when the caller has none (zeroed
 	 * callers). */
 	int cancel_fd;
+	/* Where the task's outputs go (FT_PLUGIN_OUTPUT_FILES plugins): a
+	 * descriptor above 2 open for writing on the file of its "stdout"
+	 * (err_fd: "stderr"; both may be the same), which the command gets
+	 * as its own; 0 for the usual pipe, kept up to output_cap.  The
+	 * caller closes them and reads the files' tails afterwards. */
+	int out_fd;
+	int err_fd;
+	/* Memory (FT_PLUGIN_RISKY plugins, which start processes): the
+	 * task's processes may use MEM_LIMIT bytes together (0: no limit).
+	 * With CGROUP_FD (FT_PLUGIN_MEMCG plugins: a descriptor above 2 of
+	 * a memory cgroup's cgroup.procs, the limit set) each process the
+	 * plugin starts for the task writes "0" to it before it runs the
+	 * program (it enters the cgroup) and the kernel enforces the limit;
+	 * without it (0) the plugin samples the RSS of the task's processes
+	 * and kills them past the limit, failing the task with a reason that
+	 * starts "memory:". */
+	uint64_t mem_limit;
+	int cgroup_fd;
 };
 
 /* What run() reports.  The caller zeroes it before the call and frees
@@ -88,6 +106,13 @@ struct ft_result {
 	 * at once without reporting the task, as if the task had killed it,
 	 * and the master runs the task again or blames it. */
 	int lost;
+	/* What the task used (plugins with FT_PLUGIN_USAGE; the caller
+	 * measures the others' thread itself): CPU seconds, user and
+	 * system, of every process it ran that was waited for, and the peak
+	 * resident set in bytes (the largest of one process's, or of all of
+	 * them together where they were sampled). */
+	double cpu_s;
+	uint64_t max_rss;
 };
 
 /* The largest "value" of a result. */
@@ -98,6 +123,16 @@ struct ft_result {
  * before it starts (the master must not blame a task that finished for
  * the death that came after it). */
 #define FT_PLUGIN_RISKY 1u
+/* FT_PLUGIN_OUTPUT_FILES: its tasks may send their outputs to files
+ * (their "stdout" and "stderr" keys): it honours ft_task's out_fd and
+ * err_fd. */
+#define FT_PLUGIN_OUTPUT_FILES 2u
+/* FT_PLUGIN_USAGE: it fills ft_result's cpu_s and max_rss. */
+#define FT_PLUGIN_USAGE 4u
+/* FT_PLUGIN_MEMCG: each task's processes are new and may enter a
+ * memory cgroup of the task's (ft_task's cgroup_fd); a plugin whose
+ * process lives from task to task samples instead. */
+#define FT_PLUGIN_MEMCG 8u
 
 struct ft_plugin {
 	uint32_t abi;			/* FT_PLUGIN_ABI */

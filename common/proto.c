@@ -28,6 +28,7 @@ proto_put_hello(struct ft_buf *b, const struct proto_hello *m)
 	wire_put_u64(b, m->start);
 	wire_put_bytes(b, m->host, m->host_len);
 	wire_put_bytes(b, m->plugins, m->plugins_len);
+	wire_put_u64(b, m->mem);
 }
 
 int
@@ -42,6 +43,7 @@ proto_get_hello(const void *p, size_t n, struct proto_hello *m)
 	m->start = wire_get_u64(&r);
 	m->host = wire_get_bytes(&r, &m->host_len);
 	m->plugins = wire_get_bytes(&r, &m->plugins_len);
+	m->mem = wire_get_u64(&r);
 	return wire_end(&r);
 }
 
@@ -54,6 +56,9 @@ proto_put_welcome(struct ft_buf *b, const struct proto_welcome *m)
 	wire_put_bytes(b, m->node, m->node_len);
 	wire_put_f64(b, m->heartbeat);
 	wire_put_f64(b, m->ping_timeout);
+	wire_put_u32(b, m->mem_enforce);
+	wire_put_bytes(b, m->out_default, m->out_default_len);
+	wire_put_bytes(b, m->err_default, m->err_default_len);
 }
 
 int
@@ -68,6 +73,9 @@ proto_get_welcome(const void *p, size_t n, struct proto_welcome *m)
 	m->node = wire_get_bytes(&r, &m->node_len);
 	m->heartbeat = wire_get_f64(&r);
 	m->ping_timeout = wire_get_f64(&r);
+	m->mem_enforce = wire_get_u32(&r);
+	m->out_default = wire_get_bytes(&r, &m->out_default_len);
+	m->err_default = wire_get_bytes(&r, &m->err_default_len);
 	return wire_end(&r);
 }
 
@@ -199,6 +207,8 @@ proto_put_task(struct ft_buf *b, const struct proto_task *m)
 	wire_put_u32(b, m->cpus);
 	wire_put_bytes(b, m->gpus, m->gpus_len);
 	wire_put_bytes(b, m->cpuset, m->cpuset_len);
+	wire_put_u32(b, m->batch);
+	wire_put_u32(b, m->index);
 }
 
 void
@@ -215,13 +225,18 @@ proto_put_result(struct ft_buf *b, const struct proto_result *m)
 	wire_put_i32(b, m->signal);
 	wire_put_bytes(b, m->value, m->value_len);
 	wire_put_u8(b, m->interrupted);
+	wire_put_f64(b, m->cpu_s);
+	wire_put_u64(b, m->max_rss);
+	wire_put_bytes(b, m->out_path, m->out_path_len);
+	wire_put_bytes(b, m->err_path, m->err_path_len);
 }
 
 size_t
 proto_result_size(const struct proto_result *m)
 {
 	return 8 + 4 + 1 + 4 + 8 + 12 + m->reason_len + m->out_len +
-	       m->err_len + 4 + 4 + m->value_len + 1;
+	       m->err_len + 4 + 4 + m->value_len + 1 + 8 + 8 + 8 +
+	       m->out_path_len + m->err_path_len;
 }
 
 void
@@ -292,6 +307,8 @@ proto_next_task(struct proto_iter *it, struct proto_task *m)
 	m->cpus = wire_get_u32(&r);
 	m->gpus = wire_get_bytes(&r, &m->gpus_len);
 	m->cpuset = wire_get_bytes(&r, &m->cpuset_len);
+	m->batch = wire_get_u32(&r);
+	m->index = wire_get_u32(&r);
 	return iter_step(it, &r);
 }
 
@@ -314,6 +331,10 @@ proto_next_result(struct proto_iter *it, struct proto_result *m)
 	m->signal = wire_get_i32(&r);
 	m->value = wire_get_bytes(&r, &m->value_len);
 	m->interrupted = wire_get_u8(&r);
+	m->cpu_s = wire_get_f64(&r);
+	m->max_rss = wire_get_u64(&r);
+	m->out_path = wire_get_bytes(&r, &m->out_path_len);
+	m->err_path = wire_get_bytes(&r, &m->err_path_len);
 	return iter_step(it, &r);
 }
 
@@ -344,6 +365,7 @@ proto_put_join(struct ft_buf *b, const struct proto_join *m)
 	wire_put_bytes(b, m->gpus, m->gpus_len);
 	wire_put_bytes(b, m->alloc, m->alloc_len);
 	wire_put_f64(b, m->alloc_end);
+	wire_put_u64(b, m->mem);
 }
 
 int
@@ -363,6 +385,7 @@ proto_get_join(const void *p, size_t n, struct proto_join *m)
 	m->gpus = wire_get_bytes(&r, &m->gpus_len);
 	m->alloc = wire_get_bytes(&r, &m->alloc_len);
 	m->alloc_end = wire_get_f64(&r);
+	m->mem = wire_get_u64(&r);
 	return wire_end(&r);
 }
 

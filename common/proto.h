@@ -13,9 +13,10 @@
  *
  * Between the master and an agent (the agent's own messages):
  *   agent -> master    HELLO   version, node index (as slot), pid, host,
- *                               plugin names
+ *                               plugin names, the node's memory
  *   master -> agent    WELCOME output cap, silence limit, heartbeat and
- *                               ping timeout (the agent pings its slots)
+ *                               ping timeout (the agent pings its slots),
+ *                               how memory limits are enforced
  *   master -> agent    PING    sequence number
  *   agent -> master    PONG    sequence number, 0, live slots
  *   master -> agent    STOP    flags: the agent stops its slots, then
@@ -27,7 +28,8 @@
  * its messages are frames (frame.h) on a TCP connection that opened with
  * the MUNGE greeting of the agent's role (rauth.h).  In place of HELLO:
  *   agent -> master    JOIN    version, slots, pid, start time, name,
- *                               host, GPU ids, Slurm job and its end
+ *                               host, GPU ids, Slurm job and its end,
+ *                               its host's memory
  *   master -> agent    WELCOME as above (the node's name), or
  *   master -> agent    REFUSE  why (the connection then ends)
  * then as an MPI agent, and:
@@ -46,11 +48,14 @@
  *
  * Between an agent and a slot (frames):
  *   slot -> agent      HELLO   version, slot, pid, host, plugin names
- *   agent -> slot      WELCOME output cap, silence limit
- *   agent -> slot      ASSIGN  count x (task id, attempt, spec, cpus, gpus, cpuset)
+ *   agent -> slot      WELCOME output cap, silence limit, memory
+ *                               enforcement, default output files
+ *   agent -> slot      ASSIGN  count x (task id, attempt, spec, cpus, gpus,
+ *                               cpuset, batch, index)
  *   slot -> agent      RESULT  count x (task id, attempt, ok, exit, seconds,
  *                               reason, stdout, stderr, signal, value,
- *                               interrupted)
+ *                               interrupted, cpu seconds, peak RSS,
+ *                               output files' paths)
  *   agent -> slot      PING    sequence number
  *   slot -> agent      PONG    sequence number, running task id, queued
  *   agent -> slot      CANCEL  task id, attempt
@@ -67,7 +72,7 @@
 
 #include "util.h"
 
-#define FT_PROTO_VERSION 7
+#define FT_PROTO_VERSION 8
 /* What `ftfarm-worker --version` prints (with FT_PROTO_VERSION). */
 #define FT_WORKER_VERSION_FMT "ftfarm-worker protocol %d"
 /* Set in a worker's environment to its pid and its start time, so
@@ -121,6 +126,8 @@ struct proto_hello {
 	size_t host_len;
 	const char *plugins;		/* comma-separated task types */
 	size_t plugins_len;
+	uint64_t mem;			/* an agent's: bytes its node's tasks
+					 * may use (hostmem.h); a slot's: 0 */
 };
 
 struct proto_welcome {
@@ -131,6 +138,11 @@ struct proto_welcome {
 	size_t node_len;
 	double heartbeat;		/* agent: seconds between slot pings */
 	double ping_timeout;		/* agent: seconds a slot has to answer */
+	uint32_t mem_enforce;		/* enum ft_mem_enforce (config.h) */
+	const char *out_default;	/* slot: "task_stdout", or "" */
+	size_t out_default_len;
+	const char *err_default;	/* slot: "task_stderr", or "" */
+	size_t err_default_len;
 };
 
 struct proto_task {
@@ -143,6 +155,8 @@ struct proto_task {
 	size_t gpus_len;
 	const char *cpuset;		/* CPUs to bind it to ("0,1"), or "" */
 	size_t cpuset_len;
+	uint32_t batch;			/* its batch's id and its index there */
+	uint32_t index;			/* (its output files' names) */
 };
 
 struct proto_result {
@@ -161,6 +175,12 @@ struct proto_result {
 	const char *value;		/* what the task returned ("value") */
 	size_t value_len;
 	uint8_t interrupted;		/* enum proto_interrupted: not a result */
+	double cpu_s;			/* CPU seconds its processes used */
+	uint64_t max_rss;		/* their peak resident set, bytes */
+	const char *out_path;		/* the file its stdout went to, or "" */
+	size_t out_path_len;
+	const char *err_path;		/* the same for stderr */
+	size_t err_path_len;
 };
 
 /* A result that is none: the slot got SIGTERM (its job ends) and the
@@ -207,6 +227,8 @@ struct proto_join {
 	size_t alloc_len;
 	double alloc_end;		/* when that job ends (epoch), 0: never
 					 * or unknown */
+	uint64_t mem;			/* its host's memory for tasks
+					 * (hostmem.h) */
 };
 
 /* LEAVE, either way. */

@@ -522,6 +522,7 @@ welcome(struct master *m, struct agent *a)
 		.node_len = strlen(node),
 		.heartbeat = m->cfg.heartbeat,
 		.ping_timeout = m->cfg.heartbeat_timeout,
+		.mem_enforce = (uint32_t)m->cfg.mem_enforce,
 	};
 	struct ft_buf msg = { 0 };
 
@@ -549,6 +550,7 @@ on_hello(struct master *m, struct agent *a, const void *p, size_t n)
 	}
 	a->pid = (pid_t)h.pid;
 	a->start = h.start;
+	a->mem = h.mem;
 	snprintf(a->host, sizeof(a->host), "%.*s", (int)h.host_len, h.host);
 	if (ft_host_is_local(a->host))
 		pidwatch_start(&m->exits, m->loop, a->node, a->pid, a->start);
@@ -569,6 +571,7 @@ agents_joined(struct master *m, int node, const struct agent_join *j,
 	snprintf(a->host, sizeof(a->host), "%s", j->host);
 	snprintf(a->alloc, sizeof(a->alloc), "%s", j->alloc);
 	a->alloc_end = j->alloc_end;
+	a->mem = j->mem;
 	a->leaving = 0;
 	a->starved = 0;
 	a->killed = 0;

@@ -52,6 +52,7 @@ struct agent {
 	pid_t pid;			/* its process, 0 while unknown */
 	unsigned long long start;	/* the process's start time */
 	char host[64];			/* where it runs (its hello's) */
+	uint64_t mem;			/* its node's memory (its hello's) */
 	unsigned gen;			/* which spawn is the current one */
 	int respawns;			/* times started after the first */
 	int wanted;			/* a slot waits for it to be up */
@@ -87,6 +88,7 @@ struct agent_join {
 	unsigned long long start;
 	const char *alloc;		/* "" for none */
 	double alloc_end;
+	uint64_t mem;			/* its host's memory for tasks */
 };
 
 struct agents_ops {

@@ -35,6 +35,9 @@ struct batch {
 	size_t kinds_off;		/* kinds consumed at the front */
 	uint64_t counted;		/* lines of out counted as done */
 	uint32_t reassigned;		/* instances lost and queued again */
+	double cpu_s, task_s;		/* its results' usage, summed: CPU
+					 * seconds and wall seconds */
+	uint64_t max_rss;		/* and the largest peak RSS, bytes */
 	double t0, seconds;		/* monotonic start, duration */
 	char *results;			/* results.jsonl's path */
 	struct jsonl out;		/* results.jsonl, until finished */
@@ -109,6 +112,8 @@ void batch_ending(struct batches *bs, struct batch *b);
 void batch_free(struct batch *b);
 /* Drop the forgotten batches at the front of bs->v. */
 void batches_trim_front(struct batches *bs);
+/* B's usage as its trusted result lines R say (a master that starts). */
+void batch_usage_replayed(struct batch *b, const struct journal_results *r);
 /* The name of state S in status and batch entries. */
 const char *batch_state_name(enum bstate s);
 

@@ -20,6 +20,7 @@
 #include "journal.h"
 #include "jsonl.h"
 #include "log.h"
+#include "memsize.h"
 #include "store.h"
 #include "util.h"
 
@@ -95,6 +96,14 @@ batch_result(const struct batch *b)
 	return b->job ? job_summary(b->job) : b->result;
 }
 
+void
+batch_usage_replayed(struct batch *b, const struct journal_results *r)
+{
+	b->cpu_s = r->cpu_s;
+	b->task_s = r->seconds;
+	b->max_rss = r->max_rss;
+}
+
 const char *
 batch_state_name(enum bstate s)
 {
@@ -128,6 +137,9 @@ batch_json(const struct batch *b)
 			b->ok + b->failed - b->d_ok - b->d_failed));
 	ctl_row_num(o, &c[CTL_B_SECONDS],
 		    batch_finished(b) ? b->seconds : ft_now() - b->t0);
+	ctl_row_num(o, &c[CTL_B_CPU_S], b->cpu_s);
+	ctl_row_int(o, &c[CTL_B_MAX_RSS], (long long)b->max_rss);
+	ctl_row_num(o, &c[CTL_B_TASK_SECONDS], b->task_s);
 	if (b->open)
 		json_object_set_new(o, "open", json_true());
 	if (b->after)
@@ -314,6 +326,18 @@ strip_after(struct batch *b, const char *spec, uint32_t *len)
 	return text;
 }
 
+/* Does a task of plugin KIND that names output files when FILES write
+ * files?  Those of a plugin that writes them do when the config names
+ * them for every task. */
+static int
+writes_files(const struct batches *bs, int kind, int files)
+{
+	return files ||
+	       ((bs->cfg->task_stdout || bs->cfg->task_stderr) && kind >= 0 &&
+		kind < bs->pl->n &&
+		(bs->pl->v[kind]->flags & FT_PLUGIN_OUTPUT_FILES));
+}
+
 /* Queue task INDEX of B, SP its spec.  A spec too long to send only for
  * its "after" (a fan-in's) goes without it (batchtext.h). */
 static void
@@ -321,7 +345,8 @@ queue_spec(struct batches *bs, struct batch *b, uint32_t index,
 	   const struct deps_spec *sp)
 {
 	struct sched_need need = { sp->cpus ? sp->cpus : 1, sp->gpus,
-				   b->priority };
+				   b->priority, sp->mem,
+				   writes_files(bs, sp->kind, sp->files) };
 	const char *spec = sp->spec;
 	uint32_t len = sp->len;
 	uint64_t tid;
@@ -370,7 +395,7 @@ batch_queue_text(struct batches *bs, struct batch *b, struct batch_text *bt,
 		const struct bt_span *sp = &bt->spans[i];
 		struct deps_spec ds = { bt->text + sp->off, sp->len,
 					sp->timeout, sp->kind, sp->gpus,
-					sp->cpus };
+					sp->cpus, sp->mem, sp->files };
 		uint32_t index = b->total + i;
 
 		if (done && journal_done(done, index))
@@ -425,10 +450,15 @@ batch_queue_phase(struct batches *bs, struct batch *b, json_t *tasks,
 	off[count] = buf.len;
 	json_array_foreach(tasks, i, t) {
 		uint32_t index = b->total + (uint32_t)i;
-		struct sched_need need = { 1, 0, b->priority };
+		struct sched_need need = { 1, 0, b->priority, 0, 0 };
+		struct ft_need fn;
 
 		if (done && journal_done(done, index))
 			continue;
+		ft_task_need(t, &fn);
+		need.cpus = fn.cpus;
+		need.gpus = fn.gpus;
+		need.mem = memsize_mib(fn.mem);
 		kind_of(bs, sched_add_need(bs->sched, (uint32_t)b->id, index,
 					   buf.data + off[i],
 					   (uint32_t)(off[i + 1] - off[i]),
@@ -940,8 +970,19 @@ batches_record(struct batches *bs, uint64_t tid, int worker,
 	jsonl_str(o, "status", r->ok ? "ok" : "failed");
 	jsonl_int(o, "exit", r->exit_code);
 	jsonl_secs(o, "seconds", r->seconds);
+	/* Every byte of a line is copied into the page cache: a no-op
+	 * task's 0 is one byte, not 0.000000. */
+	if (r->cpu_s >= 0.0000005)
+		jsonl_secs(o, "cpu_s", r->cpu_s);
+	else
+		jsonl_int(o, "cpu_s", 0);
+	jsonl_int(o, "max_rss", (long long)r->max_rss);
 	jsonl_strn(o, "stdout", r->out, r->out_len);
 	jsonl_strn(o, "stderr", r->err, r->err_len);
+	if (r->out_path_len)
+		jsonl_strn(o, "stdout_path", r->out_path, r->out_path_len);
+	if (r->err_path_len)
+		jsonl_strn(o, "stderr_path", r->err_path, r->err_path_len);
 	if (r->value_len)
 		jsonl_strn(o, "value", r->value, r->value_len);
 	if (!r->ok)
@@ -950,6 +991,10 @@ batches_record(struct batches *bs, uint64_t tid, int worker,
 	line_added(bs, b);
 	ev_task_done(bs->ev, t->batch, t->index, r->attempt, worker, host,
 		     r->ok ? "ok" : "failed");
+	b->cpu_s += r->cpu_s;
+	b->task_s += r->seconds;
+	if (r->max_rss > b->max_rss)
+		b->max_rss = r->max_rss;
 	reason[0] = '\0';
 	if (b->job)		/* only a job reads it: no printf per task */
 		snprintf(reason, sizeof(reason), "%.*s", (int)r->reason_len,
@@ -978,6 +1023,8 @@ batches_gang_ended(struct batches *bs, uint32_t batch, uint32_t index,
 	jsonl_str(o, "status", ok ? "ok" : "failed");
 	jsonl_int(o, "exit", ok ? 0 : -1);
 	jsonl_secs(o, "seconds", seconds);
+	jsonl_int(o, "cpu_s", 0);	/* its ranks' own are in the figures */
+	jsonl_int(o, "max_rss", 0);
 	jsonl_str(o, "stdout", "");
 	if (!ok)
 		jsonl_str(o, "reason", reason);
@@ -1013,6 +1060,8 @@ fail_task(struct batches *bs, struct batch *b, uint32_t index,
 	jsonl_int(o, "worker", -1);
 	jsonl_str(o, "status", "failed");
 	jsonl_int(o, "exit", -1);
+	jsonl_int(o, "cpu_s", 0);
+	jsonl_int(o, "max_rss", 0);
 	jsonl_str(o, "stdout", "");
 	jsonl_str(o, "reason", reason);
 	jsonl_end(o);

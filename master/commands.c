@@ -107,6 +107,10 @@ node_row(const struct master *m, const struct node *nd)
 	ctl_row_int(o, &c[CTL_N_AGENT_PID], m->agents[nd->id].pid);
 	ctl_row_str(o, &c[CTL_N_AGENT_HOST], m->agents[nd->id].host);
 	ctl_row_int(o, &c[CTL_N_AGENT_RESPAWNS], m->agents[nd->id].respawns);
+	ctl_row_int(o, &c[CTL_N_MEM],
+		    (long long)ft_node_mem(&m->cfg.nodes[nd->id], 0));
+	ctl_row_int(o, &c[CTL_N_MEM_USED],
+		    (long long)sched_mem_used(m->sched, nd->id) << 20);
 	node_via(m, nd, o);
 	ctl_row_str(o, &c[CTL_N_REASON], nd->reason);
 	return o;
@@ -163,13 +167,16 @@ static void
 wait_text(const struct master *m, const struct sched_wait *w, char *buf,
 	  size_t n)
 {
-	char need[64];
+	char need[96];
+	size_t k;
 
-	snprintf(need, sizeof(need), "task %u needs %d cpus", w->index,
-		 w->cpus);
+	k = (size_t)snprintf(need, sizeof(need), "task %u needs %d cpus",
+			     w->index, w->cpus);
 	if (w->gpus)
-		snprintf(need, sizeof(need), "task %u needs %d cpus and %d "
-			 "GPUs", w->index, w->cpus, w->gpus);
+		k += (size_t)snprintf(need + k, sizeof(need) - k, " and %d GPUs",
+				      w->gpus);
+	if (w->mem && k < sizeof(need))
+		snprintf(need + k, sizeof(need) - k, " and %u MiB", w->mem);
 	if (w->why == SCHED_WAIT_RESERVED)
 		snprintf(buf, n, "%s: node %s is kept for it until they are "
 			 "free", need, m->cfg.nodes[w->node].name);

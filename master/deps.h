@@ -23,6 +23,8 @@ struct deps_spec {
 	int8_t kind;			/* its plugin's index */
 	uint8_t gpus;
 	uint16_t cpus;
+	uint32_t mem;			/* MiB, 0: none */
+	int files;			/* it names output files */
 };
 
 /* deps_next's news. */

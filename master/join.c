@@ -140,6 +140,7 @@ decode(const struct frame *f, struct agent_join *j, char *why, size_t n)
 	j->pid = (pid_t)pj.pid;
 	j->start = pj.start;
 	j->alloc_end = pj.alloc_end;
+	j->mem = pj.mem;
 	if (!ft_config_name_ok(j->name) || strlen(j->name) != pj.name_len ||
 	    pj.name_len > 200) {
 		ft_snprintf(why, n, "name \"%s\": letters, digits, \"_\", "

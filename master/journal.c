@@ -168,6 +168,31 @@ keep_line(struct journal_results *r, const char *line, size_t len,
 	return 0;
 }
 
+/* The number after KEY ("\"cpu_s\":") in LINE (LEN bytes), looked for
+ * before its "stdout" only (where the master writes the usage: the
+ * outputs that follow are the tasks' own bytes); 0 when absent. */
+static double
+line_number(const char *line, size_t len, const char *key)
+{
+	const char *end = memmem(line, len, "\"stdout\":", 9);
+	const char *at = memmem(line, end ? (size_t)(end - line) : len, key,
+				strlen(key));
+
+	return at ? strtod(at + strlen(key), NULL) : 0;
+}
+
+/* Add the usage of result line LINE (LEN bytes) to R. */
+static void
+add_usage(struct journal_results *r, const char *line, size_t len)
+{
+	double rss = line_number(line, len, "\"max_rss\":");
+
+	r->cpu_s += line_number(line, len, "\"cpu_s\":");
+	r->seconds += line_number(line, len, "\"seconds\":");
+	if (rss > (double)r->max_rss)
+		r->max_rss = (uint64_t)rss;
+}
+
 /* One line at OFFSET (LEN bytes, newline not included). */
 static void
 take(struct journal_results *r, const char *line, size_t len,
@@ -188,6 +213,7 @@ take(struct journal_results *r, const char *line, size_t len,
 		return;
 	}
 	set_done(r, task);
+	add_usage(r, line, len);
 	if (ok) {
 		r->ok++;
 	} else {

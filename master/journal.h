@@ -50,6 +50,8 @@ struct journal_results {
 	uint8_t *bad;			/* of them, failed: bit per index */
 	uint32_t ndone_bits;		/* bits allocated */
 	uint32_t ok, failed;		/* trusted lines */
+	double cpu_s, seconds;		/* their usage, summed ... */
+	uint64_t max_rss;		/* ... and the largest peak RSS */
 	struct journal_line *lines;	/* job batches only, in file order */
 	size_t nlines;
 	struct journal_cut *cuts;

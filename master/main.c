@@ -32,6 +32,7 @@
 #include "health.h"
 #include "join.h"
 #include "http.h"
+#include "hostmem.h"
 #include "hugeheap.h"
 #include "log.h"
 #include "loop.h"
@@ -240,6 +241,10 @@ main(int argc, char **argv)
 		usage();
 	if (!only_probe)
 		hugeheap_exec(argv);	/* a batch's tasks in huge pages */
+	/* A task that fills the host's memory, not the master, is what the
+	 * kernel kills (hostmem.h); where the master may not lower its
+	 * score, the tasks' own of 1000 does it. */
+	hostmem_oom_protect();
 	m.started = ft_now();
 	m.lease.fd = -1;
 	/* Freed memory stays for the next batch to reuse until the master

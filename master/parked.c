@@ -14,7 +14,10 @@ struct parked {
 int
 parked_is_kill(const struct proto_result *r)
 {
-	return !r->ok && r->signal == 9;
+	/* A task killed past its memory limit was killed for itself, by
+	 * its slot or in its own cgroup: no node's doing. */
+	return !r->ok && r->signal == 9 &&
+	       !(r->reason_len >= 7 && memcmp(r->reason, "memory:", 7) == 0);
 }
 
 struct parked *
@@ -41,6 +44,8 @@ release(struct parked_result *x)
 	free((char *)x->r.out);
 	free((char *)x->r.err);
 	free((char *)x->r.value);
+	free((char *)x->r.out_path);
+	free((char *)x->r.err_path);
 }
 
 void
@@ -75,6 +80,8 @@ parked_add(struct parked *p, int worker, unsigned gen, double until,
 	x->r.out = copy(r->out, r->out_len);
 	x->r.err = copy(r->err, r->err_len);
 	x->r.value = copy(r->value, r->value_len);
+	x->r.out_path = copy(r->out_path, r->out_path_len);
+	x->r.err_path = copy(r->err_path, r->err_path_len);
 }
 
 size_t

@@ -26,7 +26,8 @@ struct parked_result {
 };
 
 /* Is R a report of the task whose process signal 9 killed (its
- * "signal" field, not its reason's words)? */
+ * "signal" field), not for going past its memory limit (a reason that
+ * starts "memory:")? */
 int parked_is_kill(const struct proto_result *r);
 struct parked *parked_new(void);
 void parked_free(struct parked *p);

@@ -10,6 +10,7 @@
 
 #include "agents.h"
 #include "log.h"
+#include "memsize.h"
 #include "parked.h"
 
 #define PICKS_MAX 1024
@@ -293,13 +294,15 @@ send_picks(struct master *m, struct worker *w, struct sched_pick *picks,
 			.cpus = (uint32_t)picks[i].cpus,
 			.gpus = gpus,
 			.cpuset = cpuset,
+			.batch = picks[i].task->batch,
+			.index = picks[i].task->index,
 		};
 
 		pt.gpus_len = picks[i].gpus ? gpu_ids(m, w, picks[i].gpus, gpus,
 						      sizeof(gpus)) : 0;
 		pt.cpuset_len = cpu_set_of(m, w, cpuset, sizeof(cpuset));
 		if (count > 0 && msg.len + pt.spec_len + pt.gpus_len +
-		    pt.cpuset_len + 48 > FT_SLOT_MSG_MAX) {
+		    pt.cpuset_len + 56 > FT_SLOT_MSG_MAX) {
 			proto_set_count(&msg, count);
 			if (send_msg(m, w, FT_MSG_ASSIGN, &msg) == -1)
 				return;
@@ -423,12 +426,19 @@ static void
 on_hello(struct master *m, struct worker *w, const void *p, size_t n)
 {
 	struct proto_hello h;
+	const char *out = m->cfg.task_stdout ? m->cfg.task_stdout : "";
+	const char *err = m->cfg.task_stderr ? m->cfg.task_stderr : "";
 	struct proto_welcome wel = {
 		.output_cap = (uint32_t)m->cfg.output_cap,
 		.master_timeout = proto_slot_silence(m->cfg.master_silence,
 						     m->cfg.heartbeat),
 		.node = w->node_name,
 		.node_len = strlen(w->node_name),
+		.mem_enforce = (uint32_t)m->cfg.mem_enforce,
+		.out_default = out,
+		.out_default_len = strlen(out),
+		.err_default = err,
+		.err_default_len = strlen(err),
 	};
 	struct ft_buf msg = { 0 };
 
@@ -662,6 +672,17 @@ on_relay(void *ctx, int node, const struct proto_relay *r)
 	}
 }
 
+/* NODE's agent said hello, finding MEM bytes for tasks: the scheduler
+ * counts them unless the config says how much the node has. */
+static void
+node_mem(struct master *m, int node, uint64_t mem)
+{
+	struct ft_node *nd = &m->cfg.nodes[node];
+
+	__atomic_store_n(&nd->mem_found, mem, __ATOMIC_RELAXED);
+	sched_set_mem(m->sched, node, memsize_mib(ft_node_mem(nd, 0)));
+}
+
 /* NODE's agent said hello: the slots that wait for it start. */
 static void
 on_agent_up(void *ctx, int node)
@@ -669,6 +690,7 @@ on_agent_up(void *ctx, int node)
 	struct master *m = ctx;
 	int i;
 
+	node_mem(m, node, m->agents[node].mem);
 	for (i = 0; i < m->nworkers; i++)
 		if (m->workers[i].node == node &&
 		    m->workers[i].state == W_SPAWNING)

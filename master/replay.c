@@ -386,6 +386,7 @@ static int
 rebuild_gang(struct batches *bs, struct batch *b, struct batch_text *bt,
 	     const struct journal_results *r)
 {
+	batch_usage_replayed(b, r);
 	b->gang = ft_strdup(json_string_value(json_object_get(bt->job,
 							      "type")));
 	b->total = 1;
@@ -408,6 +409,7 @@ rebuild(struct batches *bs, struct batch *b, struct batch_text *bt,
 	char *dir;
 	int i;
 
+	batch_usage_replayed(b, r);
 	b->name = ft_strdup(bt->name);
 	b->priority = bt->priority;
 	b->open = bt->open && !a->closed;

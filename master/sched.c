@@ -9,6 +9,10 @@
 #include "sched_int.h"
 #include "util.h"
 
+/* A batch of a million tasks holds a million records: keep them small
+ * (what few tasks need, their memory, is kept beside their chunk). */
+_Static_assert(sizeof(struct sched_task) == 32, "a task's record grew");
+
 #define RTT_MAX 1.0		/* longest round trip sample, seconds */
 #define PROBE_N 4		/* results of a new batch that size the
 				 * windows of workers yet to run one */
@@ -121,6 +125,38 @@ sched_set_gpus(struct sched *s, int node, int n)
 	s->nodes[node].ngpus = n > SCHED_GPUS_MAX ? SCHED_GPUS_MAX : n;
 }
 
+/* The memory needs of chunk C's tasks, made when the first one needs
+ * some. */
+static uint32_t *
+chunk_mem(struct chunk *c)
+{
+	if (c->mem == NULL)
+		c->mem = ft_calloc(CHUNK, sizeof(*c->mem));
+	return c->mem;
+}
+
+/* Free chunk C. */
+static void
+chunk_free(struct chunk *c)
+{
+	if (c)
+		free(c->mem);
+	free(c);
+}
+
+void
+sched_set_mem(struct sched *s, int node, uint64_t mib)
+{
+	s->nodes[node].mem = mib;
+	s->wake = 1;
+}
+
+uint64_t
+sched_mem_used(const struct sched *s, int node)
+{
+	return s->nodes[node].mem_used;
+}
+
 void
 sched_free(struct sched *s)
 {
@@ -130,7 +166,7 @@ sched_free(struct sched *s)
 	if (s == NULL)
 		return;
 	for (i = 0; i < s->nchunks; i++)
-		free(s->chunks[i]);
+		chunk_free(s->chunks[i]);
 	for (k = 0; k < s->nw; k++)
 		free(s->w[k].ring);
 	free(s->chunks);
@@ -169,6 +205,68 @@ ring_push(struct sworker *w, const struct inflight *in)
 	*ring_at(w, w->n) = *in;
 	w->n++;
 }
+
+/* ---- what a worker is charged of its node's memory ---- */
+
+int
+sched_mem_fits(const struct sched *s, int worker, uint32_t mem)
+{
+	const struct sworker *w = &s->w[worker];
+	const struct snode *n = &s->nodes[w->node];
+
+	return mem <= w->mem || n->mem == 0 ||
+	       n->mem_used - w->mem + mem <= n->mem;
+}
+
+/* W takes an instance needing MEM MiB. */
+static void
+charge_add(struct sched *s, struct sworker *w, uint32_t mem)
+{
+	if (mem > w->mem) {
+		s->nodes[w->node].mem_used += mem - w->mem;
+		w->mem = mem;
+		w->mem_n = 1;
+	} else if (mem == w->mem && mem > 0) {
+		w->mem_n++;
+	}
+}
+
+/* W's charge, its instances having changed: the largest need left. */
+static void
+charge_recount(struct sched *s, struct sworker *w)
+{
+	uint32_t most = 0, n = 0;
+	int i;
+
+	for (i = 0; i < w->n; i++) {
+		uint32_t m = ring_at(w, i)->mem;
+
+		if (m > most) {
+			most = m;
+			n = 1;
+		} else if (m == most) {
+			n++;
+		}
+	}
+	s->nodes[w->node].mem_used -= w->mem - most;
+	w->mem = most;
+	w->mem_n = most ? n : 0;
+}
+
+/* W gave up an instance needing MEM MiB (its ring has lost it). */
+static void
+charge_drop(struct sched *s, struct sworker *w, uint32_t mem)
+{
+	if (mem == 0 || mem != w->mem || --w->mem_n > 0)
+		return;
+	charge_recount(s, w);
+	if (s->mem_waits) {	/* a head kept waiting may fit now */
+		s->wake = 1;
+		s->mem_waits = 0;
+	}
+}
+
+/* ---- each worker's ring of instances (continued) ---- */
 
 static void
 ring_remove(struct sworker *w, int i)
@@ -221,6 +319,7 @@ sched_add_need(struct sched *s, uint32_t batch, uint32_t index,
 		}
 		s->chunks[s->nchunks++] = ft_malloc(sizeof(struct chunk));
 		s->chunks[c]->open = 0;
+		s->chunks[c]->mem = NULL;
 	}
 	s->chunks[c]->open++;
 	t = &s->chunks[c]->t[s->ntasks & (CHUNK - 1)];
@@ -236,6 +335,10 @@ sched_add_need(struct sched *s, uint32_t batch, uint32_t index,
 		t->cpus_m1 = (uint8_t)(need->cpus - 1);
 		t->gpus = (uint8_t)need->gpus;
 		t->prio = (int8_t)need->prio;
+		t->nocopy = need->nocopy != 0;
+		if (need->mem)
+			chunk_mem(s->chunks[c])[(s->ntasks - 1) & (CHUNK - 1)] =
+				need->mem;
 	}
 	s->nqueued++;
 	s->nopen++;
@@ -303,7 +406,7 @@ sched_reclaim(struct sched *s)
 		/* A chunk may have been filled up again since. */
 		if (s->chunks[c] && s->chunks[c]->open == 0 &&
 		    ((uint64_t)(c + 1) << CHUNK_SHIFT) <= s->ntasks) {
-			free(s->chunks[c]);
+			chunk_free(s->chunks[c]);
 			s->chunks[c] = NULL;
 			freed++;
 		}
@@ -375,7 +478,10 @@ release_hold(struct sched *s, int worker)
 static void
 drop_instance(struct sched *s, int worker, int i)
 {
+	uint32_t mem = ring_at(&s->w[worker], i)->mem;
+
 	ring_remove(&s->w[worker], i);
+	charge_drop(s, &s->w[worker], mem);
 	if (s->w[worker].n == 0 && s->w[worker].wide)
 		release_hold(s, worker);
 }
@@ -425,6 +531,7 @@ sched_worker_release(struct sched *s, int worker, const char *reason,
 		w->n--;
 		instance_lost(s, worker, in.tid, in.attempt, reason, 0);
 	}
+	charge_recount(s, w);
 	release_hold(s, worker);
 	s->wake = 1;
 }
@@ -447,6 +554,7 @@ sched_worker_down(struct sched *s, int worker, const char *reason, double now)
 		w->n--;
 		instance_lost(s, worker, in.tid, in.attempt, reason, w->n == 0);
 	}
+	charge_recount(s, w);
 	release_hold(s, worker);
 	s->wake = 1;
 }
@@ -466,6 +574,8 @@ sched_start_instance(struct sched *s, int worker, uint64_t tid, double now,
 	t->ninst++;
 	in.tid = tid;
 	in.attempt = ++t->attempts;
+	in.mem = sched_mem_of(s, tid);
+	charge_add(s, w, in.mem);
 	in.seq = ++s->seq;
 	in.lead = w->n == 0;
 	if (w->n == 0)
@@ -525,7 +635,8 @@ find_straggler(struct sched *s, int skip, double now)
 			const struct sched_task *t = sched_task_of(s, in->tid);
 
 			if (t->ninst != 1 || t->failures != 0 ||
-			    t->cpus_m1 != 0 || t->gpus != 0)
+			    t->cpus_m1 != 0 || t->gpus != 0 || t->nocopy ||
+			    sched_mem_of(s, in->tid) != 0)
 				continue;
 			if (in->start < first)
 				first = in->start;
@@ -680,6 +791,11 @@ sched_take(struct sched *s, int worker, double now, struct sched_pick *out,
 			limit = window;
 		while (count < max && w->n < limit &&
 		       (tid = sched_fifo_head(s, &s->lv[0].v[0])) != 0) {
+			if (sched_mem_of(s, tid) &&
+			    !sched_mem_fits(s, worker, sched_mem_of(s, tid))) {
+				s->mem_waits = 1;
+				break;
+			}
 			sched_fifo_drop(&s->lv[0].v[0]);
 			sched_start_instance(s, worker, tid, now, &out[count++], 0);
 		}

@@ -33,6 +33,16 @@
  * GPUs are its own until its instance ends.  Its worker takes nothing else
  * meanwhile, and wide tasks get no straggler copies.
  *
+ * Memory.  A node may have memory (sched_set_mem, MiB; 0: not counted)
+ * and a task may need some (its need's mem).  A worker is charged the
+ * largest need of the instances it holds (it runs them one at a time), and
+ * a node never has more charged than it has: a task starts on a worker
+ * only when its need fits beside what the node's other workers hold.
+ * A one-slot task's need is checked at the head of its FIFO: a head that
+ * does not fit on a worker's node now keeps that worker waiting (the FIFO
+ * keeps its order), so that the head starts as soon as memory frees.
+ * Tasks needing memory get no straggler copies.
+ *
  * Order.  Tasks wait by priority (higher first).  Within a priority each
  * shape (cpus, gpus) has its own FIFO, so that a worker looks only at the
  * head of each; wide tasks go before one-slot ones.  A wide task at the
@@ -57,13 +67,16 @@ struct sched_task {
 	uint32_t index;			/* index in the batch */
 	float timeout;			/* seconds an instance may take */
 	uint8_t state : 3;		/* enum task_state */
-	uint8_t ninst : 5;		/* live instances (at most 2) */
+	uint8_t ninst : 4;		/* live instances (at most 2) */
+	uint8_t nocopy : 1;		/* no straggler copy: it writes files */
 	uint8_t kind;			/* the caller's label (a task type), 0 by default */
 	uint8_t gpus;			/* GPUs it needs */
 	uint8_t cpus_m1;		/* slots it needs, less one */
 	int8_t prio;			/* its batch's priority */
 	uint8_t failures;		/* instances lost (max_attempts <= 100) */
 	uint16_t attempts;		/* instances started */
+	/* (Its memory need is kept beside its chunk, sched_int.h: the
+	 * record stays 32 bytes, a batch of a million no-op tasks 32 MB.) */
 };
 
 /* What a task needs and how urgent it is. */
@@ -71,6 +84,10 @@ struct sched_need {
 	int cpus;			/* slots of one node, 1..SCHED_CPUS_MAX */
 	int gpus;			/* GPUs of that node, 0..SCHED_GPUS_MAX */
 	int prio;			/* SCHED_PRIO_MIN..SCHED_PRIO_MAX, higher first */
+	uint32_t mem;			/* MiB of its node's memory, 0: none */
+	int nocopy;			/* no straggler copy of it: it writes
+					 * files of its own (each attempt its
+					 * own file: a copy would leave one) */
 };
 
 #define SCHED_CPUS_MAX 256
@@ -88,6 +105,7 @@ enum sched_wait_why {
 struct sched_wait {
 	uint32_t batch, index;		/* the task */
 	int cpus, gpus;
+	uint32_t mem;			/* MiB */
 	int node;			/* its reserved node, or -1 */
 	enum sched_wait_why why;
 };
@@ -152,6 +170,11 @@ int sched_add_node(struct sched *s);
 int sched_add_worker(struct sched *s, int node);
 /* NODE has N GPUs (0..SCHED_GPUS_MAX). */
 void sched_set_gpus(struct sched *s, int node, int n);
+/* NODE has MIB mebibytes of memory for its tasks (0: not counted, the
+ * default).  It may change while tasks run (an agent back with less). */
+void sched_set_mem(struct sched *s, int node, uint64_t mib);
+/* The MiB charged on NODE now (what its workers' instances need). */
+uint64_t sched_mem_used(const struct sched *s, int node);
 /* Queue a task needing NEED (NULL: one slot, priority 0); otherwise as
  * sched_add. */
 uint64_t sched_add_need(struct sched *s, uint32_t batch, uint32_t index,

@@ -17,6 +17,7 @@ struct inflight {
 	uint64_t tid;
 	uint64_t seq;
 	uint32_t attempt;
+	uint32_t mem;			/* MiB its task needs */
 	int lead;			/* sent to a worker that held nothing */
 	double start;
 	double deadline;
@@ -29,6 +30,9 @@ struct sworker {
 	int holder;			/* the worker whose wide task holds it, -1 */
 	int wide;			/* its instance is a wide task */
 	uint64_t gpus;			/* that task's GPUs */
+	uint32_t mem;			/* MiB charged: the largest need of its
+					 * instances ... */
+	uint32_t mem_n;			/* ... and how many need that much */
 	struct inflight *ring;		/* circular, oldest at head */
 	int cap, head, n;
 	int window;
@@ -54,6 +58,8 @@ struct sworker {
 
 struct chunk {
 	uint32_t open;			/* its tasks not yet ended */
+	uint32_t *mem;			/* MiB each task needs, or NULL when
+					 * none of them needs any */
 	struct sched_task t[CHUNK];
 };
 
@@ -79,6 +85,8 @@ struct snode {
 	int nw, capw;
 	int ngpus;
 	uint64_t gpus_busy;		/* bit i: GPU i is some task's */
+	uint64_t mem;			/* MiB for tasks, 0: not counted */
+	uint64_t mem_used;		/* MiB charged to its workers */
 	uint64_t resv;			/* the wide task it is kept for, or 0 */
 };
 
@@ -97,6 +105,7 @@ struct sched {
 	struct snode *nodes;
 	int nnodes;
 	int wake;			/* see sched_wake */
+	int mem_waits;			/* a task waits for memory to free */
 	size_t nqueued;			/* tasks in TASK_QUEUED */
 	uint64_t nopen;			/* tasks neither done nor failed */
 	struct sworker *w;
@@ -129,6 +138,15 @@ sched_task_of(const struct sched *s, uint64_t tid)
 	return &s->chunks[(tid - 1) >> CHUNK_SHIFT]->t[(tid - 1) & (CHUNK - 1)];
 }
 
+/* The MiB task TID (live) needs. */
+static inline uint32_t
+sched_mem_of(const struct sched *s, uint64_t tid)
+{
+	const struct chunk *c = s->chunks[(tid - 1) >> CHUNK_SHIFT];
+
+	return c->mem ? c->mem[(tid - 1) & (CHUNK - 1)] : 0;
+}
+
 /* ---- sched_queue.c ---- */
 
 /* F's first task still queued (the stale ones before it dropped), or 0. */
@@ -147,6 +165,10 @@ void sched_queues_free(struct sched *s);
 /* Start an instance of TID on WORKER and describe it in OUT. */
 void sched_start_instance(struct sched *s, int worker, uint64_t tid,
 			  double now, struct sched_pick *out, int duplicate);
+
+/* May a task needing MEM MiB start on WORKER as far as its node's memory
+ * goes (what the node's workers are charged, sched.c)? */
+int sched_mem_fits(const struct sched *s, int worker, uint32_t mem);
 
 /* ---- sched_place.c ---- */
 

@@ -31,19 +31,22 @@ node_slots(const struct sched *s, int node, int *free)
 	return up;
 }
 
-/* Could NODE ever hold a task shaped F (its slots in service)? */
+/* Could NODE ever hold a task shaped F needing MEM MiB (its slots in
+ * service)? */
 static int
-node_could(const struct sched *s, int node, const struct fifo *f)
+node_could(const struct sched *s, int node, const struct fifo *f,
+	   uint32_t mem)
 {
 	int free;
 
 	return node_slots(s, node, &free) >= f->cpus &&
-	       s->nodes[node].ngpus >= f->gpus;
+	       s->nodes[node].ngpus >= f->gpus &&
+	       (s->nodes[node].mem == 0 || s->nodes[node].mem >= mem);
 }
 
-/* Can a task shaped F start on WORKER now? */
+/* Can a task shaped F needing MEM MiB start on WORKER now? */
 static int
-fits(const struct sched *s, int worker, const struct fifo *f)
+fits(struct sched *s, int worker, const struct fifo *f, uint32_t mem)
 {
 	const struct sworker *w = &s->w[worker];
 	const struct snode *n = &s->nodes[w->node];
@@ -52,6 +55,10 @@ fits(const struct sched *s, int worker, const struct fifo *f)
 	if (!is_free(w) ||
 	    n->ngpus - popcount64(n->gpus_busy) < f->gpus)
 		return 0;
+	if (!sched_mem_fits(s, worker, mem)) {
+		s->mem_waits = 1;
+		return 0;
+	}
 	node_slots(s, w->node, &free);
 	return free >= f->cpus;
 }
@@ -95,7 +102,7 @@ resv_node(struct sched *s, struct fifo *f, uint64_t head)
 
 	if (f->resv != head || s->nodes[r].resv != head)
 		return -1;
-	if (!node_could(s, r, f)) {
+	if (!node_could(s, r, f, sched_mem_of(s, head))) {
 		s->nodes[r].resv = 0;
 		f->resv = 0;
 		s->wake = 1;
@@ -115,7 +122,7 @@ reserve(struct sched *s, struct fifo *f, uint64_t head)
 		if (s->nodes[k].resv != 0 && s->nodes[k].resv != head &&
 		    sched_task_of(s, s->nodes[k].resv)->state == TASK_QUEUED)
 			continue;
-		if (!node_could(s, k, f))
+		if (!node_could(s, k, f, sched_mem_of(s, head)))
 			continue;
 		node_slots(s, k, &free);
 		if (free > bfree) {
@@ -139,7 +146,7 @@ pick_wide(struct sched *s, int worker, struct fifo *f, uint64_t head,
 {
 	int r = resv_node(s, f, head);
 
-	if (fits(s, worker, f)) {
+	if (fits(s, worker, f, sched_mem_of(s, head))) {
 		if (r >= 0 && r != s->w[worker].node) {
 			s->nodes[r].resv = 0;
 			s->wake = 1;
@@ -174,6 +181,10 @@ sched_place_pick(struct sched *s, int worker, double now, struct sched_pick *out
 				return p;
 		}
 		if ((head = sched_fifo_head(s, &l->v[0])) != 0) {
+			if (!sched_mem_fits(s, worker, sched_mem_of(s, head))) {
+				s->mem_waits = 1;	/* it waits for memory */
+				return PICK_NONE;
+			}
 			sched_fifo_drop(&l->v[0]);
 			sched_start_instance(s, worker, head, now, out, 0);
 			return PICK_ONE;
@@ -200,7 +211,7 @@ sched_place_kept(struct sched *s, int worker, double now, struct sched_pick *out
 		n->resv = 0;
 		return 0;
 	}
-	if (!fits(s, worker, f))
+	if (!fits(s, worker, f, sched_mem_of(s, n->resv)))
 		return -1;
 	sched_fifo_drop(f);
 	place_wide(s, worker, f, n->resv, now, out);
@@ -235,9 +246,10 @@ why_waits(struct sched *s, struct fifo *f, uint64_t head,
 	out->index = t->index;
 	out->cpus = f->cpus;
 	out->gpus = f->gpus;
+	out->mem = sched_mem_of(s, head);
 	out->node = resv_node(s, f, head);
 	for (k = 0; k < s->nnodes && !could; k++)
-		could = node_could(s, k, f);
+		could = node_could(s, k, f, out->mem);
 	out->why = out->node >= 0 ? SCHED_WAIT_RESERVED :
 		   could ? SCHED_WAIT_BUSY : SCHED_WAIT_NO_NODE;
 }

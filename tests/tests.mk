@@ -41,7 +41,8 @@ FUZZ_FLAGS := -g -O1 -fsanitize=fuzzer,address,undefined \
 FUZZ_SRC := common/ctl.c common/jcheck.c common/jpos.c common/util.c \
 	common/batch.c common/batchtext.c common/taskgraph.c common/plugins.c \
 	common/statedir.c \
-	common/proto.c common/wire.c common/jparse.c common/rauth.c
+	common/proto.c common/wire.c common/jparse.c common/rauth.c \
+	common/memsize.c common/outpath.c common/hostmem.c common/cgroup.c
 FUZZ_BIN := $(OBJ)/fuzz/fuzz_request $(OBJ)/fuzz/fuzz_batch $(OBJ)/fuzz/fuzz_json \
 	$(OBJ)/fuzz/fuzz_rauth
 

@@ -7,6 +7,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "config.h"
+#include "memcg.h"
 #include "proto.h"
 #include "slots.h"
 
@@ -69,6 +71,7 @@ agent_fini(struct agent *a)
 	if (a->ss)
 		slots_free(a->ss);
 	a->ss = NULL;
+	memcg_node_close();
 	ft_buf_free(&a->relay);
 	a->nrelay = 0;
 }
@@ -122,6 +125,19 @@ on_ping(struct agent *a, const void *p, size_t n)
 	a->wire.send(a->wire.ctx, FT_MSG_PONG, &b);
 }
 
+/* Make the node's directory of memory cgroups for its slots (memcg.h),
+ * or say why its tasks' memory limits are kept by sampling instead. */
+static void
+memory_cgroups(struct agent *a)
+{
+	char why[512];
+
+	if (memcg_node_open(why, sizeof(why)) == -1)
+		fprintf(stderr, "ftfarm agent (node index %d, pid %d): memory "
+			"limits are kept by sampling: %s\n", a->index,
+			(int)getpid(), why);
+}
+
 static void
 on_welcome(struct agent *a, const void *p, size_t n)
 {
@@ -139,6 +155,8 @@ on_welcome(struct agent *a, const void *p, size_t n)
 	a->master_timeout = w.master_timeout;
 	if (w.idle_nap > NAP_MAX)
 		a->idle_nap = w.idle_nap;
+	if (w.mem_enforce == FT_MEM_AUTO)
+		memory_cgroups(a);
 	a->welcomed = 1;
 }
 

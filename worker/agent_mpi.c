@@ -9,6 +9,7 @@
 
 #include "agent.h"
 #include "doze.h"
+#include "hostmem.h"
 #include "proto.h"
 #include "slots.h"
 #include "util.h"
@@ -110,6 +111,7 @@ send_hello(struct mpi_agent *ma)
 		.start = ft_proc_start(getpid()),
 		.host = host,
 		.plugins = "",
+		.mem = hostmem_default(),
 	};
 	struct ft_buf b = { 0 };
 

@@ -18,6 +18,7 @@
 
 #include "agent.h"
 #include "frame.h"
+#include "hostmem.h"
 #include "lease.h"
 #include "proto.h"
 #include "rdial.h"
@@ -95,6 +96,7 @@ send_join(struct tcp_agent *t)
 		.gpus = g->gpus, .gpus_len = strlen(g->gpus),
 		.alloc = g->alloc, .alloc_len = strlen(g->alloc),
 		.alloc_end = g->alloc_end,
+		.mem = hostmem_default(),
 	};
 
 	gethostname(host, sizeof(host) - 1);

@@ -18,6 +18,7 @@
 #include <stdlib.h>
 
 #include "agent_mpi.h"
+#include "hostmem.h"
 #include "hugeheap.h"
 #include "proto.h"
 
@@ -89,6 +90,7 @@ main(int argc, char **argv)
 			return 2;
 	}
 	hugeheap_exec(argv);	/* relay buffers in huge pages */
+	hostmem_oom_protect();	/* its tasks go first (hostmem.h) */
 	outlive_term();
 	MPI_Init(&argc, &argv);
 	no_yield();

@@ -10,10 +10,15 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "config.h"
 #include "jparse.h"
+#include "memcg.h"
+#include "memsize.h"
+#include "outfiles.h"
 #include "proto.h"
 #include "util.h"
 
@@ -41,6 +46,12 @@ struct runner {
 	struct runner_result *rhead, *rtail;
 	size_t output_cap;
 	char node_env[280];		/* "FTFARM_NODE=<its node>" */
+	int slot;			/* its slot's id */
+	int mem_enforce;		/* enum ft_mem_enforce */
+	struct memcg *memcg;		/* the slot's cgroup, once made */
+	int memcg_tried;		/* made or found impossible */
+	char *out_default;		/* task_stdout, or NULL */
+	char *err_default;		/* task_stderr, or NULL */
 	int stop;
 	int ending;			/* runner_end: the job ends */
 	int ran;			/* a task ran since the last trim */
@@ -65,17 +76,19 @@ struct runner {
 #define TERM_GRACE 0.5
 
 struct runner_task *
-runner_task_new(uint64_t tid, uint32_t attempt, const char *spec, size_t len,
-		uint32_t cpus, const char *gpus, size_t glen,
-		const char *cpuset, size_t clen)
+runner_task_new(const struct proto_task *pt)
 {
+	size_t len = pt->spec_len, glen = pt->gpus_len, clen = pt->cpuset_len;
+	const char *spec = pt->spec, *gpus = pt->gpus, *cpuset = pt->cpuset;
 	struct runner_task *t = ft_malloc(sizeof(*t) + len + glen + clen + 3);
 
-	t->tid = tid;
-	t->attempt = attempt;
+	t->tid = pt->tid;
+	t->attempt = pt->attempt;
+	t->batch = pt->batch;
+	t->index = pt->index;
 	t->cancel = 0;
 	t->next = NULL;
-	t->cpus = cpus ? cpus : 1;
+	t->cpus = pt->cpus ? pt->cpus : 1;
 	t->spec_len = len;
 	memcpy(t->spec, spec, len);
 	t->spec[len] = '\0';
@@ -130,6 +143,8 @@ runner_result_free(struct runner_result *res)
 		free(res->res.out);
 		free(res->res.err);
 		free(res->res.value);
+		free(res->out_path);
+		free(res->err_path);
 		free(res);
 		res = next;
 	}
@@ -205,6 +220,129 @@ leave_with(const struct runner_task *t, const struct ft_result *res)
 	_exit(1);
 }
 
+/* The slot's memory cgroup, made at the first task that needs it; NULL
+ * when the node has none or it cannot be made (said once: its tasks'
+ * memory is sampled instead). */
+static struct memcg *
+slot_memcg(struct runner *r)
+{
+	char why[300];
+
+	if (!r->memcg_tried) {
+		r->memcg_tried = 1;
+		r->memcg = memcg_slot_open(r->slot, why, sizeof(why));
+		if (r->memcg == NULL && getenv(MEMCG_ENV))
+			fprintf(stderr, "ftfarm-slot %d (pid %d): %s; memory "
+				"limits are kept by sampling\n", r->slot,
+				(int)getpid(), why);
+	}
+	return r->memcg;
+}
+
+/* TASK's memory limit, its "mem" in SPEC, as the node keeps limits:
+ * in the slot's cgroup when it has one and the plugin's processes may
+ * enter it, else by the plugin's sampling; none for plugins that start
+ * no process. */
+static void
+mem_setup(struct runner *r, const json_t *spec, const struct ft_plugin *p,
+	  struct ft_task *task)
+{
+	struct memcg *c;
+	uint64_t mem;
+
+	task->mem_limit = 0;
+	task->cgroup_fd = 0;
+	if (r->mem_enforce == FT_MEM_NONE || !(p->flags & FT_PLUGIN_RISKY) ||
+	    memsize_json(json_object_get(spec, "mem"), &mem) == -1)
+		return;
+	task->mem_limit = mem;
+	if (r->mem_enforce == FT_MEM_AUTO && (p->flags & FT_PLUGIN_MEMCG) &&
+	    (c = slot_memcg(r)) != NULL && memcg_limit(c, mem) == 0)
+		task->cgroup_fd = memcg_procs_fd(c);
+}
+
+/* TASK, which ran in the slot's cgroup, ended as RES says: one that
+ * failed while the kernel's OOM killer killed in the cgroup failed for
+ * its memory.  What it left in the cgroup goes. */
+static void
+mem_judge(struct runner *r, const struct ft_task *task, struct ft_result *res)
+{
+	char u[32], l[32];
+
+	if (task->cgroup_fd <= 2)
+		return;
+	if (memcg_oom_killed(r->memcg) && !res->ok && res->exit_code > 0)
+		snprintf(res->reason, sizeof(res->reason), "memory: used %s, "
+			 "at its limit of %s (the kernel's OOM killer ended it "
+			 "in its cgroup)",
+			 memsize_format(res->max_rss, u, sizeof(u)),
+			 memsize_format(task->mem_limit, l, sizeof(l)));
+	memcg_kill_all(r->memcg);
+}
+
+/* Open T's output files (SPEC's patterns, or the node's) for plugin P
+ * into OF.  0, or -1 with RES failed (the task does not start). */
+static int
+files_open(struct runner *r, const struct runner_task *t,
+	   const json_t *spec, const struct ft_plugin *p, struct outfiles *of,
+	   struct runner_result *res)
+{
+	struct outfiles_who who = {
+		.batch = t->batch, .index = t->index, .attempt = t->attempt,
+		.node = r->node_env + strlen("FTFARM_NODE="),
+		.out_default = r->out_default, .err_default = r->err_default,
+	};
+
+	memset(of, 0, sizeof(*of));
+	if (!(p->flags & FT_PLUGIN_OUTPUT_FILES))
+		return 0;
+	who.node_len = strlen(who.node);
+	if (outfiles_open(of, spec, &who, res->res.reason,
+			  sizeof(res->res.reason)) == 0)
+		return 0;
+	res->res.ok = 0;
+	res->res.exit_code = 127;	/* as a command that cannot start */
+	return -1;
+}
+
+/* T's output files are written: RES keeps their tails and paths. */
+static void
+files_done(struct runner *r, struct outfiles *of, struct runner_result *res)
+{
+	outfiles_tails(of, r->output_cap, &res->res);
+	outfiles_keep(of);
+	outfiles_close(of);
+	res->out_path = of->out_path;
+	res->err_path = of->err_path;
+}
+
+/* CPU seconds of RU. */
+static double
+ru_cpu(const struct rusage *ru)
+{
+	return (double)ru->ru_utime.tv_sec + ru->ru_utime.tv_usec * 1e-6 +
+	       (double)ru->ru_stime.tv_sec + ru->ru_stime.tv_usec * 1e-6;
+}
+
+/* Run TASK through plugin P into RES: what it used measured on this
+ * thread when P does not say itself (it runs here). */
+static void
+run_measured(const struct ft_plugin *p, const struct ft_task *task,
+	     struct ft_result *res)
+{
+	struct rusage before, after;
+	int own = !(p->flags & FT_PLUGIN_USAGE);
+
+	if (own)
+		getrusage(RUSAGE_THREAD, &before);
+	if (p->run(task, res) == -1)
+		res->ok = 0;
+	if (own && getrusage(RUSAGE_THREAD, &after) == 0) {
+		res->cpu_s = ru_cpu(&after) - ru_cpu(&before);
+		res->max_rss = (uint64_t)after.ru_maxrss * 1024;
+	}
+}
+
 /* Run T through its plugin and describe the outcome in RES. */
 static void
 run_one(struct runner *r, struct runner_task *t, struct runner_result *res)
@@ -212,6 +350,7 @@ run_one(struct runner *r, struct runner_task *t, struct runner_result *res)
 	json_error_t jerr;
 	json_t *spec = jparse(t->spec, t->spec_len, 0, &jerr);
 	const struct ft_plugin *p = NULL;
+	struct outfiles of;
 	struct ft_task task;
 	double t0 = ft_now();
 	char envbuf[2048];
@@ -228,6 +367,9 @@ run_one(struct runner *r, struct runner_task *t, struct runner_result *res)
 	}
 	if (p->flags & FT_PLUGIN_RISKY)
 		wait_sent(r);
+	if (files_open(r, t, spec, p, &of, res) == -1)
+		goto out;
+	memset(&task, 0, sizeof(task));
 	task.id = t->tid;
 	task.attempt = t->attempt;
 	task.spec = spec;
@@ -241,9 +383,13 @@ run_one(struct runner *r, struct runner_task *t, struct runner_result *res)
 	task.env = env;
 	task.cpuset = *t->cpuset ? t->cpuset : NULL;
 	task.cancel_fd = r->cfd;
-	if (p->run(&task, &res->res) == -1)
-		res->res.ok = 0;
+	task.out_fd = of.out_fd;
+	task.err_fd = of.err_fd;
+	mem_setup(r, spec, p, &task);
+	run_measured(p, &task, &res->res);
 	atomic_store(&r->group, 0);
+	mem_judge(r, &task, &res->res);
+	files_done(r, &of, res);
 	if (res->res.value_len > FT_VALUE_MAX) {
 		free(res->res.value);
 		res->res.value = NULL;
@@ -460,13 +606,14 @@ runner_main(void *arg)
 }
 
 struct runner *
-runner_start(const struct ft_plugins *pl)
+runner_start(const struct ft_plugins *pl, int slot)
 {
 	struct runner *r = ft_calloc(1, sizeof(*r));
 	pthread_condattr_t ca;
 
 	strcpy(r->node_env, "FTFARM_NODE=");
 	r->pl = pl;
+	r->slot = slot;
 	r->output_cap = 65536;
 	r->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	r->cfd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
@@ -509,6 +656,26 @@ runner_set_deliver(struct runner *r, runner_deliver_fn deliver, void *arg)
 	pthread_mutex_lock(&r->mu);
 	r->deliver = deliver;
 	r->deliver_arg = arg;
+	pthread_mutex_unlock(&r->mu);
+}
+
+/* A new string of the LEN bytes at S, or NULL when there are none. */
+static char *
+text_or_null(const char *s, size_t len)
+{
+	return len ? ft_asprintf("%.*s", (int)len, s) : NULL;
+}
+
+void
+runner_set_task_rules(struct runner *r, int mem_enforce, const char *out,
+		      size_t olen, const char *err, size_t elen)
+{
+	pthread_mutex_lock(&r->mu);
+	r->mem_enforce = mem_enforce;
+	free(r->out_default);
+	free(r->err_default);
+	r->out_default = text_or_null(out, olen);
+	r->err_default = text_or_null(err, elen);
 	pthread_mutex_unlock(&r->mu);
 }
 
@@ -645,6 +812,9 @@ runner_stop(struct runner *r)
 	pthread_cond_destroy(&r->sent);
 	close(r->efd);
 	close(r->cfd);
+	memcg_slot_close(r->memcg);
+	free(r->out_default);
+	free(r->err_default);
 	free(r);
 }
 

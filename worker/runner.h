@@ -27,6 +27,8 @@
 struct runner_task {
 	uint64_t tid;
 	uint32_t attempt;
+	uint32_t batch, index;		/* its batch and index there (its
+					 * output files' names) */
 	volatile int cancel;
 	struct runner_task *next;
 	uint32_t cpus;			/* slots it holds */
@@ -41,15 +43,24 @@ struct runner_result {
 	uint32_t attempt;
 	double seconds;
 	struct ft_result res;
+	char *out_path, *err_path;	/* its output files, or NULL */
 	uint8_t interrupted;		/* enum proto_interrupted */
 	struct runner_result *next;
 };
 
 struct runner;
 
-/* Start the runner thread.  NULL on failure. */
-struct runner *runner_start(const struct ft_plugins *pl);
+/* Start the runner thread of slot SLOT.  NULL on failure. */
+struct runner *runner_start(const struct ft_plugins *pl, int slot);
 void runner_set_output_cap(struct runner *r, size_t cap);
+/* What the master's welcome says of tasks' memory and files: how a
+ * task's "mem" is held to (enum ft_mem_enforce: a cgroup of the slot's
+ * own where the node has a directory for them, memcg.h, else sampling),
+ * and the patterns of the output files of tasks that name none (OLEN,
+ * ELEN bytes; 0: none).  Set before any task comes. */
+void runner_set_task_rules(struct runner *r, int mem_enforce,
+			   const char *out, size_t olen, const char *err,
+			   size_t elen);
 /* The worker's node, which its tasks see as FTFARM_NODE (set before any
  * task comes). */
 void runner_set_node(struct runner *r, const char *node, size_t len);
@@ -90,13 +101,10 @@ uint64_t runner_running(struct runner *r, uint32_t *queued);
  * a worker that leaves at once. */
 void runner_kill_group(struct runner *r);
 
-/* A task TID, ATTEMPT with a copy of SPEC (LEN bytes), of GPUS (GLEN
- * bytes, its GPU ids) and of CPUSET (CLEN bytes, the CPUs to bind it
- * to), holding CPUS slots, in one block. */
-struct runner_task *runner_task_new(uint64_t tid, uint32_t attempt,
-				    const char *spec, size_t len, uint32_t cpus,
-				    const char *gpus, size_t glen,
-				    const char *cpuset, size_t clen);
+/* A task of ASSIGN entry PT: a copy of its spec, its GPU ids and the
+ * CPUs to bind it to, in one block. */
+struct proto_task;
+struct runner_task *runner_task_new(const struct proto_task *pt);
 void runner_result_free(struct runner_result *res);
 void runner_task_free(struct runner_task *t);
 

@@ -109,11 +109,7 @@ on_assign(struct slot *s, const void *p, size_t n)
 	if (proto_iter_init(&it, p, n) == -1)
 		die(s, "malformed assign message");
 	while ((rc = proto_next_task(&it, &pt)) == 1) {
-		struct runner_task *t = runner_task_new(pt.tid, pt.attempt,
-							pt.spec, pt.spec_len,
-							pt.cpus, pt.gpus,
-							pt.gpus_len, pt.cpuset,
-							pt.cpuset_len);
+		struct runner_task *t = runner_task_new(&pt);
 
 		*tail = t;
 		tail = &t->next;
@@ -156,6 +152,9 @@ on_welcome(struct slot *s, const void *p, size_t n)
 	if (proto_get_welcome(p, n, &w) == -1)
 		die(s, "malformed welcome");
 	runner_set_output_cap(s->runner, w.output_cap);
+	runner_set_task_rules(s->runner, (int)w.mem_enforce, w.out_default,
+			      w.out_default_len, w.err_default,
+			      w.err_default_len);
 	runner_set_node(s->runner, w.node, w.node_len);
 	s->master_timeout = w.master_timeout;
 	s->welcomed = 1;
@@ -236,6 +235,11 @@ queue_results(struct slot *s)
 			.signal = r->res.signal,
 			.value = r->res.value, .value_len = r->res.value_len,
 			.interrupted = r->interrupted,
+			.cpu_s = r->res.cpu_s, .max_rss = r->res.max_rss,
+			.out_path = r->out_path,
+			.out_path_len = r->out_path ? strlen(r->out_path) : 0,
+			.err_path = r->err_path,
+			.err_path_len = r->err_path ? strlen(r->err_path) : 0,
 		};
 
 		if (count > 0 &&
@@ -371,7 +375,7 @@ slot_run(int fd, int id, const struct ft_plugins *pl)
 	frame_reader_init(&s.in, FT_MSG_MAX);
 	pthread_mutex_init(&s.out_mu, NULL);
 	catch_term(&s);
-	s.runner = runner_start(pl);
+	s.runner = runner_start(pl, id);
 	if (s.runner == NULL)
 		die(&s, "cannot start the runner thread");
 	runner_set_deliver(s.runner, deliver, &s);

@@ -7,7 +7,12 @@ each a frame of a little-endian u32 length and JSON::
 
     request  {"id": TASK_ID, "attempt": N, "env": {NAME: VALUE},
               "value_max": BYTES, "task": SPEC}
-    reply    {"ok": BOOL, "value": TEXT, "reason": TEXT}
+    reply    {"ok": BOOL, "value": TEXT, "reason": TEXT,
+              "cpu_s": SECONDS, "max_rss": BYTES}
+
+"cpu_s" is what the task's calls used (this process and the children
+it waited for, user and system), "max_rss" the interpreter's peak
+resident set so far (it lives from task to task).
 
 SPEC is the task as submitted (_calls.py): "fn" or "fn_file", a pickle of
 (meta, function pickled by cloudpickle) where meta has the client's
@@ -36,6 +41,7 @@ import ctypes
 import json
 import os
 import pickle
+import resource
 import signal
 import struct
 import sys
@@ -348,6 +354,13 @@ def _run(req):
     return reply
 
 
+def _cpu():
+    """CPU seconds of this process and its waited-for children."""
+    me = resource.getrusage(resource.RUSAGE_SELF)
+    kids = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime
+
+
 def main():
     ctl = os.dup(0)
     null = os.open(os.devnull, os.O_RDONLY)
@@ -362,10 +375,15 @@ def main():
             req = json.loads(_read_exact(ctl, n))
         except (EOFError, OSError):
             return
+        before = _cpu()
         try:
             reply = _run(req)
         except BaseException as e:  # its own trouble, or a late SIGINT
             reply = {"ok": False, "reason": f"{type(e).__name__}: {e}"[:120]}
+        reply["cpu_s"] = _cpu() - before
+        reply["max_rss"] = max(
+            resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
+            resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss) * 1024
         out = json.dumps(reply).encode()
         _write_all(ctl, _HEAD.pack(len(out)) + out)
 

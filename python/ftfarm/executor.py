@@ -109,7 +109,16 @@ class Executor(concurrent.futures.Executor):
     PRIORITY: the batch's priority.  TIMEOUT: seconds a call may run
     (None: no limit of its own); past it the call raises TimeoutError.
     NAME: the batch's name (default "executor").  PYTHON: the interpreter
-    the slots run (default: this one, sys.executable).
+    the slots run (default: this one, sys.executable).  MEM: the memory
+    each task needs of its node, bytes or "2G" (its task's "mem": placed
+    where it fits, its interpreter killed past it, the call raising
+    ftfarm.Error "memory: ...").  STDOUT, STDERR: files for what the calls
+    print (a task's "stdout" and "stderr" patterns: %b batch, %t task,
+    %a attempt, %n node).
+
+    What the calls used: a future of submit() has ``.usage`` once done
+    ({"cpu_s", "max_rss", "seconds"} of its task), and ``usage`` sums
+    the executor's tasks so far.
 
     submit() returns a concurrent.futures.Future; map() streams, keeping a
     bounded window of calls in flight, in chunks (chunksize=None: sized
@@ -120,10 +129,17 @@ class Executor(concurrent.futures.Executor):
 
     def __init__(self, config=None, cpus=1, gpus=0, priority=0,
                  timeout=None, name=None, *, python=None,
-                 reconnect_timeout=None):
+                 reconnect_timeout=None, mem=None, stdout=None,
+                 stderr=None):
         _check_args(cpus, gpus, priority, timeout)
+        _check_files(mem, stdout, stderr)
         self._cfg = _config.load(config)
         self._cpus, self._gpus, self._timeout = cpus, gpus, timeout
+        self._files = {"mem": mem,
+                       "stdout": stdout and os.path.abspath(stdout),
+                       "stderr": stderr and os.path.abspath(stderr)}
+        self._usage = {"tasks": 0, "cpu_s": 0.0, "max_rss": 0,
+                       "seconds": 0.0}
         self._python = python or sys.executable
         self._reconnect_timeout = reconnect_timeout
         self._lock = threading.Lock()
@@ -161,6 +177,14 @@ class Executor(concurrent.futures.Executor):
     def batch(self):
         """The id of the executor's batch (`ftfarm batch -c CFG ID`)."""
         return self._batch
+
+    @property
+    def usage(self):
+        """What the executor's tasks with a result used so far: their
+        count ("tasks"), CPU seconds and wall seconds summed ("cpu_s",
+        "seconds") and the largest peak RSS in bytes ("max_rss")."""
+        with self._lock:
+            return dict(self._usage)
 
     def __repr__(self):
         return f"<ftfarm.Executor: batch {self._batch} of " \
@@ -300,6 +324,7 @@ class Executor(concurrent.futures.Executor):
             spec["cpus"] = self._cpus
         if self._gpus:
             spec["gpus"] = self._gpus
+        spec.update((k, v) for k, v in self._files.items() if v is not None)
         return _calls.members(spec)
 
     # ---- sending ----
@@ -443,12 +468,21 @@ class Executor(concurrent.futures.Executor):
             self._break(Error(msg.get("error") or "close was refused"))
 
     def _result(self, line):
+        usage = {k: line.get(k, 0) for k in ("cpu_s", "max_rss", "seconds")}
         with self._lock:
             t = self._open.pop(line.get("task"), None)
             if self._shutdown and not self._open:
                 self._settled.notify_all()
+            if t is not None:
+                u = self._usage
+                u["tasks"] += 1
+                u["cpu_s"] += usage["cpu_s"]
+                u["seconds"] += usage["seconds"]
+                u["max_rss"] = max(u["max_rss"], usage["max_rss"])
         if t is None:
             return                  # seen before a reconnection
+        for fut in t.futures:
+            fut.usage = usage
         value = line.get("value")
         if value and t.lazy and value.startswith("file:"):
             result = _calls.Later(value, len(t.calls))
@@ -756,6 +790,19 @@ def _settle(fut, result, i):
         fut.set_result(out[1])
     else:
         fut.set_exception(_calls.exception(out))
+
+
+def _check_files(mem, stdout, stderr):
+    """MEM: None, bytes (an int above 0) or a string such as "2G" (the
+    master says what it refuses); STDOUT, STDERR: None or a path."""
+    if mem is not None and not ((type(mem) is int and mem > 0) or
+                                (isinstance(mem, str) and mem)):
+        raise ValueError(f"mem must be bytes (an int above 0) or a string "
+                         f"such as \"2G\", not {mem!r}")
+    for name, v in (("stdout", stdout), ("stderr", stderr)):
+        if v is not None and not (isinstance(v, (str, os.PathLike)) and
+                                  str(v)):
+            raise ValueError(f"{name} must be a path, not {v!r}")
 
 
 def _check_args(cpus, gpus, priority, timeout):

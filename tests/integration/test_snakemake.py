@@ -4,8 +4,9 @@ SIGKILLed under it and every output exact; a Ctrl-C (SIGINT to
 snakemake's process group) leaves none of its batches running, even one
 whose submission it cut short; the status script's word for each state
 of a batch (and for one that does not exist, or a master that is
-restarting or gone); the submit script's mapping of threads, gpus and
-runtime."""
+restarting or gone); the submit script's mapping of threads, gpus,
+runtime, mem_mb and the rule's log; a workflow whose rules' logs get
+their jobs' output and whose mem_mb is held to."""
 import json
 import os
 import re
@@ -520,7 +521,8 @@ def test_submit_maps_threads_gpus_runtime(make_cluster, tmp_path):
                               env=profile_env(c), cwd=tmp_path)
 
     r = submit({"type": "single", "rule": "r", "jobid": 3, "threads": 2,
-                "resources": {"gpus": 1, "runtime": 2, "mem_mb": 1000}})
+                "resources": {"gpus": 1, "runtime": 2, "mem_mb": 1000},
+                "log": ["logs/r/3.log"]})
     assert r.returncode == 0 and r.stdout.strip().isdigit(), r
     bid = int(r.stdout)
     batch = json.loads((c.state_dir / "batches" / str(bid) /
@@ -530,8 +532,12 @@ def test_submit_maps_threads_gpus_runtime(make_cluster, tmp_path):
     assert task["argv"][:2] == ["/bin/sh", "-c"], task
     assert task["argv"][-1] == str(tmp / "snakejob.r.3.sh"), task
     assert (task["cpus"], task["gpus"], task["timeout"]) == (2, 1, 120), task
+    assert task["mem"] == 1000 << 20, task
+    log = tmp_path / "logs" / "r" / "3.log"
+    assert task["stdout"] == task["stderr"] == str(log), task
     assert c.cli("wait", "-c", c.config, bid).returncode == 0
     assert c.results(bid)[0]["stdout"] == "job\n"
+    assert log.read_text() == "job\n"
 
     # Neither gpus nor runtime: one slot, no GPU, the config's timeout.
     r = submit({"type": "group", "groupid": "g", "jobid": "x", "threads": 1,
@@ -540,7 +546,8 @@ def test_submit_maps_threads_gpus_runtime(make_cluster, tmp_path):
     task = json.loads((c.state_dir / "batches" / r.stdout.strip() /
                        "batch.json").read_text())["tasks"][0]
     assert task.get("cpus", 1) == 1 and not task.get("gpus") and \
-        "timeout" not in task, task
+        "timeout" not in task and "mem" not in task and \
+        "stdout" not in task, task
 
     # What no node can meet, and what is not a count: exit 2, one message
     # naming it, nothing submitted.
@@ -564,6 +571,46 @@ def test_submit_maps_threads_gpus_runtime(make_cluster, tmp_path):
                        env=profile_env(c))
     assert r.returncode == 2 and "no '# properties = ' line" in r.stderr, r
     assert set(run_batches(c)) == before
+
+
+LOGGED = """
+rule all:
+    input: "a.txt", "b.txt"
+
+rule a:
+    output: "a.txt"
+    log: "logs/a.log"
+    resources: mem_mb=200
+    shell: "echo made a; echo warned a >&2; echo a > {output}"
+
+rule b:
+    output: "b.txt"
+    log: "logs/b.log"
+    resources: mem_mb=100
+    shell: "python3 -c 'b = b\\"x\\" * (1 << 30)'; echo b > {output}"
+"""
+
+
+@pytest.mark.long
+def test_rules_logs_and_memory(make_cluster, tmp_path):
+    c, wd = cluster_and_workflow(make_cluster, tmp_path, LOGGED)
+    p = start_snakemake(c, wd, "--latency-wait", "5")
+    try:
+        assert p.wait(timeout=300) == 1, (wd / "log.txt").read_text()
+    finally:
+        end_group(p)
+    # a ran, its output and errors in its log beside the job's own lines;
+    # b took 1 GiB against its mem_mb of 100: killed for its memory.
+    assert (wd / "a.txt").read_text() == "a\n"
+    log = (wd / "logs" / "a.log").read_text()
+    assert "made a\n" in log and "warned a\n" in log, log
+    assert not (wd / "b.txt").exists()
+    rows = [b for b in c.status()["batches"] if "snakejob.b." in b["name"]]
+    assert len(rows) == 1 and rows[0]["failed"] == 1, rows
+    res = c.results(rows[0]["id"])
+    assert res[0]["reason"].startswith("memory: used "), res
+    assert (wd / "logs" / "b.log").exists()
+    c.stop()
 
 
 def test_cancel_script_cancels_a_run(make_cluster, tmp_path):

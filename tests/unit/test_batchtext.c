@@ -144,6 +144,41 @@ test_errors(void **state)
 		     "invalid JSON");
 }
 
+/* Keys every task may carry: "mem", and "stdout"/"stderr" for the types
+ * whose outputs can go to files. */
+static void
+test_resource_keys(void **state)
+{
+	static const char good[] =
+		"{\"tasks\": [{\"type\": \"exec\", \"argv\": [\"true\"], "
+		"\"mem\": \"1.5G\", \"stdout\": \"/o/%b.%t.%a\", "
+		"\"stderr\": \"e%%\"},\n{\"type\": \"sleep\", \"seconds\": 0, \"mem\": 4096}]}";
+	struct batch_text bt;
+	char err[512];
+
+	(void)state;
+	assert_int_equal(read_text(good, 1, &bt, err, sizeof(err)), 0);
+	assert_int_equal(bt.spans[0].mem, 1536);
+	assert_int_equal(bt.spans[1].mem, 1);
+	batch_text_free(&bt);
+	expect_error("{\"tasks\": [{\"type\": \"sleep\", \"mem\": \"2Q\"}]}",
+		     "b.json:1:30: tasks[0].mem: must be bytes or a number with "
+		     "K, M, G or T");
+	expect_error("{\"tasks\": [{\"type\": \"sleep\", \"mem\": 0}]}",
+		     "tasks[0].mem: must be bytes");
+	expect_error("{\"tasks\": [{\"type\": \"sleep\", \"mem\": [1]}]}",
+		     "tasks[0].mem: expected an amount of memory, got an array");
+	expect_error("{\"tasks\": [{\"type\": \"sleep\", \"stdout\": \"x\"}]}",
+		     "tasks[0].stdout: tasks of type \"sleep\" have no output "
+		     "to write to a file");
+	expect_error("{\"tasks\": [{\"type\": \"exec\", \"argv\": [\"true\"], "
+		     "\"stderr\": \"a/%x\"}]}",
+		     "tasks[0].stderr: \"%x\" is no placeholder");
+	expect_error("{\"tasks\": [{\"type\": \"exec\", \"argv\": [\"true\"], "
+		     "\"stdout\": 3}]}",
+		     "tasks[0].stdout: expected a path, got an integer");
+}
+
 /* A big batch on several threads: the first bad task is the one told. */
 static void
 test_threads_report_the_first(void **state)
@@ -236,6 +271,7 @@ main(void)
 		cmocka_unit_test(test_spans_are_the_bytes),
 		cmocka_unit_test(test_job_batch),
 		cmocka_unit_test(test_errors),
+		cmocka_unit_test(test_resource_keys),
 		cmocka_unit_test(test_threads_report_the_first),
 		cmocka_unit_test(test_same_tasks_checked_alike),
 	};

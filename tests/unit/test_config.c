@@ -815,6 +815,45 @@ test_node_gpus(void **state)
 		"%s:1:44: nodes[0].gpus: must be 0..64 (GPUs), got 65");
 }
 
+/* A node's "mem", "task_stdout" and "task_stderr", "mem_enforce". */
+static void
+test_task_resources(void **state)
+{
+	struct ft_config cfg;
+
+	accepted(state, "{\"state_dir\": \"s\", \"nodes\": [{\"name\": \"a\", "
+		 "\"mem\": \"64G\"}, {\"name\": \"b\", \"mem\": 4096}, "
+		 "{\"name\": \"c\"}], \"task_stdout\": \"out/%b/%t.out\", "
+		 "\"task_stderr\": \"/e/%n.%%\", \"mem_enforce\": \"sample\"}",
+		 &cfg);
+	assert_true(cfg.nodes[0].mem == 64ULL << 30);
+	assert_true(cfg.nodes[1].mem == 4096);
+	assert_true(cfg.nodes[2].mem == 0);	/* its agent's finding */
+	assert_true(ft_node_mem(&cfg.nodes[2], 77) == 77);
+	cfg.nodes[2].mem_found = 99;
+	assert_true(ft_node_mem(&cfg.nodes[2], 77) == 99);
+	/* Relative to the config file's directory. */
+	assert_non_null(strstr(cfg.task_stdout, "/conf/out/%b/%t.out"));
+	assert_true(cfg.task_stdout[0] == '/');
+	assert_string_equal(cfg.task_stderr, "/e/%n.%%");
+	assert_int_equal(cfg.mem_enforce, FT_MEM_SAMPLE);
+	ft_config_free(&cfg);
+	accepted(state, "{\"state_dir\": \"s\", " NODES "}", &cfg);
+	assert_int_equal(cfg.mem_enforce, FT_MEM_AUTO);
+	assert_null(cfg.task_stdout);
+	ft_config_free(&cfg);
+	refused(state, "{\"state_dir\": \"s\", \"nodes\": [{\"name\": \"a\", "
+		"\"mem\": \"lots\"}]}",
+		"%s:1:44: nodes[0].mem: must be bytes or a number with K, M, G "
+		"or T (\"64G\"), more than 0 and at most 1 PiB");
+	refused(state, "{\"state_dir\": \"s\", " NODES ", \"task_stdout\": "
+		"\"o/%q\"}", "%s:1:47: task_stdout: \"%%q\" is no placeholder "
+		"(%%b batch, %%t task, %%a attempt, %%n node, %%%% a %%)");
+	refused(state, "{\"state_dir\": \"s\", " NODES ", \"mem_enforce\": "
+		"\"cgroup\"}", "%s:1:47: mem_enforce: must be \"auto\", "
+		"\"sample\" or \"none\"");
+}
+
 /* "control": "listen" (control over TCP) and "munge_socket". */
 static void
 test_control_tcp(void **state)
@@ -908,6 +947,7 @@ main(void)
 		T(test_node_gpus),
 		T(test_slurm_outputs),
 		T(test_allocations),
+		T(test_task_resources),
 		T(test_wrong_type),
 		T(test_unknown_key),
 		T(test_bad_json),

@@ -1873,7 +1873,7 @@ static uint64_t
 add_need(struct sched *s, uint32_t batch, int cpus, int gpus, int prio)
 {
 	static const char spec[] = "{}";
-	struct sched_need need = { cpus, gpus, prio };
+	struct sched_need need = { cpus, gpus, prio, 0, 0 };
 
 	return sched_add_need(s, batch, 0, spec, 2, 10, &need);
 }
@@ -1933,6 +1933,132 @@ test_gpus_are_never_shared(void **st)
 			 SCHED_ACCEPTED);
 	add_need(s, 1, 1, 1, 0);
 	assert_int_equal(take1(s, 2, 1).gpus, a.gpus);	/* freed, given again */
+	sched_free(s);
+}
+
+/* Add a one-slot task of batch 1 needing MEM MiB; its ID. */
+static uint64_t
+add_mem(struct sched *s, uint32_t mem)
+{
+	static const char spec[] = "{}";
+	struct sched_need need = { 1, 0, 0, mem, 0 };
+
+	return sched_add_need(s, 1, 0, spec, 2, 10, &need);
+}
+
+/* A node of 1000 MiB runs two tasks of 400 at once, never three; the
+ * third starts once one of them ends. */
+static void
+test_memory_of_a_node(void **st)
+{
+	struct sched *s = mk_nodes(0);
+	struct sched_pick a, b, c;
+	int i;
+
+	(void)st;
+	sched_set_mem(s, 0, 1000);
+	sched_set_mem(s, 1, 0);		/* node 1 counts none */
+	for (i = 0; i < 3; i++)
+		add_mem(s, 400);
+	a = take1(s, 0, 0);
+	b = take1(s, 1, 0);
+	assert_true(sched_mem_used(s, 0) == 800);
+	take_none(s, 2, 0);
+	take_none(s, 3, 0);
+	(void)sched_wake(s);
+	assert_int_equal(sched_done(s, 0, a.tid, a.attempt, 1, 1),
+			 SCHED_ACCEPTED);
+	assert_true(sched_wake(s));	/* the head may fit now */
+	assert_true(sched_mem_used(s, 0) == 400);
+	c = take1(s, 2, 1);
+	assert_true(sched_mem_used(s, 0) == 800);
+	/* A worker down gives its memory back. */
+	sched_worker_down(s, 1, "gone", 2);
+	assert_true(sched_mem_used(s, 0) == 400);
+	(void)b;
+	(void)c;
+	sched_free(s);
+}
+
+/* A worker holding a window of tasks is charged the largest of them
+ * (it runs one at a time), and plain tasks count nothing. */
+static void
+test_memory_of_a_window(void **st)
+{
+	struct sched *s = mk(1, NULL);
+	struct sched_pick p[8];
+	int n, i;
+
+	(void)st;
+	sched_worker_up(s, 0);
+	sched_set_mem(s, 0, 1000);
+	add_n(s, 2, 10);
+	for (i = 0; i < 4; i++)
+		add_mem(s, i == 2 ? 300 : 100);
+	learn_fast(s, 0, 0);	/* a plain task: its window opens */
+	learn_fast(s, 0, 0);
+	assert_true(sched_mem_used(s, 0) == 0);
+	n = sched_take(s, 0, 0, p, 8);
+	assert_int_equal(n, 4);
+	assert_true(sched_mem_used(s, 0) == 300);
+	for (i = 0; i < n; i++) {
+		assert_int_equal(sched_done(s, 0, p[i].tid, p[i].attempt,
+					    1e-5, 0), SCHED_ACCEPTED);
+		assert_true(sched_mem_used(s, 0) == (i < 2 ? 300 :
+						     i < 3 ? 100 : 0));
+	}
+	sched_free(s);
+}
+
+/* A wide task's memory is its node's while it runs; a head that does
+ * not fit keeps a node for itself. */
+static void
+test_memory_of_wide_tasks(void **st)
+{
+	struct sched *s = mk_nodes(0);
+	struct sched_need need = { 2, 0, 0, 900, 0 };
+	struct sched_wait why[2];
+	struct sched_pick a, b;
+
+	(void)st;
+	sched_set_mem(s, 0, 1000);
+	sched_set_mem(s, 1, 500);
+	add_mem(s, 200);
+	a = take1(s, 0, 0);
+	sched_add_need(s, 1, 1, "{}", 2, 10, &need);
+	/* Only node 0 could hold it, and not beside the task of 200. */
+	take_none(s, 1, 0);
+	take_none(s, 4, 0);
+	assert_int_equal(sched_waiting(s, why, 2), 1);
+	assert_int_equal(why[0].mem, 900);
+	assert_int_equal(why[0].node, 0);
+	assert_int_equal(sched_done(s, 0, a.tid, a.attempt, 1, 1),
+			 SCHED_ACCEPTED);
+	b = take1(s, 1, 1);
+	assert_int_equal(b.cpus, 2);
+	assert_true(sched_mem_used(s, 0) == 900);
+	sched_free(s);
+}
+
+/* Tasks that need memory, and tasks that write output files of their
+ * own, get no straggler copies; a plain task does. */
+static void
+test_no_copy_of_a_memory_task(void **st)
+{
+	struct sched *s = mk_nodes(0);
+	struct sched_need files = { 1, 0, 0, 0, 1 };
+
+	(void)st;
+	sched_set_mem(s, 0, 1000);
+	add_mem(s, 100);
+	take1(s, 0, 0);
+	take_none(s, 1, 100);
+	sched_add_need(s, 1, 1, "{}", 2, 10, &files);
+	take1(s, 2, 100);
+	take_none(s, 3, 200);
+	add_n(s, 1, 10);
+	take1(s, 4, 200);
+	assert_int_equal(take1(s, 5, 300).duplicate, 1);
 	sched_free(s);
 }
 
@@ -2116,6 +2242,10 @@ main(void)
 		cmocka_unit_test(test_wide_task_and_worker_deaths),
 		cmocka_unit_test(test_wait_reason_when_slots_go),
 		cmocka_unit_test(test_no_copy_of_a_wide_task),
+		cmocka_unit_test(test_memory_of_a_node),
+		cmocka_unit_test(test_memory_of_a_window),
+		cmocka_unit_test(test_memory_of_wide_tasks),
+		cmocka_unit_test(test_no_copy_of_a_memory_task),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

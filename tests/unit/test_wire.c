@@ -200,6 +200,7 @@ put_hello(struct ft_buf *b)
 		.host_len = strlen(host),
 		.plugins = plugins,
 		.plugins_len = strlen(plugins),
+		.mem = 0x123456789aULL,
 	};
 
 	proto_put_hello(b, &h);
@@ -215,7 +216,7 @@ test_hello_round_trip(void **st)
 	(void)st;
 	put_hello(&b);
 	assert_int_equal(b.len, 12 + 8 + 4 + strlen(host) + 4 +
-			 strlen(plugins));
+			 strlen(plugins) + 8);
 	m = exact(b.data, b.len);
 	memset(&h, 0, sizeof(h));
 	assert_int_equal(proto_get_hello(m, b.len, &h), 0);
@@ -225,6 +226,7 @@ test_hello_round_trip(void **st)
 	assert_true(h.start == 123456789012ULL);
 	assert_bytes(h.host, h.host_len, host, strlen(host));
 	assert_bytes(h.plugins, h.plugins_len, plugins, strlen(plugins));
+	assert_true(h.mem == 0x123456789aULL);
 	/* Strings point into the message. */
 	assert_true((const unsigned char *)h.host > m &&
 		    (const unsigned char *)h.host < m + b.len);
@@ -240,7 +242,7 @@ test_hello_empty_strings(void **st)
 
 	(void)st;
 	proto_put_hello(&b, &h);
-	assert_int_equal(b.len, 28);
+	assert_int_equal(b.len, 36);
 	assert_int_equal(proto_get_hello(b.data, b.len, &g), 0);
 	assert_int_equal(g.version, 3);
 	assert_int_equal(g.host_len, 0);
@@ -255,17 +257,23 @@ test_welcome_round_trip(void **st)
 	struct proto_welcome w = { .output_cap = 1 << 20,
 				   .master_timeout = 12.75,
 				   .idle_nap = 0.0625, .heartbeat = 1.5,
-				   .ping_timeout = 0.75 }, g;
+				   .ping_timeout = 0.75, .mem_enforce = 2,
+				   .out_default = "/o/%b.%t", .out_default_len = 8,
+				 }, g;
 
 	(void)st;
 	proto_put_welcome(&b, &w);
-	assert_int_equal(b.len, 40);	/* and an empty node name */
+	/* An empty node name and stderr pattern. */
+	assert_int_equal(b.len, 40 + 4 + 4 + 8 + 4);
 	memset(&g, 0, sizeof(g));
 	assert_int_equal(proto_get_welcome(b.data, b.len, &g), 0);
 	assert_int_equal(g.output_cap, 1 << 20);
 	assert_true(g.master_timeout == 12.75);
 	assert_true(g.idle_nap == 0.0625);
 	assert_true(g.heartbeat == 1.5 && g.ping_timeout == 0.75);
+	assert_int_equal(g.mem_enforce, 2);
+	assert_bytes(g.out_default, g.out_default_len, "/o/%b.%t", 8);
+	assert_int_equal(g.err_default_len, 0);
 	ft_buf_free(&b);
 }
 
@@ -353,7 +361,8 @@ static void
 test_fixed_messages_strict(void **st)
 {
 	struct ft_buf b = { 0 };
-	struct proto_welcome w = { 5, 1.0, 0.1, "node1", 5, 1.0, 0.5 };
+	struct proto_welcome w = { 5, 1.0, 0.1, "node1", 5, 1.0, 0.5, 1,
+				   "a", 1, "b", 1 };
 	struct proto_pong p = { 1, 2, 3 };
 	struct proto_exited e = { 1, "no answer to a ping in 1 s", 26 };
 
@@ -453,9 +462,11 @@ static const char spec0[] = "{\"type\": \"sleep\", \"seconds\": 0}";
 static const char spec2[] = "bin\0ary\xff\x00";
 
 static const struct proto_task tasks[] = {
-	{ 1, 1, spec0, sizeof(spec0) - 1, 1, "", 0, "", 0 },
-	{ UINT64_MAX, UINT32_MAX, "", 0, 0, "", 0, "", 0 },
-	{ 0x100000001ULL, 2, spec2, sizeof(spec2) - 1, 4, "0,1", 3, "2,3", 3 },
+	{ 1, 1, spec0, sizeof(spec0) - 1, 1, "", 0, "", 0, 1, 0 },
+	{ UINT64_MAX, UINT32_MAX, "", 0, 0, "", 0, "", 0, UINT32_MAX,
+	  UINT32_MAX },
+	{ 0x100000001ULL, 2, spec2, sizeof(spec2) - 1, 4, "0,1", 3, "2,3", 3,
+	  7, 12345 },
 };
 
 static void
@@ -510,6 +521,8 @@ test_task_list_round_trip(void **st)
 		assert_int_equal(got[i].attempt, tasks[i].attempt);
 		assert_bytes(got[i].spec, got[i].spec_len, tasks[i].spec,
 			     tasks[i].spec_len);
+		assert_int_equal(got[i].batch, tasks[i].batch);
+		assert_int_equal(got[i].index, tasks[i].index);
 	}
 	free(m);
 	/* proto_begin_list starts the buffer over. */
@@ -577,11 +590,13 @@ static const char value1[] = "b64:gASVAAAA\0\xff";
 
 static const struct proto_result results[] = {
 	{ 1, 1, 1, 0, 0.25, "", 0, out1, sizeof(out1) - 1, "", 0, 0,
-	  value1, sizeof(value1) - 1, PROTO_FINISHED },
+	  value1, sizeof(value1) - 1, PROTO_FINISHED, 0.125, 4096,
+	  "/out/1.0", 8, "", 0 },
 	{ 2, 3, 0, 137, 1e-6, "signal 9", 8, "", 0, err1,
-	  sizeof(err1) - 1, 9, "", 0, PROTO_INTERRUPTED },
+	  sizeof(err1) - 1, 9, "", 0, PROTO_INTERRUPTED, 0, 0, "", 0,
+	  "/e", 2 },
 	{ UINT64_MAX, UINT32_MAX, 255, INT32_MIN, -1.0, "r", 1, "o", 1, "e", 1,
-	  INT32_MIN, "v", 1, 255 },
+	  INT32_MIN, "v", 1, 255, 1e9, UINT64_MAX, "p", 1, "p", 1 },
 };
 
 /* Decode a result list: records at a clean end, or -1. */
@@ -643,6 +658,12 @@ test_result_list_round_trip(void **st)
 		assert_int_equal(g->signal, w->signal);
 		assert_bytes(g->value, g->value_len, w->value, w->value_len);
 		assert_int_equal(g->interrupted, w->interrupted);
+		assert_memory_equal(&g->cpu_s, &w->cpu_s, sizeof(double));
+		assert_true(g->max_rss == w->max_rss);
+		assert_bytes(g->out_path, g->out_path_len, w->out_path,
+			     w->out_path_len);
+		assert_bytes(g->err_path, g->err_path_len, w->err_path,
+			     w->err_path_len);
 	}
 	free(m);
 	ft_buf_free(&b);

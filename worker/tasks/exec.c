@@ -9,9 +9,19 @@
  * own, with the worker's environment less the MPI's variables (OMPI_*,
  * PMIX_*, ... see mpi_prefixes) plus "env", default signal
  * dispositions, an empty signal mask and no descriptors but 0, 1 and 2.
- * Standard input is "stdin" or /dev/null.  Each output is kept up to the
- * task's output_cap bytes; the rest is read and dropped so that the command
- * never blocks on a full pipe.
+ * Standard input is "stdin" or /dev/null.  Each output goes to the file
+ * the task's "stdout" or "stderr" names (the caller opens it: ft_task's
+ * out_fd, err_fd), or through a pipe kept up to the task's output_cap
+ * bytes; the rest is read and dropped so that the command never blocks on
+ * a full pipe.
+ *
+ * What the task used is what its processes that were waited for used:
+ * the command's own rusage (with its children's that it waited for) and
+ * that of every other member of its group reaped here.  A memory limit
+ * is the kernel's to enforce when the caller gives a cgroup (the command
+ * enters it before exec); else the group's RSS is sampled and the group
+ * killed past the limit.  Every command asks to be the OOM killer's first
+ * choice (oom_score_adj 1000), before the worker and the master.
  *
  * The task ends when the command's own process ends, at the timeout, or on
  * cancel.  Whatever is left of its process group is then killed, so nothing
@@ -34,6 +44,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -41,6 +52,7 @@
 #include "plugin.h"
 #include "task_env.h"
 #include "task_io.h"
+#include "task_mem.h"
 #include "util.h"
 
 extern char **environ;
@@ -52,7 +64,7 @@ extern char **environ;
 #define FALLBACK_MAX_FD 65536	/* close bound when close_range is missing */
 
 /* Where the child failed before the command ran, sent up the error pipe. */
-enum stage { STAGE_SETUP = 1, STAGE_CHDIR, STAGE_EXEC };
+enum stage { STAGE_SETUP = 1, STAGE_CHDIR, STAGE_EXEC, STAGE_CGROUP };
 
 struct child_error {
 	int stage;		/* enum stage */
@@ -78,6 +90,7 @@ struct launch {
 	unsigned long long reset;
 	int pin;		/* bind the child to CPUS */
 	cpu_set_t cpus;
+	int cgroup_fd;		/* the task's cgroup.procs, or 0 */
 };
 
 /* The child's standard input. */
@@ -98,10 +111,16 @@ struct proc {
 	struct task_sink out;
 	struct task_sink err;
 	struct feed in;
+	double cpu;		/* CPU seconds of the processes reaped */
+	uint64_t rss;		/* their largest peak RSS, or the group's
+				 * largest sample, bytes */
+	uint64_t limit;		/* bytes the group may use, checked by
+				 * sampling (0: not sampled) */
+	double sample_at;	/* the next sample is due (ft_now) */
 };
 
 /* How the wait for the child ended. */
-enum end { END_EXIT, END_TIMEOUT, END_CANCEL };
+enum end { END_EXIT, END_TIMEOUT, END_CANCEL, END_MEMORY };
 
 static int fail(struct ft_result *res, int code, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
@@ -417,7 +436,14 @@ child_exec(const struct launch *l)
 {
 	int stage = STAGE_SETUP;
 
-	if (setpgid(0, 0) < 0 || child_signals(l) < 0 || child_fds(l) < 0 ||
+	if (setpgid(0, 0) < 0 || child_signals(l) < 0)
+		goto fail;
+	stage = STAGE_CGROUP;
+	if (l->cgroup_fd > 2 && write(l->cgroup_fd, "0", 1) != 1)
+		goto fail;
+	stage = STAGE_SETUP;
+	task_mem_oom_first();
+	if (child_fds(l) < 0 ||
 	    (l->pin && sched_setaffinity(0, sizeof(l->cpus), &l->cpus) < 0))
 		goto fail;
 	stage = STAGE_CHDIR;
@@ -459,20 +485,35 @@ pipe_make(int p[2])
 	return p[0] < 0 || p[1] < 0 ? -1 : 0;
 }
 
-/* Pipes for the child's three standard descriptors and its error report:
- * the child's ends go to L, ours to P.  0, or -1 (the caller closes what
- * was opened). */
+/* The child's end of one output: a copy of FILE (the task's file, above
+ * 2), or a pipe whose reading end goes to SINK.  0 or -1. */
 static int
-proc_pipes(struct proc *p, struct launch *l)
+output_make(int file, int *child, struct task_sink *sink)
 {
 	int fds[2];
 
+	if (file > 2) {
+		*child = fcntl(file, F_DUPFD_CLOEXEC, 3);
+		return *child < 0 ? -1 : 0;
+	}
 	if (pipe_make(fds) < 0)
-		goto fail;
-	p->out.fd = fds[0], l->fd[1] = fds[1];
-	if (pipe_make(fds) < 0)
-		goto fail;
-	p->err.fd = fds[0], l->fd[2] = fds[1];
+		return -1;
+	sink->fd = fds[0];
+	*child = fds[1];
+	return 0;
+}
+
+/* Pipes (or the task's files) for the child's three standard descriptors
+ * and its error report: the child's ends go to L, ours to P.  0, or -1
+ * (the caller closes what was opened). */
+static int
+proc_pipes(struct proc *p, struct launch *l, const struct ft_task *task)
+{
+	int fds[2] = { -1, -1 };
+
+	if (output_make(task->out_fd, &l->fd[1], &p->out) < 0 ||
+	    output_make(task->err_fd, &l->fd[2], &p->err) < 0)
+		return -1;
 	if (pipe_make(fds) < 0)
 		goto fail;
 	p->errpipe = fds[0], l->errpipe = fds[1];
@@ -556,13 +597,14 @@ signals_to_reset(unsigned long long *set)
  * vfork so that no handler of the worker runs in the child before the
  * child resets them.  0, or -1 with RES.reason set. */
 static int
-proc_start(struct proc *p, struct launch *l, struct ft_result *res)
+proc_start(struct proc *p, struct launch *l, const struct ft_task *task,
+	   struct ft_result *res)
 {
 	sigset_t all, old;
 	char eb[64];
 	int rc = -1, e, i;
 
-	if (proc_pipes(p, l) < 0) {
+	if (proc_pipes(p, l, task) < 0) {
 		fail(res, -1, "cannot make pipes: %s",
 		     errstr(errno, eb, sizeof(eb)));
 		goto cleanup;
@@ -703,20 +745,44 @@ slice_ms(const struct proc *p, double left)
 	return ms;
 }
 
-/* Serve the child until it exits, TIMEOUT seconds pass (0: no limit) or
- * the task is cancelled. */
+/* Sample the RSS of P's group when due: 1 when it is past P's limit
+ * (the group is then killed). */
+static int
+over_limit(struct proc *p, double now)
+{
+	uint64_t rss;
+
+	if (p->limit == 0 || now < p->sample_at)
+		return 0;
+	p->sample_at = now + TASK_MEM_SAMPLE_S;
+	rss = task_mem_group_rss(p->pid);
+	if (rss > p->rss)
+		p->rss = rss;
+	if (rss <= p->limit)
+		return 0;
+	kill(-p->pid, SIGKILL);
+	return 1;
+}
+
+/* Serve the child until it exits, TIMEOUT seconds pass (0: no limit),
+ * the task is cancelled or its group goes past its memory limit. */
 static enum end
 proc_wait(struct proc *p, const struct ft_task *task, double timeout)
 {
 	double deadline = timeout > 0 ? ft_now() + timeout : INFINITY;
-	double left;
+	double left, now;
 
 	for (;;) {
 		if (*task->cancel)
 			return END_CANCEL;
-		left = deadline - ft_now();
+		now = ft_now();
+		if (over_limit(p, now))
+			return END_MEMORY;
+		left = deadline - now;
 		if (left <= 0)
 			return END_TIMEOUT;
+		if (p->limit && left > p->sample_at - now)
+			left = fmax(p->sample_at - now, 0.001);
 		proc_poll(p, slice_ms(p, left));
 		if (proc_exited(p))
 			return END_EXIT;
@@ -731,17 +797,35 @@ say_group(const struct ft_task *task, pid_t pgid)
 		task->group(task, pgid);
 }
 
-/* Reap the child and every other member of its group that is our child.
- * The group must be dead or dying.  Returns the child's wait status. */
+/* Count what a reaped process used (RU) in P. */
+static void
+proc_used(struct proc *p, const struct rusage *ru)
+{
+	uint64_t rss = (uint64_t)ru->ru_maxrss * 1024;	/* KiB */
+
+	p->cpu += (double)ru->ru_utime.tv_sec + ru->ru_utime.tv_usec * 1e-6 +
+		  (double)ru->ru_stime.tv_sec + ru->ru_stime.tv_usec * 1e-6;
+	if (rss > p->rss)
+		p->rss = rss;
+}
+
+/* Reap the child and every other member of its group that is our child,
+ * counting what they used.  The group must be dead or dying.  Returns
+ * the child's wait status. */
 static int
 proc_reap(struct proc *p)
 {
+	struct rusage ru;
 	int status = 0, st;
+	pid_t pid;
 
-	while (waitpid(p->pid, &status, 0) < 0 && errno == EINTR)
+	while ((pid = wait4(p->pid, &status, 0, &ru)) < 0 && errno == EINTR)
 		;
-	while (waitpid(-p->pid, &st, 0) > 0 || errno == EINTR)
-		;
+	if (pid == p->pid)
+		proc_used(p, &ru);
+	while ((pid = wait4(-p->pid, &st, 0, &ru)) > 0 || errno == EINTR)
+		if (pid > 0)
+			proc_used(p, &ru);
 	task_fd_close(&p->pidfd);
 	return status;
 }
@@ -791,6 +875,13 @@ proc_init(struct proc *p, const struct ft_task *task)
 	p->pidfd = p->errpipe = p->out.fd = p->err.fd = p->in.fd = -1;
 	p->out.cap = p->err.cap = task->output_cap;
 	p->cancel_fd = task->cancel_fd;
+	/* Sampled: the first sample a period in (a short command costs no
+	 * scan of /proc, and nothing it could take meanwhile is missed for
+	 * longer). */
+	if (task->cgroup_fd <= 2 && task->mem_limit) {
+		p->limit = task->mem_limit;
+		p->sample_at = ft_now() + TASK_MEM_SAMPLE_S;
+	}
 	if (in) {
 		p->in.data = json_string_value(in);
 		p->in.len = json_string_length(in);
@@ -815,6 +906,8 @@ proc_free(struct proc *p)
 static void
 proc_give_output(struct proc *p, struct ft_result *res)
 {
+	res->cpu_s = p->cpu;
+	res->max_rss = p->rss;
 	res->out = p->out.data;
 	res->out_len = p->out.len;
 	res->err = p->err.data;
@@ -832,17 +925,27 @@ result_child_error(struct ft_result *res, const struct launch *l,
 
 	if (ce->stage == STAGE_EXEC)
 		fail(res, 127, "cannot execute %s: %s", l->argv[0], why);
+	else if (ce->stage == STAGE_CGROUP)
+		fail(res, 127, "cannot enter the task's memory cgroup: %s", why);
 	else if (ce->stage == STAGE_CHDIR)
 		fail(res, 127, "cannot chdir to %s: %s", l->cwd, why);
 	else
 		fail(res, 127, "cannot set up the child process: %s", why);
 }
 
-/* RES for a wait that ended with END and, on exit, wait status STATUS. */
+/* RES for a wait of P that ended with END and, on exit, wait status
+ * STATUS. */
 static void
-result_end(struct ft_result *res, enum end end, int status, double timeout)
+result_end(struct ft_result *res, const struct proc *p, enum end end,
+	   int status, double timeout)
 {
-	if (end == END_TIMEOUT)
+	if (end == END_MEMORY) {
+		res->ok = 0;
+		res->exit_code = 128 + SIGKILL;
+		res->signal = SIGKILL;
+		task_mem_reason(res->reason, sizeof(res->reason), p->rss,
+				p->limit);
+	} else if (end == END_TIMEOUT)
 		fail(res, -1, "timeout after %g s", timeout);
 	else if (end == END_CANCEL)
 		fail(res, -1, "cancelled");
@@ -869,13 +972,14 @@ exec_run(const struct ft_task *task, struct ft_result *res)
 	int rc = -1, status;
 
 	launch_init(&l, task->spec, task->env);
+	l.cgroup_fd = task->cgroup_fd;
 	cpus_init(&l, task->cpuset);
 	proc_init(&p, task);
 	if (l.argv[0] == NULL) {
 		fail(res, -1, "no argv (the task was not validated)");
 		goto cleanup;
 	}
-	if (proc_start(&p, &l, res) < 0)
+	if (proc_start(&p, &l, task, res) < 0)
 		goto cleanup;
 	say_group(task, p.pid);
 	rc = 0;
@@ -887,7 +991,7 @@ exec_run(const struct ft_task *task, struct ft_result *res)
 	}
 	end = proc_wait(&p, task, timeout);
 	status = proc_finish(&p, task);
-	result_end(res, end, status, timeout);
+	result_end(res, &p, end, status, timeout);
 	proc_give_output(&p, res);
 cleanup:
 	proc_free(&p);
@@ -895,4 +999,6 @@ cleanup:
 	return rc;
 }
 
-FT_PLUGIN_DEFINE_FLAGS("exec", exec_validate, exec_run, NULL, FT_PLUGIN_RISKY)
+FT_PLUGIN_DEFINE_FLAGS("exec", exec_validate, exec_run, NULL,
+		       FT_PLUGIN_RISKY | FT_PLUGIN_OUTPUT_FILES | FT_PLUGIN_USAGE |
+		       FT_PLUGIN_MEMCG)

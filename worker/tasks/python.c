@@ -35,7 +35,13 @@
  *
  * The interpreter serves the slot's tasks one after another until the
  * slot goes (its parent's death kills it).  A task that asks for another
- * "python" gets a new interpreter.  A cancelled task's call is
+ * "python" gets a new interpreter.  What a task used is what the
+ * interpreter measured around its calls (its reply's "cpu_s" and
+ * "max_rss").  Its outputs go to the task's files, when it names them, as
+ * they are read.  A task's memory limit ("mem") is kept by sampling the
+ * interpreter's RSS while the task runs (the interpreter outlives its
+ * tasks: it enters no cgroup of one of them): past it the interpreter is
+ * killed and the task fails "memory: ...", the slot stays.  A cancelled task's call is
  * interrupted (SIGINT); at a task's timeout, or when an interrupted call
  * does not end within a second, the interpreter's group is killed and the
  * next task starts a new one.  An
@@ -67,6 +73,7 @@
 #include "plugin.h"
 #include "task_env.h"
 #include "task_io.h"
+#include "task_mem.h"
 #include "util.h"
 
 #define SLICE_MS 1000		/* longest poll between looks at the clock */
@@ -294,6 +301,7 @@ interp_start(const struct ft_task *task, const char *python,
 		goto fds;
 	}
 	ip.pidfd = (int)syscall(SYS_pidfd_open, ip.pid, 0);
+	task_mem_oom_first_of(ip.pid);		/* before the slot (task_mem.h) */
 	ip.sock = sv[0];
 	ip.out.fd = po[0];
 	ip.err.fd = pe[0];
@@ -320,7 +328,7 @@ fds:
 /* ---- one task ---- */
 
 /* How one request ended. */
-enum end { END_REPLY, END_TIMEOUT, END_CANCEL, END_GONE };
+enum end { END_REPLY, END_TIMEOUT, END_CANCEL, END_GONE, END_MEMORY };
 
 /* The request frame of TASK in OUT.  0, or -1 (cannot print it). */
 static int
@@ -421,13 +429,37 @@ read_reply(struct ft_buf *reply)
 	return reply->len >= 4 + (size_t)n ? 1 : 0;
 }
 
+/* The interpreter's memory while TASK runs: when a sample is due (its
+ * time in *AT), 1 when it is past the task's limit (*RSS: the most seen,
+ * the interpreter then killed). */
+static int
+over_limit(const struct ft_task *task, double *at, uint64_t *rss)
+{
+	uint64_t now;
+
+	if (task->mem_limit == 0 || ft_now() < *at)
+		return 0;
+	*at = ft_now() + TASK_MEM_SAMPLE_S;
+	now = task_mem_group_rss(ip.pid);
+	if (now > *rss)
+		*rss = now;
+	if (now <= task->mem_limit)
+		return 0;
+	kill(-ip.pid, SIGKILL);
+	return 1;
+}
+
 /* Wait for the reply to the request just sent, reading the outputs
- * meanwhile, until the task's DEADLINE (monotonic) or, if STOPPABLE,
- * its cancel. */
+ * meanwhile, until the task's DEADLINE (monotonic), its memory limit
+ * (*RSS: the most sampled) or, if STOPPABLE, its cancel. */
 static enum end
 wait_reply(const struct ft_task *task, double deadline, int stoppable,
-	   struct ft_buf *reply)
+	   struct ft_buf *reply, uint64_t *rss)
 {
+	double sample_at = ft_now() + TASK_MEM_SAMPLE_S;
+	int slice = task->mem_limit ? (int)(TASK_MEM_SAMPLE_S * 1000) :
+		    SLICE_MS;
+
 	for (;;) {
 		struct pollfd p[5] = {
 			{ .fd = ip.sock, .events = POLLIN },
@@ -446,7 +478,9 @@ wait_reply(const struct ft_task *task, double deadline, int stoppable,
 			p[3].fd = -1;
 		if (left <= 0)
 			return END_TIMEOUT;
-		rc = poll(p, 5, (int)fmin(ceil(left * 1000), SLICE_MS));
+		if (stoppable && over_limit(task, &sample_at, rss))
+			return END_MEMORY;
+		rc = poll(p, 5, (int)fmin(ceil(left * 1000), slice));
 		if (rc < 0 && errno != EINTR)
 			return END_GONE;
 		if (p[1].revents)
@@ -527,6 +561,8 @@ take_reply(const struct ft_buf *reply, struct ft_result *res)
 	}
 	res->ok = json_is_true(json_object_get(o, "ok"));
 	res->exit_code = res->ok ? 0 : -1;
+	res->cpu_s = jget_num(o, "cpu_s", 0);
+	res->max_rss = (uint64_t)jget_num(o, "max_rss", 0);
 	if (v && json_string_length(v)) {
 		res->value_len = json_string_length(v);
 		res->value = ft_malloc(res->value_len + 1);
@@ -551,8 +587,11 @@ take_reply(const struct ft_buf *reply, struct ft_result *res)
 static void
 interrupt(const struct ft_task *task, struct ft_buf *reply)
 {
+	uint64_t rss = 0;
+
 	if ((!ip.serving || kill(ip.pid, SIGINT) == 0) &&
-	    wait_reply(task, ft_now() + CANCEL_GRACE, 0, reply) == END_REPLY) {
+	    wait_reply(task, ft_now() + CANCEL_GRACE, 0, reply, &rss) ==
+	    END_REPLY) {
 		drain_outputs();
 		ip.serving = 1;
 	} else {
@@ -579,6 +618,7 @@ python_run(const struct ft_task *task, struct ft_result *res)
 	double timeout = ft_task_timeout(task->spec, FT_TASK_TIMEOUT_MAX);
 	double deadline = ft_now() + timeout;
 	struct ft_buf req = { 0 }, reply = { 0 };
+	uint64_t rss = 0;
 	enum end end;
 
 	if (ip.pid > 0 && strcmp(ip.python, python) != 0)
@@ -587,14 +627,16 @@ python_run(const struct ft_task *task, struct ft_result *res)
 		return 0;
 	ip.out.cap = ip.err.cap = task->output_cap;
 	ip.out.len = ip.err.len = 0;
+	ip.out.file = task->out_fd;
+	ip.err.file = task->err_fd;
 	if (request(task, &req) == -1) {
 		ft_buf_free(&req);
 		return fail(res, "cannot print the request");
 	}
 	if (task->group)
 		task->group(task, ip.pid);
-	end = send_all(&req) == 0 ? wait_reply(task, deadline, 1, &reply)
-				  : END_GONE;
+	end = send_all(&req) == 0 ?
+	      wait_reply(task, deadline, 1, &reply, &rss) : END_GONE;
 	if (task->group)
 		task->group(task, 0);
 	ft_buf_free(&req);
@@ -607,14 +649,22 @@ python_run(const struct ft_task *task, struct ft_result *res)
 	} else if (end == END_CANCEL) {
 		interrupt(task, &reply);
 		fail(res, "cancelled");
+	} else if (end == END_MEMORY) {
+		interp_stop();
+		task_mem_reason(res->reason, sizeof(res->reason), rss,
+				task->mem_limit);
+		res->exit_code = 128 + SIGKILL;
+		res->signal = SIGKILL;
+		res->max_rss = rss;
 	} else {
 		interp_stop();
 		fail(res, "timeout after %g s", timeout);
 	}
 	ft_buf_free(&reply);
+	ip.out.file = ip.err.file = 0;
 	give_outputs(res);
 	return 0;
 }
 
 FT_PLUGIN_DEFINE_FLAGS("python", python_validate, python_run, NULL,
-		       FT_PLUGIN_RISKY)
+		       FT_PLUGIN_RISKY | FT_PLUGIN_OUTPUT_FILES | FT_PLUGIN_USAGE)

@@ -9,6 +9,14 @@ Snakemake writes into the job script ("# properties = {...}"):
     threads              -> --cpus (slots of one node)
     resources gpus       -> --gpus
     resources runtime    -> --timeout (runtime is in minutes)
+    resources mem_mib    -> --mem (mebibytes; else mem_mb, taken as
+                            mebibytes as Slurm's --mem takes it)
+    log                  -> --stdout and --stderr: the job's output goes
+                            to the rule's log file (a rule with two log
+                            files: its output to the first, its errors
+                            to the second), appended to what the rule
+                            itself writes there; their directories are
+                            made first
 
 The batch is named JOBNAME@RUN (ftfarm_profile.batch_name).  A request no
 node can meet is refused by ftfarm (exit 2, its message on stderr);
@@ -86,7 +94,28 @@ def submit_options(props):
     if res.get("runtime") is not None:
         minutes = whole(props, "resources runtime", res["runtime"], 1)
         opts += ["--timeout", str(60 * minutes)]
-    return opts
+    for key in ("mem_mib", "mem_mb"):
+        if res.get(key) is not None:
+            mib = whole(props, f"resources {key}", res[key], 1)
+            opts += ["--mem", f"{mib}M"]
+            break
+    return opts + log_options(props)
+
+
+def log_options(props):
+    """--stdout and --stderr naming the job's log files, their
+    directories made (the task opens them before the job runs)."""
+    logs = props.get("log") or []
+    if isinstance(logs, dict):
+        logs = list(logs.values())
+    logs = [os.path.abspath(p) for p in logs if isinstance(p, str) and p]
+    if not logs:
+        return []
+    for p in logs[:2]:
+        os.makedirs(os.path.dirname(p), exist_ok=True)
+    out, err = logs[0], logs[1] if len(logs) > 1 else logs[0]
+    return ["--stdout", out.replace("%", "%%"),
+            "--stderr", err.replace("%", "%%")]
 
 
 def main(argv):
