@@ -70,6 +70,8 @@ struct cli {
 	const char *name;		/* --name */
 	int cpus, gpus;			/* --cpus, --gpus (0: not given) */
 	double timeout;			/* --timeout (0: not given) */
+	double time_request;		/* submit --time-request (0: not given) */
+	double time_limit;		/* join --time-limit (0: not given) */
 	int priority;			/* --priority */
 	const char *each_line;		/* --each-line FILE */
 	const char *array;		/* --array A-B */

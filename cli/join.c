@@ -15,13 +15,14 @@
 int
 cli_join(struct cli *c)
 {
-	char *dir = ft_exe_dir(), *exe, slots[16], reconnect[32];
+	char *dir = ft_exe_dir(), *exe, slots[16], reconnect[32], limit[32];
 	const char *argv[16];
 	int k = 0;
 
 	if (c->argc != 0) {
 		cli_err("usage: ftfarm join -c CFG [--slots N] [--gpus LIST] "
-			"[--name NAME] [--reconnect-timeout S]");
+			"[--name NAME] [--reconnect-timeout S] "
+			"[--time-limit S]");
 		return 2;
 	}
 	if (!ft_config_joinable(&c->cfg)) {
@@ -52,6 +53,11 @@ cli_join(struct cli *c)
 		snprintf(reconnect, sizeof(reconnect), "%g", c->reconnect);
 		argv[k++] = "--reconnect-timeout";
 		argv[k++] = reconnect;
+	}
+	if (c->time_limit > 0) {
+		snprintf(limit, sizeof(limit), "%.17g", c->time_limit);
+		argv[k++] = "--time-limit";
+		argv[k++] = limit;
 	}
 	argv[k] = NULL;
 	fflush(NULL);

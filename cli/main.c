@@ -27,8 +27,8 @@ static const struct command {
 	{ "submit", cli_submit, 1, "submit -c CFG BATCH.json [--wait] "
 	  "[--reconnect-timeout S] [--after ID,...] [--after-any ID,...]\n"
 	  "  ftfarm submit -c CFG [--wait] [--name N] "
-	  "[--cpus K] [--gpus G] [--mem M] [--timeout S] [--priority P] "
-	  "[--stdout PATTERN] [--stderr PATTERN] "
+	  "[--cpus K] [--gpus G] [--mem M] [--timeout S] "
+	  "[--time-request S] [--priority P] [--stdout PATTERN] [--stderr PATTERN] "
 	  "[--after ID,...] [--after-any ID,...] "
 	  "[--each-line FILE | --array A-B] -- COMMAND ARG...",
 	  "Submit a batch file, or exec tasks typed on the command line, and "
@@ -62,7 +62,7 @@ static const struct command {
 	  "Show one batch: its state (waiting, running, finished, cancelled) "
 	  "and counts; asks the next master across a restart." },
 	{ "join", cli_join, 1, "join -c CFG [--slots N] [--gpus LIST] "
-	  "[--name NAME] [--reconnect-timeout S]",
+	  "[--name NAME] [--reconnect-timeout S] [--time-limit S]",
 	  "Join this host to the running master as a node, over TCP with "
 	  "MUNGE (as the cluster's owner), and run its tasks until the master "
 	  "stops it, it is asked to leave, or SIGTERM (its allocation ends); "
@@ -261,6 +261,8 @@ enum {
 	OPT_STDERR_FILE,
 	OPT_SLOTS,
 	OPT_GRACE,
+	OPT_TIME_REQUEST,
+	OPT_TIME_LIMIT,
 };
 
 /* The whole number OPTARG of option NAME into *V, within LO..HI.  0, or
@@ -309,6 +311,16 @@ task_opt(struct cli *c, int o, char *arg)
 			return -1;
 		}
 		return 0;
+	case OPT_TIME_REQUEST:
+		c->time_request = strtod(arg, &end);
+		if (*end || end == arg || !(c->time_request > 0 &&
+					    c->time_request <=
+					    FT_TASK_TIMEOUT_MAX)) {
+			cli_err("--time-request takes seconds (more than 0, at "
+				"most %g)", (double)FT_TASK_TIMEOUT_MAX);
+			return -1;
+		}
+		return 0;
 	default:
 		c->timeout = strtod(arg, &end);
 		if (*end || end == arg || !(c->timeout > 0)) {
@@ -354,6 +366,8 @@ parse(struct cli *c, int argc, char **argv)
 		{ "stdout", required_argument, NULL, OPT_STDOUT_FILE },
 		{ "slots", required_argument, NULL, OPT_SLOTS },
 		{ "grace", required_argument, NULL, OPT_GRACE },
+		{ "time-request", required_argument, NULL, OPT_TIME_REQUEST },
+		{ "time-limit", required_argument, NULL, OPT_TIME_LIMIT },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct option mine[FT_ARRAY_LEN(opts)];
@@ -415,10 +429,19 @@ parse(struct cli *c, int argc, char **argv)
 			}
 			break;
 		case OPT_AFTER_ANY: c->after_any = optarg; break;
+		case OPT_TIME_LIMIT:
+			c->time_limit = strtod(optarg, &end);
+			if (*end || end == optarg || !(c->time_limit > 0 &&
+						       c->time_limit <= 1e9)) {
+				cli_err("--time-limit takes seconds (more than "
+					"0)");
+				return -1;
+			}
+			break;
 		case OPT_NAME: case OPT_CPUS: case OPT_GPUS: case OPT_TIMEOUT:
 		case OPT_PRIORITY: case OPT_EACH_LINE: case OPT_ARRAY:
 		case OPT_STDERR: case OPT_MEM: case OPT_STDOUT_FILE:
-		case OPT_STDERR_FILE:
+		case OPT_STDERR_FILE: case OPT_TIME_REQUEST:
 			if (task_opt(c, o, optarg) == -1)
 				return -1;
 			c->cmdline |= o != OPT_STDERR && !c->gpu_list;

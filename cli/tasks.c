@@ -2,7 +2,7 @@
  * tasks: batches typed on the command line, and their outputs.
  *
  *   ftfarm submit -c CFG [--wait] [--name N] [--cpus K] [--gpus G]
- *       [--mem M] [--timeout S] [--priority P] [--stdout PATTERN]
+ *       [--mem M] [--timeout S] [--time-request S] [--priority P] [--stdout PATTERN]
  *       [--stderr PATTERN] [--each-line FILE | --array A-B]
  *       -- COMMAND ARG...
  *   ftfarm cat -c CFG BATCH [TASK...] [--stderr]
@@ -95,6 +95,9 @@ task_form(const struct cli *c, int items, struct ft_buf *form)
 	if (c->mem > 0)
 		ft_buf_printf(form, ",\"mem\":%llu",
 			      (unsigned long long)c->mem);
+	if (c->time_request > 0)
+		ft_buf_printf(form, ",\"time_request\":%.17g",
+			      c->time_request);
 	output_key(form, "stdout", c->stdout_file);
 	output_key(form, "stderr", c->stderr_file);
 	ft_buf_adds(form, "}");
@@ -212,6 +215,7 @@ cli_command_batch(const struct cli *c, struct ft_buf *out)
 	if (c->argc == 0 || (c->each_line && c->array)) {
 		cli_err("usage: ftfarm submit -c CFG [--wait] [--name N] "
 			"[--cpus K] [--gpus G] [--mem M] [--timeout S] "
+			"[--time-request S] "
 			"[--priority P] [--stdout PATTERN] [--stderr PATTERN] "
 			"[--each-line FILE | --array A-B] -- COMMAND ARG...");
 		return 2;

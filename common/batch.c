@@ -1,6 +1,7 @@
 /* batch: what a submitted batch may contain. */
 #include "batch.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -106,6 +107,14 @@ check_mem(const json_t *task, const char *path, struct jerr *err)
 			"(\"2G\"), more than 0 and at most 1 PiB");
 }
 
+/* TASK's "time_request" (at PATH), when present: seconds. */
+static int
+check_time_request(const json_t *task, const char *path, struct jerr *err)
+{
+	return jcheck_num_positive(task, path, "time_request",
+				   FT_TASK_TIMEOUT_MAX, err);
+}
+
 /* TASK's "stdout" and "stderr" (at PATH), when present: path patterns,
  * for a task of plugin P, which must write its outputs to files. */
 static int
@@ -138,7 +147,7 @@ check_outputs_of(const json_t *task, const char *path,
 
 /* The keys any task may carry beside its plugin's own. */
 static const char *const common_keys[] = {
-	"cpus", "gpus", "mem", "after", "stdout", "stderr",
+	"cpus", "gpus", "mem", "after", "stdout", "stderr", "time_request",
 };
 
 /* Does TASK carry a key of common_keys?  One walk over its few keys,
@@ -173,10 +182,12 @@ plugin_check(const struct ft_plugin *p, const json_t *task, const char *path,
 	need->gpus = 0;
 	need->mem = 0;
 	need->files = 0;
+	need->time_request = 0;
 	if (!has_need(task))
 		return p->validate(task, path, err);
 	if (check_counts(task, path, err) == -1 ||
 	    check_mem(task, path, err) == -1 ||
+	    check_time_request(task, path, err) == -1 ||
 	    check_outputs_of(task, path, p, err) == -1 ||
 	    ft_check_ids(task, path, "after", 0, err) == -1)
 		return -1;
@@ -193,6 +204,7 @@ int
 ft_task_need(const json_t *task, struct ft_need *need)
 {
 	const json_t *mem = json_object_get(task, "mem");
+	double t = jget_num(task, "time_request", 0);
 
 	need->cpus = (int)jget_int(task, "cpus", 1);
 	need->gpus = (int)jget_int(task, "gpus", 0);
@@ -200,6 +212,8 @@ ft_task_need(const json_t *task, struct ft_need *need)
 		      json_object_get(task, "stderr") != NULL;
 	if (mem == NULL || memsize_json(mem, &need->mem) == -1)
 		need->mem = 0;
+	need->time_request = t > 0 && t <= FT_TASK_TIMEOUT_MAX ?
+			     (uint32_t)ceil(t) : 0;
 	return need->cpus > 1 || need->gpus > 0;
 }
 

@@ -72,6 +72,8 @@ struct ft_need {
 					 * asked */
 	int files;			/* it names output files ("stdout",
 					 * "stderr") */
+	uint32_t time_request;		/* "time_request": seconds its node must
+					 * have left (rounded up), 0: none */
 };
 
 /*

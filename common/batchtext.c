@@ -441,6 +441,7 @@ check_part(void *arg)
 			sp->cpus = last->cpus;
 			sp->gpus = last->gpus;
 			sp->mem = last->mem;
+			sp->treq = last->treq;
 			sp->files = last->files;
 			if (last_rec != SIZE_MAX)
 				last_rec = keep_again(&p->deps, last_rec, i);
@@ -472,6 +473,7 @@ check_part(void *arg)
 		sp->cpus = (uint16_t)need.cpus;
 		sp->gpus = (uint8_t)need.gpus & 0x7f;
 		sp->mem = memsize_mib(need.mem);
+		sp->treq = need.time_request;
 		sp->files = need.files != 0;
 		last_rec = keep_after(&p->deps, i, json_object_get(t, "after"));
 		json_decref(t);
@@ -745,6 +747,26 @@ node_fits(const struct ft_config *cfg, int cpus, int gpus, uint32_t mem,
 			"memory together", cpus, gpus);
 }
 
+/* Can a node of CFG ever have TREQ seconds left for task I?  Only a
+ * farm whose nodes all come from its allocation queues knows the most
+ * it will have: the longest a queue gives.  0, or -1 with JERR set. */
+static int
+time_fits(const struct ft_config *cfg, uint32_t treq, uint32_t i,
+	  struct jerr *jerr)
+{
+	double most;
+	char path[64], at[96];
+
+	if (treq == 0 || !cfg->no_nodes || cfg->nqueues == 0 ||
+	    treq <= (most = ft_config_longest(cfg)))
+		return 0;
+	jpath_index(path, sizeof(path), "tasks", i);
+	jpath_key(at, sizeof(at), path, "time_request");
+	return jerr_set(jerr, at, "no allocation queue gives a node %u s "
+			"(the longest: %.0f s of a time_limit_s, less what an "
+			"agent keeps to give its tasks back)", treq, most);
+}
+
 int
 batch_text_fit(const struct batch_text *bt, const char *file,
 	       const struct ft_config *cfg, char *err, size_t n)
@@ -758,6 +780,10 @@ batch_text_fit(const struct batch_text *bt, const char *file,
 	for (i = 0; i < bt->ntasks; i++) {
 		const struct bt_span *sp = &bt->spans[i];
 
+		if (time_fits(cfg, sp->treq, i, &jerr) == -1) {
+			check_error(file, bt->text, bt->len, &jerr, err, n);
+			return -1;
+		}
 		if ((sp->cpus <= 1 && sp->gpus == 0 && sp->mem == 0) ||
 		    (fit && fit->cpus == sp->cpus && fit->gpus == sp->gpus &&
 		     fit->mem == sp->mem))

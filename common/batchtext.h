@@ -22,8 +22,8 @@
 
 /* One task's bytes in the text, its "timeout" (0: none given; float as
  * in the scheduler's task table), its type (the index of its plugin, -1
- * unknown), what it needs ("cpus", "gpus", "mem" in MiB rounded up, 0
- * for none) and whether it names output files. */
+ * unknown), what it needs ("cpus", "gpus", "mem" in MiB rounded up,
+ * "time_request" in seconds rounded up, 0 for none) and whether it names output files. */
 struct bt_span {
 	uint32_t off;
 	uint32_t len;
@@ -33,6 +33,7 @@ struct bt_span {
 	uint8_t files : 1;
 	uint16_t cpus;
 	uint32_t mem;
+	uint32_t treq;			/* "time_request", seconds, 0: none */
 };
 
 struct batch_text {

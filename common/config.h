@@ -9,6 +9,7 @@
 #ifndef FT_CONFIG_H
 #define FT_CONFIG_H
 
+#include <math.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -220,6 +221,29 @@ static inline int
 ft_config_joinable(const struct ft_config *cfg)
 {
 	return cfg->control.listen_host != NULL && cfg->join.max_nodes > 0;
+}
+/* The seconds of an allocation of TIME_LIMIT seconds that a task may
+ * be sure of: Slurm counts in whole minutes, an agent leaves a little
+ * before the end (a tenth, at most 30 s) to give its tasks back, and
+ * its start may take a while (a tenth, at most 60 s, is kept for it). */
+static inline double
+ft_alloc_usable(double time_limit)
+{
+	double slurm = ceil(time_limit / 60) * 60;
+
+	return slurm - fmin(30, slurm / 10) - fmin(60, slurm / 10);
+}
+
+/* The longest time request a queue of CFG can serve, 0: no queue. */
+static inline double
+ft_config_longest(const struct ft_config *cfg)
+{
+	double t = 0;
+	int i;
+
+	for (i = 0; i < cfg->nqueues; i++)
+		t = fmax(t, ft_alloc_usable(cfg->queues[i].time_limit));
+	return t;
 }
 /* Is NAME a usable node name ([A-Za-z0-9_.-]+, not "." or "..")? */
 int ft_config_name_ok(const char *name);

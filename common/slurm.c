@@ -259,15 +259,22 @@ slurm_parse_time(const char *s, double *t)
 }
 
 double
-slurm_job_end(const char *jobid)
+slurm_job_end(const char *jobid, double *start)
 {
 	char out[128], *argv[] = { "squeue", "-h", "-j", (char *)jobid, "-o",
-				   "%e", NULL };
-	double t = 0;
+				   "%e %S", NULL }, *sp;
+	double t = 0, s = 0;
 
+	if (start)
+		*start = 0;
 	if (ft_run_capture(argv, 5.0, out, sizeof(out)) != 0 ||
-	    slurm_parse_time(out, &t) == -1)
+	    (sp = strchr(out, ' ')) == NULL)
 		return 0;
+	*sp++ = '\0';
+	if (slurm_parse_time(out, &t) == -1)
+		return 0;
+	if (start && slurm_parse_time(sp, &s) == 0)
+		*start = s;
 	return t;
 }
 

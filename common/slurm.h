@@ -35,8 +35,9 @@ void slurm_names_free(char **names);
  * seconds).  0, or -1 ("N/A", "Unknown", "UNLIMITED", malformed). */
 int slurm_parse_time(const char *s, double *t);
 /* When Slurm job JOBID ends (its end time from squeue), or 0 when it has
- * none or squeue does not say within a few seconds. */
-double slurm_job_end(const char *jobid);
+ * none or squeue does not say within a few seconds; *START (may be NULL)
+ * when it started, or 0. */
+double slurm_job_end(const char *jobid, double *start);
 
 /* The job id in what `sbatch --parsable` printed (OUT, its output and
  * errors mixed: the first line of digits, "812" or "812;cluster") into

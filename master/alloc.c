@@ -662,6 +662,7 @@ decide(struct master *m)
 	struct aplan_need need = {
 		.waiting = sched_queued(m->sched),
 		.idle = idle_slots(m),
+		.unmet = sched_unmet(m->sched, ft_now()),
 	};
 	int i, k;
 
@@ -984,15 +985,4 @@ alloc_stop(struct master *m)
 	al.dirty = 1;
 	persist();
 	(void)m;
-}
-
-double
-alloc_longest(const struct master *m)
-{
-	double t = 0;
-	int i;
-
-	for (i = 0; i < m->cfg.nqueues; i++)
-		t = fmax(t, aplan_usable(m->cfg.queues[i].time_limit));
-	return t;
 }

@@ -54,8 +54,5 @@ int alloc_set(struct master *m, const char *name, int paused, char *err,
 int alloc_owns_node(struct master *m, int node);
 /* The farm stops (`ftfarm stop`): cancel every allocation it has. */
 void alloc_stop(struct master *m);
-/* The longest time request an allocation of a queue can serve
- * (aplan_usable; 0: no queue). */
-double alloc_longest(const struct master *m);
 
 #endif

@@ -2,13 +2,12 @@
 #include <math.h>
 
 #include "aplan.h"
+#include "config.h"
 
 double
 aplan_usable(double time_limit)
 {
-	double slurm = ceil(time_limit / 60) * 60;
-
-	return slurm - fmin(30, slurm / 10);
+	return ft_alloc_usable(time_limit);
 }
 
 static uint64_t

@@ -344,9 +344,11 @@ static void
 queue_spec(struct batches *bs, struct batch *b, uint32_t index,
 	   const struct deps_spec *sp)
 {
-	struct sched_need need = { sp->cpus ? sp->cpus : 1, sp->gpus,
-				   b->priority, sp->mem,
-				   writes_files(bs, sp->kind, sp->files) };
+	struct sched_need need = {
+		.cpus = sp->cpus ? sp->cpus : 1, .gpus = sp->gpus,
+		.prio = b->priority, .mem = sp->mem, .treq = sp->treq,
+		.nocopy = writes_files(bs, sp->kind, sp->files),
+	};
 	const char *spec = sp->spec;
 	uint32_t len = sp->len;
 	uint64_t tid;
@@ -393,9 +395,12 @@ batch_queue_text(struct batches *bs, struct batch *b, struct batch_text *bt,
 
 	for (i = 0; i < bt->ntasks; i++) {
 		const struct bt_span *sp = &bt->spans[i];
-		struct deps_spec ds = { bt->text + sp->off, sp->len,
-					sp->timeout, sp->kind, sp->gpus,
-					sp->cpus, sp->mem, sp->files };
+		struct deps_spec ds = {
+			.spec = bt->text + sp->off, .len = sp->len,
+			.timeout = sp->timeout, .kind = sp->kind,
+			.gpus = sp->gpus, .cpus = sp->cpus, .mem = sp->mem,
+			.treq = sp->treq, .files = sp->files,
+		};
 		uint32_t index = b->total + i;
 
 		if (done && journal_done(done, index))
@@ -450,7 +455,7 @@ batch_queue_phase(struct batches *bs, struct batch *b, json_t *tasks,
 	off[count] = buf.len;
 	json_array_foreach(tasks, i, t) {
 		uint32_t index = b->total + (uint32_t)i;
-		struct sched_need need = { 1, 0, b->priority, 0, 0 };
+		struct sched_need need = { .cpus = 1, .prio = b->priority };
 		struct ft_need fn;
 
 		if (done && journal_done(done, index))
@@ -459,6 +464,7 @@ batch_queue_phase(struct batches *bs, struct batch *b, json_t *tasks,
 		need.cpus = fn.cpus;
 		need.gpus = fn.gpus;
 		need.mem = memsize_mib(fn.mem);
+		need.treq = fn.time_request;
 		kind_of(bs, sched_add_need(bs->sched, (uint32_t)b->id, index,
 					   buf.data + off[i],
 					   (uint32_t)(off[i + 1] - off[i]),

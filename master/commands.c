@@ -176,7 +176,11 @@ wait_text(const struct master *m, const struct sched_wait *w, char *buf,
 		k += (size_t)snprintf(need + k, sizeof(need) - k, " and %d GPUs",
 				      w->gpus);
 	if (w->mem && k < sizeof(need))
-		snprintf(need + k, sizeof(need) - k, " and %u MiB", w->mem);
+		k += (size_t)snprintf(need + k, sizeof(need) - k, " and %u MiB",
+				      w->mem);
+	if (w->treq && k < sizeof(need))
+		snprintf(need + k, sizeof(need) - k, " and %u s left on its "
+			 "node", w->treq);
 	if (w->why == SCHED_WAIT_RESERVED)
 		snprintf(buf, n, "%s: node %s is kept for it until they are "
 			 "free", need, m->cfg.nodes[w->node].name);

@@ -24,6 +24,7 @@ struct deps_spec {
 	uint8_t gpus;
 	uint16_t cpus;
 	uint32_t mem;			/* MiB, 0: none */
+	uint32_t treq;			/* seconds asked, 0: none */
 	int files;			/* it names output files */
 };
 

@@ -688,9 +688,14 @@ static void
 on_agent_up(void *ctx, int node)
 {
 	struct master *m = ctx;
+	const struct agent *a = &m->agents[node];
 	int i;
 
-	node_mem(m, node, m->agents[node].mem);
+	node_mem(m, node, a->mem);
+	/* A joined node in an allocation ends with it (for time requests);
+	 * its end is a wall time, the scheduler's clock is ft_now's. */
+	sched_set_end(m->sched, node, a->tcp && a->alloc_end > 0 ?
+		      ft_now() + (a->alloc_end - ft_wall()) : 0);
 	for (i = 0; i < m->nworkers; i++)
 		if (m->workers[i].node == node &&
 		    m->workers[i].state == W_SPAWNING)

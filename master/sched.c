@@ -125,22 +125,24 @@ sched_set_gpus(struct sched *s, int node, int n)
 	s->nodes[node].ngpus = n > SCHED_GPUS_MAX ? SCHED_GPUS_MAX : n;
 }
 
-/* The memory needs of chunk C's tasks, made when the first one needs
- * some. */
+/* A side array of chunk C's tasks (their memory needs, their time
+ * requests) at *A, made when the first one needs it. */
 static uint32_t *
-chunk_mem(struct chunk *c)
+chunk_side(uint32_t **a)
 {
-	if (c->mem == NULL)
-		c->mem = ft_calloc(CHUNK, sizeof(*c->mem));
-	return c->mem;
+	if (*a == NULL)
+		*a = ft_calloc(CHUNK, sizeof(**a));
+	return *a;
 }
 
 /* Free chunk C. */
 static void
 chunk_free(struct chunk *c)
 {
-	if (c)
+	if (c) {
 		free(c->mem);
+		free(c->treq);
+	}
 	free(c);
 }
 
@@ -155,6 +157,30 @@ uint64_t
 sched_mem_used(const struct sched *s, int node)
 {
 	return s->nodes[node].mem_used;
+}
+
+void
+sched_set_end(struct sched *s, int node, double end)
+{
+	s->nodes[node].end = end;
+	s->wake = 1;
+}
+
+int
+sched_time_could(const struct sched *s, uint32_t treq, double now)
+{
+	int k, i;
+
+	for (k = 0; k < s->nnodes; k++) {
+		const struct snode *n = &s->nodes[k];
+
+		if (n->end != 0 && n->end - now < treq)
+			continue;
+		for (i = 0; i < n->nw; i++)
+			if (s->w[n->w[i]].up && !s->w[n->w[i]].paused)
+				return 1;
+	}
+	return 0;
 }
 
 void
@@ -320,6 +346,7 @@ sched_add_need(struct sched *s, uint32_t batch, uint32_t index,
 		s->chunks[s->nchunks++] = ft_malloc(sizeof(struct chunk));
 		s->chunks[c]->open = 0;
 		s->chunks[c]->mem = NULL;
+		s->chunks[c]->treq = NULL;
 	}
 	s->chunks[c]->open++;
 	t = &s->chunks[c]->t[s->ntasks & (CHUNK - 1)];
@@ -335,10 +362,13 @@ sched_add_need(struct sched *s, uint32_t batch, uint32_t index,
 		t->cpus_m1 = (uint8_t)(need->cpus - 1);
 		t->gpus = (uint8_t)need->gpus;
 		t->prio = (int8_t)need->prio;
-		t->nocopy = need->nocopy != 0;
+		t->nocopy = need->nocopy != 0 || need->treq != 0;
 		if (need->mem)
-			chunk_mem(s->chunks[c])[(s->ntasks - 1) & (CHUNK - 1)] =
-				need->mem;
+			chunk_side(&s->chunks[c]->mem)[(s->ntasks - 1) &
+						       (CHUNK - 1)] = need->mem;
+		if (need->treq)
+			chunk_side(&s->chunks[c]->treq)[(s->ntasks - 1) &
+							(CHUNK - 1)] = need->treq;
 	}
 	s->nqueued++;
 	s->nopen++;
@@ -761,6 +791,7 @@ sched_take(struct sched *s, int worker, double now, struct sched_pick *out,
 	int pass, count = 0, k;
 	uint64_t tid;
 
+	s->now = now;
 	if (!can_take(w))
 		return 0;
 	pass = s->pass_left > 0 ? s->pass_left-- : 0;
@@ -1010,6 +1041,7 @@ sched_tick(struct sched *s, double now)
 	uint64_t inflight = 0;
 	int k;
 
+	s->now = now;
 	for (k = 0; k < s->nw; k++)
 		if (s->w[k].up)
 			expire(s, k, now);

@@ -43,6 +43,15 @@
  * keeps its order), so that the head starts as soon as memory frees.
  * Tasks needing memory get no straggler copies.
  *
+ * Time.  A node may end at a known time (sched_set_end: its allocation's
+ * end) and a task may ask for time (its need's treq, seconds): it starts
+ * only on a node that ends later than that from now, or never ends.  Such
+ * tasks wait in FIFOs of their own, one per power of two of the request,
+ * and are placed like wide ones: a task that no node can take now waits
+ * without holding up the others, and sched_unmet tells what is asked
+ * that no node in service can give (a new allocation must).  They get no
+ * straggler copies.
+ *
  * Order.  Tasks wait by priority (higher first).  Within a priority each
  * shape (cpus, gpus) has its own FIFO, so that a worker looks only at the
  * head of each; wide tasks go before one-slot ones.  A wide task at the
@@ -85,6 +94,8 @@ struct sched_need {
 	int gpus;			/* GPUs of that node, 0..SCHED_GPUS_MAX */
 	int prio;			/* SCHED_PRIO_MIN..SCHED_PRIO_MAX, higher first */
 	uint32_t mem;			/* MiB of its node's memory, 0: none */
+	uint32_t treq;			/* seconds its node must have left
+					 * (sched_set_end), 0: none */
 	int nocopy;			/* no straggler copy of it: it writes
 					 * files of its own (each attempt its
 					 * own file: a copy would leave one) */
@@ -106,6 +117,7 @@ struct sched_wait {
 	uint32_t batch, index;		/* the task */
 	int cpus, gpus;
 	uint32_t mem;			/* MiB */
+	uint32_t treq;			/* seconds it asks (time request) */
 	int node;			/* its reserved node, or -1 */
 	enum sched_wait_why why;
 };
@@ -173,6 +185,14 @@ void sched_set_gpus(struct sched *s, int node, int n);
 /* NODE has MIB mebibytes of memory for its tasks (0: not counted, the
  * default).  It may change while tasks run (an agent back with less). */
 void sched_set_mem(struct sched *s, int node, uint64_t mib);
+/* NODE ends at END (the clock of sched_take's NOW), 0: never.  Tasks
+ * asking more time than it has left then start elsewhere. */
+void sched_set_end(struct sched *s, int node, double end);
+/* The longest time request of a task that heads its queue and that no
+ * node in service could take for want of time at NOW (0: none). */
+uint32_t sched_unmet(struct sched *s, double now);
+/* Could a node in service take a task asking TREQ seconds at NOW? */
+int sched_time_could(const struct sched *s, uint32_t treq, double now);
 /* The MiB charged on NODE now (what its workers' instances need). */
 uint64_t sched_mem_used(const struct sched *s, int node);
 /* Queue a task needing NEED (NULL: one slot, priority 0); otherwise as

@@ -60,6 +60,8 @@ struct chunk {
 	uint32_t open;			/* its tasks not yet ended */
 	uint32_t *mem;			/* MiB each task needs, or NULL when
 					 * none of them needs any */
+	uint32_t *treq;			/* seconds each asks, or NULL when
+					 * none of them asks any */
 	struct sched_task t[CHUNK];
 };
 
@@ -69,6 +71,8 @@ struct fifo {
 	uint64_t *q;			/* circular */
 	size_t cap, head, len;
 	int cpus, gpus;
+	int tb;				/* time requests: 0 none, else those
+					 * of 2^(tb-2) < treq <= 2^(tb-1) */
 	uint64_t resv;			/* its head's reservation: that task ... */
 	int resv_node;			/* ... kept this node (when it still does) */
 };
@@ -88,6 +92,8 @@ struct snode {
 	uint64_t mem;			/* MiB for tasks, 0: not counted */
 	uint64_t mem_used;		/* MiB charged to its workers */
 	uint64_t resv;			/* the wide task it is kept for, or 0 */
+	double end;			/* when it ends (sched_set_end), 0:
+					 * never */
 };
 
 struct sched {
@@ -106,6 +112,7 @@ struct sched {
 	int nnodes;
 	int wake;			/* see sched_wake */
 	int mem_waits;			/* a task waits for memory to free */
+	double now;			/* the time of the last take or tick */
 	size_t nqueued;			/* tasks in TASK_QUEUED */
 	uint64_t nopen;			/* tasks neither done nor failed */
 	struct sworker *w;
@@ -147,14 +154,32 @@ sched_mem_of(const struct sched *s, uint64_t tid)
 	return c->mem ? c->mem[(tid - 1) & (CHUNK - 1)] : 0;
 }
 
+/* The seconds task TID (live) asks its node to have left. */
+static inline uint32_t
+sched_treq_of(const struct sched *s, uint64_t tid)
+{
+	const struct chunk *c = s->chunks[(tid - 1) >> CHUNK_SHIFT];
+
+	return c->treq ? c->treq[(tid - 1) & (CHUNK - 1)] : 0;
+}
+
+/* Has NODE TREQ seconds left at S's now (or no end)? */
+static inline int
+sched_time_fits(const struct sched *s, int node, uint32_t treq)
+{
+	double end = s->nodes[node].end;
+
+	return treq == 0 || end == 0 || end - s->now >= treq;
+}
+
 /* ---- sched_queue.c ---- */
 
 /* F's first task still queued (the stale ones before it dropped), or 0. */
 uint64_t sched_fifo_head(struct sched *s, struct fifo *f);
 /* Drop F's head (just found by sched_fifo_head). */
 void sched_fifo_drop(struct fifo *f);
-/* The FIFO of T's priority and shape, made when missing. */
-struct fifo *sched_fifo_of(struct sched *s, const struct sched_task *t);
+/* The FIFO of task TID's priority and shape, made when missing. */
+struct fifo *sched_fifo_of(struct sched *s, uint64_t tid);
 /* Queue TID, whose record is T, at the back (or the FRONT) of its FIFO. */
 void sched_queue_push(struct sched *s, const struct sched_task *t,
 		      uint64_t tid, int front);

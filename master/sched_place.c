@@ -31,31 +31,34 @@ node_slots(const struct sched *s, int node, int *free)
 	return up;
 }
 
-/* Could NODE ever hold a task shaped F needing MEM MiB (its slots in
- * service)? */
+/* Could NODE ever hold task TID shaped F (its slots in service, its
+ * memory, the time it has left)? */
 static int
 node_could(const struct sched *s, int node, const struct fifo *f,
-	   uint32_t mem)
+	   uint64_t tid)
 {
+	uint32_t mem = sched_mem_of(s, tid);
 	int free;
 
 	return node_slots(s, node, &free) >= f->cpus &&
 	       s->nodes[node].ngpus >= f->gpus &&
-	       (s->nodes[node].mem == 0 || s->nodes[node].mem >= mem);
+	       (s->nodes[node].mem == 0 || s->nodes[node].mem >= mem) &&
+	       sched_time_fits(s, node, sched_treq_of(s, tid));
 }
 
-/* Can a task shaped F needing MEM MiB start on WORKER now? */
+/* Can task TID shaped F start on WORKER now? */
 static int
-fits(struct sched *s, int worker, const struct fifo *f, uint32_t mem)
+fits(struct sched *s, int worker, const struct fifo *f, uint64_t tid)
 {
 	const struct sworker *w = &s->w[worker];
 	const struct snode *n = &s->nodes[w->node];
 	int free;
 
 	if (!is_free(w) ||
-	    n->ngpus - popcount64(n->gpus_busy) < f->gpus)
+	    n->ngpus - popcount64(n->gpus_busy) < f->gpus ||
+	    !sched_time_fits(s, w->node, sched_treq_of(s, tid)))
 		return 0;
-	if (!sched_mem_fits(s, worker, mem)) {
+	if (!sched_mem_fits(s, worker, sched_mem_of(s, tid))) {
 		s->mem_waits = 1;
 		return 0;
 	}
@@ -102,7 +105,7 @@ resv_node(struct sched *s, struct fifo *f, uint64_t head)
 
 	if (f->resv != head || s->nodes[r].resv != head)
 		return -1;
-	if (!node_could(s, r, f, sched_mem_of(s, head))) {
+	if (!node_could(s, r, f, head)) {
 		s->nodes[r].resv = 0;
 		f->resv = 0;
 		s->wake = 1;
@@ -122,7 +125,7 @@ reserve(struct sched *s, struct fifo *f, uint64_t head)
 		if (s->nodes[k].resv != 0 && s->nodes[k].resv != head &&
 		    sched_task_of(s, s->nodes[k].resv)->state == TASK_QUEUED)
 			continue;
-		if (!node_could(s, k, f, sched_mem_of(s, head)))
+		if (!node_could(s, k, f, head))
 			continue;
 		node_slots(s, k, &free);
 		if (free > bfree) {
@@ -146,7 +149,7 @@ pick_wide(struct sched *s, int worker, struct fifo *f, uint64_t head,
 {
 	int r = resv_node(s, f, head);
 
-	if (fits(s, worker, f, sched_mem_of(s, head))) {
+	if (fits(s, worker, f, head)) {
 		if (r >= 0 && r != s->w[worker].node) {
 			s->nodes[r].resv = 0;
 			s->wake = 1;
@@ -205,13 +208,13 @@ sched_place_kept(struct sched *s, int worker, double now, struct sched_pick *out
 	if (n->resv == 0)
 		return 0;
 	t = sched_task_of(s, n->resv);
-	f = sched_fifo_of(s, t);
+	f = sched_fifo_of(s, n->resv);
 	if (t->state != TASK_QUEUED || sched_fifo_head(s, f) != n->resv ||
 	    resv_node(s, f, n->resv) != s->w[worker].node) {
 		n->resv = 0;
 		return 0;
 	}
-	if (!fits(s, worker, f, sched_mem_of(s, n->resv)))
+	if (!fits(s, worker, f, n->resv))
 		return -1;
 	sched_fifo_drop(f);
 	place_wide(s, worker, f, n->resv, now, out);
@@ -247,9 +250,10 @@ why_waits(struct sched *s, struct fifo *f, uint64_t head,
 	out->cpus = f->cpus;
 	out->gpus = f->gpus;
 	out->mem = sched_mem_of(s, head);
+	out->treq = sched_treq_of(s, head);
 	out->node = resv_node(s, f, head);
 	for (k = 0; k < s->nnodes && !could; k++)
-		could = node_could(s, k, f, out->mem);
+		could = node_could(s, k, f, head);
 	out->why = out->node >= 0 ? SCHED_WAIT_RESERVED :
 		   could ? SCHED_WAIT_BUSY : SCHED_WAIT_NO_NODE;
 }
@@ -271,3 +275,27 @@ sched_waiting(struct sched *s, struct sched_wait *out, int max)
 	return n;
 }
 
+
+uint32_t
+sched_unmet(struct sched *s, double now)
+{
+	uint32_t most = 0;
+	int i, j, k;
+
+	s->now = now;
+	for (i = 0; i < s->nlv; i++) {
+		for (j = 1; j < s->lv[i].n; j++) {
+			struct fifo *f = &s->lv[i].v[j];
+			uint64_t head = f->tb ? sched_fifo_head(s, f) : 0;
+			int could = 0;
+
+			if (head == 0 || sched_treq_of(s, head) <= most)
+				continue;
+			for (k = 0; k < s->nnodes && !could; k++)
+				could = node_could(s, k, f, head);
+			if (!could)
+				most = sched_treq_of(s, head);
+		}
+	}
+	return most;
+}

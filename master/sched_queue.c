@@ -77,21 +77,37 @@ level_of(struct sched *s, int prio)
 	return &s->lv[i];
 }
 
-/* The FIFO of T's priority and shape, made when missing. */
-struct fifo *
-sched_fifo_of(struct sched *s, const struct sched_task *t)
+/* The time bucket of a request of TREQ seconds (see struct fifo). */
+static int
+time_bucket(uint32_t treq)
 {
+	int b = 1;
+
+	if (treq == 0)
+		return 0;
+	while (b < 33 && (1ull << (b - 1)) < treq)
+		b++;
+	return b;
+}
+
+/* The FIFO of task TID's priority and shape, made when missing. */
+struct fifo *
+sched_fifo_of(struct sched *s, uint64_t tid)
+{
+	const struct sched_task *t = sched_task_of(s, tid);
 	struct level *l = level_of(s, t->prio);
-	int i;
+	int i, tb = time_bucket(sched_treq_of(s, tid));
 
 	for (i = 0; i < l->n; i++)
-		if (l->v[i].cpus == t->cpus_m1 + 1 && l->v[i].gpus == t->gpus)
+		if (l->v[i].cpus == t->cpus_m1 + 1 && l->v[i].gpus == t->gpus &&
+		    l->v[i].tb == tb)
 			return &l->v[i];
 	s->plain = NULL;	/* the FIFOs of L move */
 	l->v = ft_realloc(l->v, (size_t)(l->n + 1) * sizeof(*l->v));
 	memset(&l->v[l->n], 0, sizeof(*l->v));
 	l->v[l->n].cpus = t->cpus_m1 + 1;
 	l->v[l->n].gpus = t->gpus;
+	l->v[l->n].tb = tb;
 	return &l->v[l->n++];
 }
 
@@ -102,12 +118,13 @@ sched_queue_push(struct sched *s, const struct sched_task *t, uint64_t tid,
 {
 	struct fifo *f;
 
-	if (t->cpus_m1 == 0 && t->gpus == 0 && t->prio == 0) {
+	if (t->cpus_m1 == 0 && t->gpus == 0 && t->prio == 0 &&
+	    sched_treq_of(s, tid) == 0) {
 		if (s->plain == NULL)
-			s->plain = sched_fifo_of(s, t);
+			s->plain = sched_fifo_of(s, tid);
 		f = s->plain;
 	} else {
-		f = sched_fifo_of(s, t);
+		f = sched_fifo_of(s, tid);
 	}
 	fifo_push(f, tid, front);
 }

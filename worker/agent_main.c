@@ -3,15 +3,22 @@
  * TCP (agent_tcp.h), started by `ftfarm join`:
  *
  *   ftfarm-agent --config CFG [--name NAME] [--slots N] [--gpus LIST]
- *                [--reconnect-timeout S]
+ *                [--reconnect-timeout S] [--time-limit S]
  *
  * Defaults, for a node inside a Slurm allocation or not: the name is the
  * host's; the slots are the CPUs Slurm gave this node
  * (SLURM_CPUS_ON_NODE), else those this process may run on; the GPUs are
  * the allocation's (SLURM_JOB_GPUS, ...), else none; the allocation is
  * SLURM_JOB_ID, its end what squeue says.  No MPI here.
+ *
+ * The agent leaves by itself (its tasks given back) a little before its
+ * allocation ends: a tenth of the allocation's time, at most RESERVE_MAX
+ * seconds, so that no task is killed by Slurm's limit (the master gives
+ * a task that asks for time only to a node that has that much before
+ * this); or after --time-limit seconds, if sooner.
  */
 #include <errno.h>
+#include <math.h>
 #include <getopt.h>
 #include <sched.h>
 #include <stdio.h>
@@ -26,13 +33,14 @@
 #include "util.h"
 
 #define RECONNECT_DEFAULT 600.0
+#define RESERVE_MAX 30.0	/* seconds: see the top */
 
 static int
 usage(const char *why)
 {
 	fprintf(stderr, "ftfarm-agent: %s\nusage: ftfarm-agent --config CFG "
 		"[--name NAME] [--slots N] [--gpus LIST] "
-		"[--reconnect-timeout S]\n", why);
+		"[--reconnect-timeout S] [--time-limit S]\n", why);
 	return 2;
 }
 
@@ -95,6 +103,21 @@ default_gpus(char *out, size_t n)
 		slurm_names_free(ids);
 }
 
+/* When the agent leaves by itself (epoch; 0: never): before the end of
+ * Slurm job ALLOC ("": none) by its reserve, or LIMIT (0: none) seconds
+ * from now, the sooner. */
+static double
+leave_time(const char *alloc, double limit)
+{
+	double start, end = *alloc ? slurm_job_end(alloc, &start) : 0;
+
+	if (end > 0)
+		end -= fmin(RESERVE_MAX, start > 0 ? (end - start) / 10 : 0);
+	if (limit > 0 && (end == 0 || ft_wall() + limit < end))
+		end = ft_wall() + limit;
+	return end;
+}
+
 int
 main(int argc, char **argv)
 {
@@ -104,11 +127,13 @@ main(int argc, char **argv)
 		{ "slots", required_argument, NULL, 's' },
 		{ "gpus", required_argument, NULL, 'g' },
 		{ "reconnect-timeout", required_argument, NULL, 'r' },
+		{ "time-limit", required_argument, NULL, 't' },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct agent_tcp_args a = { .reconnect = RECONNECT_DEFAULT };
 	const char *config = NULL, *gpus = NULL;
 	char host[256] = "", err[1024], gbuf[1024], *end;
+	double limit = 0;
 	struct ft_config cfg;
 	int c, rc;
 
@@ -128,6 +153,12 @@ main(int argc, char **argv)
 			if (*end || !(a.reconnect >= 0 && a.reconnect <= 1e7))
 				return usage("--reconnect-timeout takes "
 					     "seconds, 0 to 1e7");
+			break;
+		case 't':
+			limit = strtod(optarg, &end);
+			if (*end || end == optarg || !(limit > 0 && limit <= 1e9))
+				return usage("--time-limit takes seconds, more "
+					     "than 0");
 			break;
 		default: return usage("bad option");
 		}
@@ -155,7 +186,7 @@ main(int argc, char **argv)
 	if (a.slots == 0)
 		a.slots = default_slots();
 	a.alloc = getenv("SLURM_JOB_ID") ? getenv("SLURM_JOB_ID") : "";
-	a.alloc_end = *a.alloc ? slurm_job_end(a.alloc) : 0;
+	a.alloc_end = leave_time(a.alloc, limit);
 	rc = agent_tcp_run(&a);
 	ft_config_free(&cfg);
 	return rc;

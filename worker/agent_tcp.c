@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -205,6 +206,9 @@ sleep_ms(const struct tcp_agent *t, double now)
 
 	if (t->leave_until > 0)
 		until = fmin(until, t->leave_until);
+	else if (t->args->alloc_end > 0)	/* its time here ends */
+		until = fmin(until, now + fmax(0, t->args->alloc_end -
+						 ft_wall()));
 	if (t->a.stopping)
 		until = fmin(until, now + 0.05);
 	return until <= now ? 0 : (int)fmin((until - now) * 1000 + 1, 60000);
@@ -234,6 +238,9 @@ after_pass(struct tcp_agent *t, double now)
 		snprintf(t->why, sizeof(t->why), "the master does not read");
 		return END_LOST;
 	}
+	if (t->leave_until == 0 && a->welcomed && t->args->alloc_end > 0 &&
+	    ft_wall() >= t->args->alloc_end)
+		leave(t, "its time here is up");
 	if (t->leave_until > 0 && now > t->leave_until) {
 		snprintf(t->why, sizeof(t->why), "no stop from the master "
 			 "after the leave");
@@ -425,10 +432,24 @@ catch_signals(void)
 	return signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
 }
 
+/* ", leaving at HH:MM:SS" for END (epoch) into BUF, or "" (0). */
+static const char *
+leaving_at(double end, char *buf, size_t n)
+{
+	time_t t = (time_t)end;
+	struct tm tm;
+
+	if (end <= 0 || localtime_r(&t, &tm) == NULL)
+		return "";
+	strftime(buf, n, ", leaving at %H:%M:%S", &tm);
+	return buf;
+}
+
 int
 agent_tcp_run(const struct agent_tcp_args *args)
 {
 	struct tcp_agent t = { .args = args, .fd = -1 };
+	char when[64];
 	double until = ft_now() + args->reconnect;
 	int end, rc;
 
@@ -437,6 +458,10 @@ agent_tcp_run(const struct agent_tcp_args *args)
 		return 1;
 	}
 	for (;;) {
+		if (args->alloc_end > 0 && ft_wall() >= args->alloc_end) {
+			say(&t, "its time here is up");
+			return 0;
+		}
 		rc = dial(&t, until);
 		if (rc == -3) {
 			say(&t, "the cluster was stopped");
@@ -446,8 +471,9 @@ agent_tcp_run(const struct agent_tcp_args *args)
 			say(&t, "%s%s", rc == -2 ? "" : "cannot join: ", t.why);
 			return rc == -2 ? 2 : 1;
 		}
-		say(&t, "%s the master at %s (%d slots)", t.incarnation ?
-		    "joining again" : "joining", t.where, args->slots);
+		say(&t, "%s the master at %s (%d slots%s)", t.incarnation ?
+		    "joining again" : "joining", t.where, args->slots,
+		    leaving_at(args->alloc_end, when, sizeof(when)));
 		end = incarnation(&t);
 		if (end != END_STOPPED)
 			drop_everything(&t);

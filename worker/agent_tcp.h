@@ -30,7 +30,9 @@ struct agent_tcp_args {
 	int slots;			/* its worker slots */
 	const char *gpus;		/* its GPU ids, comma-separated, or "" */
 	const char *alloc;		/* its Slurm job id, or "" */
-	double alloc_end;		/* when that job ends (epoch), 0: unknown */
+	double alloc_end;		/* when it leaves by itself (epoch): its
+					 * job's end less a reserve, or its
+					 * --time-limit; 0: never */
 	double reconnect;		/* seconds to keep trying to join */
 };
 

@@ -114,7 +114,9 @@ class Executor(concurrent.futures.Executor):
     where it fits, its interpreter killed past it, the call raising
     ftfarm.Error "memory: ...").  STDOUT, STDERR: files for what the calls
     print (a task's "stdout" and "stderr" patterns: %b batch, %t task,
-    %a attempt, %n node).
+    %a attempt, %n node).  TIME_REQUEST: seconds each call needs; it
+    starts only on a node whose allocation has that much time left (its
+    task's "time_request").
 
     What the calls used: a future of submit() has ``.usage`` once done
     ({"cpu_s", "max_rss", "seconds"} of its task), and ``usage`` sums
@@ -130,14 +132,16 @@ class Executor(concurrent.futures.Executor):
     def __init__(self, config=None, cpus=1, gpus=0, priority=0,
                  timeout=None, name=None, *, python=None,
                  reconnect_timeout=None, mem=None, stdout=None,
-                 stderr=None):
+                 stderr=None, time_request=None):
         _check_args(cpus, gpus, priority, timeout)
         _check_files(mem, stdout, stderr)
+        _check_seconds("time_request", time_request)
         self._cfg = _config.load(config)
         self._cpus, self._gpus, self._timeout = cpus, gpus, timeout
         self._files = {"mem": mem,
                        "stdout": stdout and os.path.abspath(stdout),
-                       "stderr": stderr and os.path.abspath(stderr)}
+                       "stderr": stderr and os.path.abspath(stderr),
+                       "time_request": time_request}
         self._usage = {"tasks": 0, "cpu_s": 0.0, "max_rss": 0,
                        "seconds": 0.0}
         self._python = python or sys.executable
@@ -803,6 +807,14 @@ def _check_files(mem, stdout, stderr):
         if v is not None and not (isinstance(v, (str, os.PathLike)) and
                                   str(v)):
             raise ValueError(f"{name} must be a path, not {v!r}")
+
+
+def _check_seconds(name, v):
+    """V: None or seconds (a number above 0, at most 1e7)."""
+    if v is not None and not (isinstance(v, (int, float)) and
+                              not isinstance(v, bool) and 0 < v <= 1e7):
+        raise ValueError(f"{name} must be seconds (a number above 0, at "
+                         f"most 1e7), not {v!r}")
 
 
 def _check_args(cpus, gpus, priority, timeout):

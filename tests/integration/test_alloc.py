@@ -208,3 +208,49 @@ def test_limit(make_cluster, slurm_cluster_factory, open_dir):
     assert ended and len(events(c, "alloc_submitted")) >= 2, \
         (ended, alloc_json(c))
     assert events(c, "task_interrupted"), "no task given back at the limit"
+
+
+@pytest.mark.long
+@pytest.mark.timeout(400)
+def test_time(make_cluster, slurm_cluster_factory, open_dir):
+    """A task asking more time than the running allocation has left waits
+    for a new allocation, asked for it, and runs there whole: never
+    killed by a time limit."""
+    sl = slurm_cluster_factory(2, slurmd_timeout=60)
+    c = alloc_cluster(make_cluster, sl, open_dir,
+                      queue={"time_limit_s": 60, "max_nodes": 2,
+                             "backlog": 1, "idle_s": 60})
+    c.start()
+    first = submit(c, 1, 0.1)
+    assert c.cli("wait", "-c", c.config, first,
+                 timeout=120).returncode == 0
+
+    def nodes():
+        return json.loads(c.cli("nodes", "-c", c.config,
+                                "--json").stdout)["nodes"]
+    # The first allocation's node has less than 40 s left.
+    if not wait_until(lambda: [n for n in nodes() if n["state"] == "up" and
+                               (n["time_left"] or 1e9) < 40], 60, 0.5):
+        import shutil
+        shutil.copytree(c.state_dir, "/tmp/test_time_state", dirs_exist_ok=True)
+        assert False, nodes()
+    old = {n["name"] for n in nodes()}
+    batch = c.write_batch({"name": "long", "tasks": [
+        {"type": "exec", "argv": ["sh", "-c", "sleep 30; echo done"],
+         "time_request": 40}]})
+    batch.chmod(0o644)
+    rc, out, err = c.submit(batch, wait=False)
+    assert rc == 0, err
+    bid = int(out.split()[0])
+    r = c.cli("wait", "-c", c.config, bid, timeout=240)
+    assert r.returncode == 0, (r.stdout, r.stderr, alloc_json(c))
+    res = c.results(bid)
+    assert [(x["status"], x["stdout"]) for x in res] == [("ok", "done\n")]
+    wnode = {w["id"]: w["node"] for w in c.status()["workers"]}
+    assert wnode[res[0]["worker"]] not in old, (res, old)
+    import shutil
+    shutil.copytree(c.state_dir, "/tmp/test_time_state", dirs_exist_ok=True,
+                    ignore=shutil.ignore_patterns("*.sock"))
+    assert len(events(c, "alloc_submitted")) >= 2
+    assert not [e for e in events(c, "task_interrupted") +
+                events(c, "task_reassigned") if e.get("batch") == bid]

@@ -16,7 +16,7 @@ from collections import Counter
 import pytest
 
 from bmc import bmc_sim  # noqa: F401
-from conftest import check_exactly_once, exec_task, pid_alive, wait_until
+from conftest import ROOT, check_exactly_once, exec_task, pid_alive, wait_until
 from remote_client import Munged, open_bins, run_masked
 
 pytestmark = pytest.mark.timeout(180)
@@ -329,3 +329,85 @@ def test_nodes_come_and_go_nothing_piles_up(make_cluster, munged):
     assert len(rows) == 1 and "n29" in rows, sorted(rows)
     assert len(c.status()["workers"]) == 1
     assert abs(fds(master) - base) <= 2, (base, fds(master))
+
+
+def test_time_requests_go_where_there_is_time(make_cluster, munged):
+    """A node that joins for 8 s (`--time-limit`) takes plain tasks but not
+    one asking for 60 s; at its end it leaves by itself and gives its task
+    back (not failed); the task asking for time waits, says why, and runs
+    on a node with no end."""
+    c = join_cluster(make_cluster, munged)
+    a = Agent(c, "short", slots=1, extra=("--time-limit", "8"))
+    joined(c, a, 1)
+    assert 0 < node_rows(c)["short"]["time_left"] <= 8
+    bid = submit(c, {"name": "t", "tasks": [
+        exec_task("echo $0", 0, time_request=60),
+        exec_task("sleep 10; echo $0", 1)]}, wait=False)
+    assert wait_until(lambda: any(w["state"] == "busy"
+                                  for w in up_workers(c, "short")), 20)
+
+    def waiting():
+        rows = [b for b in c.status()["batches"] if b["id"] == bid]
+        return rows and rows[0].get("waiting")
+    why = wait_until(waiting, 10)
+    assert why and "60 s left" in why, c.status()["batches"]
+    assert a.wait(30) == 0, a.text()
+    assert "its time here is up" in a.text()
+    Agent(c, "long", slots=2)
+    r = c.cli("wait", "-c", c.config, str(bid), timeout=120)
+    assert r.returncode == 0, (r.stdout, r.stderr)
+    res = c.results(bid)
+    assert not check_exactly_once(res, 2, lambda i: f"{i}\n")
+    assert all(r["status"] == "ok" for r in res), res
+    assert set(node_of_results(c, bid).values()) == {"long"}
+    left = [json.loads(x) for x in c.cli(
+        "events", "-c", c.config, "--type", "node_left").stdout.split("\n")
+        if x.strip()]
+    assert [e["reason"] for e in left if e["node"] == "short"] == \
+        ["its time here is up"], left
+
+
+def test_time_request_no_queue_can_meet_is_refused(make_cluster, munged):
+    """On a farm whose nodes all come from allocation queues, a task asking
+    more time than the longest queue gives is refused at submit (exit 2,
+    the key named)."""
+    q = {"name": "q1", "nodes": 1, "time_limit_s": 120, "max_nodes": 1,
+         "sbatch": []}
+    c = make_cluster(nodes=0, control={"listen": "127.0.0.1:0",
+                                       "munge_socket": str(munged.socket)},
+                     allocations=[q])
+    c.start()
+    r = c.cli("submit", "-c", c.config, "--time-request", "100", "--",
+              "true", timeout=30)
+    assert r.returncode == 2, (r.stdout, r.stderr)
+    assert "time_request" in r.stderr and "no allocation queue" in r.stderr
+    batch = c.dir / "t.json"
+    batch.write_text(json.dumps({"tasks": [
+        exec_task("true", time_request=50),
+        exec_task("true", time_request=5000)]}))
+    r = c.cli("submit", "-c", c.config, str(batch), timeout=30)
+    assert r.returncode == 2 and "tasks[1]" in r.stderr, r.stderr
+
+
+def test_executor_time_request(make_cluster, munged):
+    """Executor(time_request=S): its calls start only where S seconds are
+    left; without it they go anywhere."""
+    import sys
+    sys.path.insert(0, str(ROOT / "python"))
+    import ftfarm
+    c = join_cluster(make_cluster, munged)
+    a = Agent(c, "brief", slots=1, extra=("--time-limit", "40"))
+    b = Agent(c, "lasting", slots=1)
+    joined(c, a, 1)
+    joined(c, b, 1)
+    with pytest.raises(ValueError, match="time_request"):
+        ftfarm.Executor(str(c.config), time_request=0)
+    with ftfarm.Executor(str(c.config), time_request=60) as ex:
+        assert list(ex.map(abs, range(-6, 0))) == [6, 5, 4, 3, 2, 1]
+        asked = ex.batch
+    with ftfarm.Executor(str(c.config)) as ex:
+        fs = [ex.submit(time.sleep, 0.5) for _ in range(6)]
+        [f.result(timeout=60) for f in fs]
+        free = ex.batch
+    assert set(node_of_results(c, asked).values()) == {"lasting"}
+    assert set(node_of_results(c, free).values()) == {"brief", "lasting"}

@@ -531,7 +531,8 @@ def test_submit_maps_threads_gpus_runtime(make_cluster, tmp_path):
     task = batch["tasks"][0]
     assert task["argv"][:2] == ["/bin/sh", "-c"], task
     assert task["argv"][-1] == str(tmp / "snakejob.r.3.sh"), task
-    assert (task["cpus"], task["gpus"], task["timeout"]) == (2, 1, 120), task
+    assert (task["cpus"], task["gpus"], task["timeout"],
+            task["time_request"]) == (2, 1, 120, 120), task
     assert task["mem"] == 1000 << 20, task
     log = tmp_path / "logs" / "r" / "3.log"
     assert task["stdout"] == task["stderr"] == str(log), task
@@ -547,6 +548,7 @@ def test_submit_maps_threads_gpus_runtime(make_cluster, tmp_path):
                        "batch.json").read_text())["tasks"][0]
     assert task.get("cpus", 1) == 1 and not task.get("gpus") and \
         "timeout" not in task and "mem" not in task and \
+        "time_request" not in task and \
         "stdout" not in task, task
 
     # What no node can meet, and what is not a count: exit 2, one message

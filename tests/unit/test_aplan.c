@@ -116,14 +116,15 @@ test_queues_and_time(void **state)
 	assert_int_equal(sub[1], 1);
 }
 
-/* Slurm counts whole minutes; the start takes a tenth, at most 30 s. */
+/* Slurm counts whole minutes; the agents leave a tenth before the end
+ * (at most 30 s), and a tenth (at most 60 s) is kept for their start. */
 static void
 test_usable(void **state)
 {
 	(void)state;
-	assert_true(aplan_usable(7200) == 7170);
-	assert_true(aplan_usable(100) == 108);		/* 2 min less 12 s */
-	assert_true(aplan_usable(60) == 54);
+	assert_true(aplan_usable(7200) == 7110);
+	assert_true(aplan_usable(100) == 96);		/* 2 min less 2 x 12 s */
+	assert_true(aplan_usable(60) == 48);
 }
 
 int

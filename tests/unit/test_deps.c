@@ -18,7 +18,7 @@
 static struct deps_spec
 spec_of(uint32_t i)
 {
-	struct deps_spec s = { "x", 1, 0, 0, 0, (uint16_t)(i % 7), 0, 0 };
+	struct deps_spec s = { .spec = "x", .len = 1, .cpus = (uint16_t)(i % 7) };
 
 	return s;
 }

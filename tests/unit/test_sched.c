@@ -1873,7 +1873,7 @@ static uint64_t
 add_need(struct sched *s, uint32_t batch, int cpus, int gpus, int prio)
 {
 	static const char spec[] = "{}";
-	struct sched_need need = { cpus, gpus, prio, 0, 0 };
+	struct sched_need need = { .cpus = cpus, .gpus = gpus, .prio = prio };
 
 	return sched_add_need(s, batch, 0, spec, 2, 10, &need);
 }
@@ -1941,7 +1941,7 @@ static uint64_t
 add_mem(struct sched *s, uint32_t mem)
 {
 	static const char spec[] = "{}";
-	struct sched_need need = { 1, 0, 0, mem, 0 };
+	struct sched_need need = { .cpus = 1, .mem = mem };
 
 	return sched_add_need(s, 1, 0, spec, 2, 10, &need);
 }
@@ -2016,7 +2016,7 @@ static void
 test_memory_of_wide_tasks(void **st)
 {
 	struct sched *s = mk_nodes(0);
-	struct sched_need need = { 2, 0, 0, 900, 0 };
+	struct sched_need need = { .cpus = 2, .mem = 900 };
 	struct sched_wait why[2];
 	struct sched_pick a, b;
 
@@ -2040,13 +2040,63 @@ test_memory_of_wide_tasks(void **st)
 	sched_free(s);
 }
 
+/* Add a one-slot task of batch 1 asking TREQ seconds; its ID. */
+static uint64_t
+add_time(struct sched *s, uint32_t treq)
+{
+	static const char spec[] = "{}";
+	struct sched_need need = { .cpus = 1, .treq = treq };
+
+	return sched_add_need(s, 1, 0, spec, 2, 10, &need);
+}
+
+/* A task asking more time than a node has left starts elsewhere, or
+ * waits without holding up the tasks behind it; sched_unmet tells what
+ * no node can give. */
+static void
+test_time_requests(void **st)
+{
+	struct sched *s = mk_nodes(0);
+	struct sched_wait why[2];
+	uint64_t a, b, c;
+
+	(void)st;
+	sched_set_end(s, 0, 100);
+	sched_set_end(s, 1, 1000);
+	a = add_time(s, 300);
+	b = add_n(s, 1, 10);
+	assert_int_equal(take1(s, 0, 0).tid, b);	/* not A: 100 s left */
+	take_none(s, 1, 0);
+	assert_int_equal(take1(s, 4, 0).tid, a);
+	assert_int_equal(sched_unmet(s, 0), 0);
+	/* No node has 2000 s: it waits, plain tasks go on, a new node is
+	 * asked for. */
+	c = add_time(s, 2000);
+	add_n(s, 1, 10);
+	take1(s, 1, 1);
+	take_none(s, 2, 1);
+	assert_int_equal(sched_unmet(s, 1), 2000);
+	assert_false(sched_time_could(s, 2000, 1));
+	assert_true(sched_time_could(s, 300, 1));
+	assert_int_equal(sched_waiting(s, why, 2), 1);
+	assert_int_equal(why[0].treq, 2000);
+	assert_int_equal(why[0].why, SCHED_WAIT_NO_NODE);
+	/* Time passes: node 1's 1000 s are 200 at 800. */
+	assert_false(sched_time_could(s, 300, 800));
+	/* A node with no end takes it. */
+	sched_set_end(s, 0, 0);
+	assert_int_equal(sched_unmet(s, 2), 0);
+	assert_int_equal(take1(s, 3, 2).tid, c);
+	sched_free(s);
+}
+
 /* Tasks that need memory, and tasks that write output files of their
  * own, get no straggler copies; a plain task does. */
 static void
 test_no_copy_of_a_memory_task(void **st)
 {
 	struct sched *s = mk_nodes(0);
-	struct sched_need files = { 1, 0, 0, 0, 1 };
+	struct sched_need files = { .cpus = 1, .nocopy = 1 };
 
 	(void)st;
 	sched_set_mem(s, 0, 1000);
@@ -2246,6 +2296,7 @@ main(void)
 		cmocka_unit_test(test_memory_of_a_window),
 		cmocka_unit_test(test_memory_of_wide_tasks),
 		cmocka_unit_test(test_no_copy_of_a_memory_task),
+		cmocka_unit_test(test_time_requests),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -8,7 +8,9 @@ Snakemake writes into the job script ("# properties = {...}"):
 
     threads              -> --cpus (slots of one node)
     resources gpus       -> --gpus
-    resources runtime    -> --timeout (runtime is in minutes)
+    resources runtime    -> --timeout and --time-request (runtime is in
+                            minutes): the job starts only on a node
+                            whose allocation has that much time left
     resources mem_mib    -> --mem (mebibytes; else mem_mb, taken as
                             mebibytes as Slurm's --mem takes it)
     log                  -> --stdout and --stderr: the job's output goes
@@ -93,7 +95,8 @@ def submit_options(props):
         opts += ["--gpus", str(gpus)]
     if res.get("runtime") is not None:
         minutes = whole(props, "resources runtime", res["runtime"], 1)
-        opts += ["--timeout", str(60 * minutes)]
+        opts += ["--timeout", str(60 * minutes),
+                 "--time-request", str(60 * minutes)]
     for key in ("mem_mib", "mem_mb"):
         if res.get(key) is not None:
             mib = whole(props, f"resources {key}", res[key], 1)
