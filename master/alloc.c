@@ -441,6 +441,20 @@ ended(struct allocation *a, const char *why)
 	queue_failed(q, text);
 }
 
+/* Allocation A, pending, runs (squeue says so, or one of its agents
+ * joined before squeue did). */
+static void
+runs(struct allocation *a)
+{
+	a->state = AL_RUNNING;
+	a->started = ft_wall();
+	al.dirty = 1;
+	ev_alloc_started(&al.m->events, al.q[a->queue].cfg->name, a->id,
+			 a->nodes);
+	log_info("allocation %s of queue %s runs on %s", a->id,
+		 al.q[a->queue].cfg->name, a->nodes);
+}
+
 /* What squeue said of job J. */
 static void
 seen(const struct slurm_job *j)
@@ -461,13 +475,7 @@ seen(const struct slurm_job *j)
 	if (slurm_state_ended(j->state)) {
 		ended(a, j->state);
 	} else if (slurm_state_running(j->state) && a->state == AL_PENDING) {
-		a->state = AL_RUNNING;
-		a->started = ft_wall();
-		al.dirty = 1;
-		ev_alloc_started(&al.m->events, al.q[a->queue].cfg->name,
-				 a->id, a->nodes);
-		log_info("allocation %s of queue %s runs on %s", a->id,
-			 al.q[a->queue].cfg->name, a->nodes);
+		runs(a);
 	}
 }
 
@@ -653,6 +661,22 @@ joined_nodes(const struct master *m, const struct allocation *x)
 	return k;
 }
 
+/* Allocation X's nodes, not known from squeue yet: the host of the
+ * first of its agents up. */
+static void
+first_host(const struct master *m, struct allocation *x)
+{
+	int i;
+
+	for (i = 0; i < m->cfg.nnodes; i++)
+		if (m->agents[i].tcp && m->agents[i].state == A_UP &&
+		    strcmp(m->agents[i].alloc, x->id) == 0) {
+			snprintf(x->nodes, sizeof(x->nodes), "%s",
+				 m->agents[i].host);
+			return;
+		}
+}
+
 static void
 decide(struct master *m)
 {
@@ -679,6 +703,13 @@ decide(struct master *m)
 		struct allocation *a = &al.a[k];
 		struct aplan_queue *q = &qs[a->queue];
 
+		/* An agent of it joined: it runs, whatever squeue said last
+		 * (it must not be cancelled as pending and no longer needed). */
+		if (a->state == AL_PENDING && joined_nodes(m, a) > 0) {
+			if (a->nodes[0] == '\0')
+				first_host(m, a);
+			runs(a);
+		}
 		if (a->state == AL_PENDING && !a->cancelled)
 			q->pending++;
 		else if (a->state == AL_RUNNING) {

@@ -109,8 +109,17 @@ default_gpus(char *out, size_t n)
 static double
 leave_time(const char *alloc, double limit)
 {
-	double start, end = *alloc ? slurm_job_end(alloc, &start) : 0;
+	double start = 0, end = 0;
+	int i;
 
+	/* squeue may not answer at once (a busy controller): a few tries. */
+	for (i = 0; *alloc && end == 0 && i < 5; i++)
+		if ((end = slurm_job_end(alloc, &start)) == 0)
+			ft_sleep(0.5 * (i + 1));
+	if (*alloc && end == 0)
+		fprintf(stderr, "ftfarm join: the end of job %s is unknown "
+			"(squeue did not say): the node stays until it is "
+			"stopped\n", alloc);
 	if (end > 0)
 		end -= fmin(RESERVE_MAX, start > 0 ? (end - start) / 10 : 0);
 	if (limit > 0 && (end == 0 || ft_wall() + limit < end))
