@@ -47,7 +47,8 @@ COMMON_MPI := common/treq.c
 MASTER := master/main.c master/loop.c master/farm.c master/commands.c \
 	master/control.c master/health.c master/registry.c master/batches.c \
 	master/jobs.c master/intake.c master/agents.c master/link.c master/link_mpi.c master/link_tcp.c master/spawn.c \
-	master/worker.c master/node.c master/sched.c master/sched_queue.c master/sched_place.c master/events.c \
+	master/worker.c master/node.c master/sched.c master/sched_queue.c master/sched_place.c \
+	master/sched_inst.c master/events.c \
 	master/defer.c master/store.c master/journal.c master/fence.c \
 	master/blame.c master/ladder.c master/bmc.c master/child.c \
 	master/stats.c master/subs.c master/evring.c \

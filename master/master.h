@@ -47,7 +47,8 @@
  *   worker.c    the state machine of a worker
  *   node.c      the state machine of a node
  *   sched.c     the scheduler (no MPI, no I/O); its queues in
- *               sched_queue.c, placement in sched_place.c
+ *               sched_queue.c, placement in sched_place.c, instances
+ *               (rings, memory charged, starts) in sched_inst.c
  *   events.c    events.jsonl, one typed emitter per event
  *   stats.c     histograms and per-type task counts
  *   defer.c     work queued by a callback, run after it
