@@ -55,7 +55,7 @@ MASTER := master/main.c master/loop.c master/farm.c master/commands.c \
 	master/http.c master/metrics.c master/expo.c master/page.c \
 	master/gangs.c master/grun.c master/pidwatch.c master/remote.c master/join.c master/alloc.c master/aplan.c \
 	master/mdecode.c master/parked.c \
-	master/adds.c master/openb.c master/retain.c master/deps.c master/inputs.c master/opstate.c master/reaper.c \
+	master/adds.c master/openb.c master/retain.c master/cancel.c master/deps.c master/inputs.c master/opstate.c master/reaper.c \
 	master/replay.c
 WORKER := worker/main.c worker/agent_mpi.c worker/agent.c worker/doze.c worker/slots.c \
 	worker/slotproc.c worker/memcg.c

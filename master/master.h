@@ -26,6 +26,7 @@
  *               batches after batches
  *   openb.c     open batches: their adds and their close
  *   retain.c    ended batches forgotten (retain_s, ftfarm forget)
+ *   cancel.c    a batch cancelled by its operator
  *   replay.c    batches rebuilt from the state dir at a start
  *   deps.c      tasks that wait for others of their batch
  *   adds.c      the journal of an open batch's added tasks
