@@ -47,14 +47,15 @@ COMMON_MPI := common/treq.c
 MASTER := master/main.c master/loop.c master/farm.c master/commands.c \
 	master/control.c master/health.c master/registry.c master/batches.c \
 	master/jobs.c master/intake.c master/agents.c master/link.c master/link_mpi.c master/link_tcp.c master/spawn.c \
-	master/worker.c master/node.c master/sched.c master/sched_queue.c master/sched_place.c master/events.c \
+	master/worker.c master/node.c master/sched.c master/sched_queue.c master/sched_place.c \
+	master/sched_inst.c master/events.c \
 	master/defer.c master/store.c master/journal.c master/fence.c \
 	master/blame.c master/ladder.c master/bmc.c master/child.c \
 	master/stats.c master/subs.c master/evring.c \
 	master/http.c master/metrics.c master/expo.c master/page.c \
 	master/gangs.c master/grun.c master/pidwatch.c master/remote.c master/join.c master/alloc.c master/aplan.c \
 	master/mdecode.c master/parked.c \
-	master/adds.c master/openb.c master/retain.c master/deps.c master/inputs.c master/opstate.c master/reaper.c \
+	master/adds.c master/openb.c master/retain.c master/cancel.c master/deps.c master/inputs.c master/opstate.c master/reaper.c \
 	master/replay.c
 WORKER := worker/main.c worker/agent_mpi.c worker/agent.c worker/doze.c worker/slots.c \
 	worker/slotproc.c worker/memcg.c

@@ -1,9 +1,12 @@
 /*
  * batch_int: a batch's insides, shared by the files of the batches
  * module: batches.c (a batch's life in a running master), openb.c (open
- * batches: adds and the close), retain.c (ended batches forgotten) and
- * replay.c (batches rebuilt from the state dir by a master that starts).
- * Nothing else includes it: the batches' API is batches.h.
+ * batches: adds and the close), retain.c (ended batches forgotten),
+ * cancel.c (a batch cancelled) and replay.c (batches rebuilt from the
+ * state dir by a master that starts).  batches.c is the lowest: the
+ * others call it and it calls none of them (a batch that ends is queued
+ * in bs->ends for retain.c to forget).  Nothing else includes it: the
+ * batches' API is batches.h.
  */
 #ifndef FT_BATCH_INT_H
 #define FT_BATCH_INT_H
@@ -97,11 +100,16 @@ int batch_queue_phase(struct batches *bs, struct batch *b, json_t *tasks,
 void batch_hold(struct batch *b, struct batch_text *bt);
 /* Run or cancel the batches whose wait is over. */
 void batch_resolve_waiting(struct batches *bs);
+/* B, waiting, is cancelled before it ran (WHY): every task fails without
+ * running, each with its line. */
+void batch_cancel_waiting(struct batches *bs, struct batch *b,
+			  const char *why);
 /* Queue or fail B's tasks its deps handed back. */
 void batch_drain(struct batches *bs, struct batch *b);
 /* Write what B holds and finish it once every line is durable. */
 void batch_settle(struct batches *bs, struct batch *b);
-/* Batch ID ended at AT (wall clock): forget it retain_s later. */
+/* Batch ID ended at AT (wall clock): queue it to be forgotten retain_s
+ * later (batches_retain). */
 void batch_retain(struct batches *bs, long id, double at);
 /* Close the open batch B: no more tasks (recorded in its tasks.jsonl);
  * it ends once they have. */

@@ -683,6 +683,23 @@ evict(struct batches *bs)
 	batches_trim_front(bs);
 }
 
+/* Batch ID ended at AT (wall clock): queued to be forgotten retain_s
+ * later (batches_retain, retain.c). */
+void
+batch_retain(struct batches *bs, long id, double at)
+{
+	if (bs->ends_head > 0 && bs->ends_head == bs->nends) {
+		bs->ends_head = bs->nends = 0;	/* all taken: start over */
+	} else if (bs->nends == bs->capends && bs->ends_head >= bs->nends / 2) {
+		memmove(bs->ends, bs->ends + bs->ends_head,
+			(bs->nends - bs->ends_head) * sizeof(*bs->ends));
+		bs->nends -= bs->ends_head;
+		bs->ends_head = 0;
+	}
+	FT_PUSH(bs->ends, bs->nends, bs->capends,
+		((struct batch_ended){ id, at }));
+}
+
 /* B's lines are all on disk: write its summary and tell.  A summary that
  * cannot be written leaves B finishing, to be tried again. */
 static void
@@ -1182,8 +1199,8 @@ release_waiting(struct batches *bs, struct batch *b)
 
 /* B is cancelled before it ran (WHY): every task fails without running,
  * each with its line. */
-static void
-cancel_waiting(struct batches *bs, struct batch *b, const char *why)
+void
+batch_cancel_waiting(struct batches *bs, struct batch *b, const char *why)
 {
 	uint32_t i, n = b->held->ntasks;
 	long id = b->id;
@@ -1220,7 +1237,7 @@ batch_resolve_waiting(struct batches *bs)
 		if (v == 1)
 			release_waiting(bs, b);
 		else if (v == -1)
-			cancel_waiting(bs, b, why);
+			batch_cancel_waiting(bs, b, why);
 	}
 }
 
@@ -1242,59 +1259,6 @@ batches_check_after(const struct batches *bs, const struct batch_text *bt,
 					 " (forgotten)" : "");
 				return -1;
 			}
-	return 0;
-}
-
-/* Why batch ID (B, or NULL when not in memory) cannot be cancelled. */
-static const char *
-not_cancellable(const struct batches *bs, const struct batch *b, long id)
-{
-	int finished = 0;
-	json_t *row;
-
-	if (b)
-		return b->state == B_INTAKE ? "is still being read"
-					    : "has finished";
-	row = batches_lookup(bs, id, &finished);
-	json_decref(row);
-	return row ? "has finished" : "does not exist";
-}
-
-int
-batches_cancel(struct batches *bs, long id, uint64_t *queued,
-	       uint64_t *running, char *err, size_t n)
-{
-	struct batch *b = batches_find(bs, id);
-
-	if (b && b->state == B_WAITING) {
-		*queued = b->held->ntasks;
-		*running = 0;
-		cancel_waiting(bs, b, "cancelled");
-		return 0;
-	}
-	if (b == NULL || b->state != B_RUNNING) {
-		snprintf(err, n, "batch %ld %s", id, not_cancellable(bs, b, id));
-		return -1;
-	}
-	b->cancelled = 1;
-	sched_fail_batch(bs->sched, (uint32_t)id, "cancelled", queued,
-			 running);
-	if (b->open)
-		batch_seal(bs, b);
-	if (b->deps) {
-		*queued += deps_held(b->deps);
-		deps_cancel(b->deps);
-		batch_drain(bs, b);
-	}
-	if (b->gang && bs->ops.gang_cancel) {
-		(*running)++;
-		bs->ops.gang_cancel(bs->ops.ctx, (uint32_t)id);
-	}
-	ev_batch_cancelled(bs->ev, id, (long long)*queued,
-			   (long long)*running);
-	log_info("batch %ld (%s) cancelled: %llu queued tasks dropped, %llu "
-		 "running killed", id, b->name, (unsigned long long)*queued,
-		 (unsigned long long)*running);
 	return 0;
 }
 

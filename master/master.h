@@ -26,6 +26,7 @@
  *               batches after batches
  *   openb.c     open batches: their adds and their close
  *   retain.c    ended batches forgotten (retain_s, ftfarm forget)
+ *   cancel.c    a batch cancelled by its operator
  *   replay.c    batches rebuilt from the state dir at a start
  *   deps.c      tasks that wait for others of their batch
  *   adds.c      the journal of an open batch's added tasks
@@ -47,7 +48,8 @@
  *   worker.c    the state machine of a worker
  *   node.c      the state machine of a node
  *   sched.c     the scheduler (no MPI, no I/O); its queues in
- *               sched_queue.c, placement in sched_place.c
+ *               sched_queue.c, placement in sched_place.c, instances
+ *               (rings, memory charged, starts) in sched_inst.c
  *   events.c    events.jsonl, one typed emitter per event
  *   stats.c     histograms and per-type task counts
  *   defer.c     work queued by a callback, run after it

@@ -12,22 +12,6 @@
 #include "store.h"
 #include "util.h"
 
-/* Batch ID ended at AT (wall clock): to forget retain_s later. */
-void
-batch_retain(struct batches *bs, long id, double at)
-{
-	if (bs->ends_head > 0 && bs->ends_head == bs->nends) {
-		bs->ends_head = bs->nends = 0;	/* all taken: start over */
-	} else if (bs->nends == bs->capends && bs->ends_head >= bs->nends / 2) {
-		memmove(bs->ends, bs->ends + bs->ends_head,
-			(bs->nends - bs->ends_head) * sizeof(*bs->ends));
-		bs->nends -= bs->ends_head;
-		bs->ends_head = 0;
-	}
-	FT_PUSH(bs->ends, bs->nends, bs->capends,
-		((struct batch_ended){ id, at }));
-}
-
 /* The directory of batch ID. */
 static char *
 dir_of(const struct batches *bs, long id)

@@ -206,120 +206,6 @@ sched_free(struct sched *s)
 }
 
 
-/* ---- each worker's ring of instances ---- */
-
-static struct inflight *
-ring_at(struct sworker *w, int i)
-{
-	return &w->ring[(w->head + i) % w->cap];
-}
-
-static void
-ring_push(struct sworker *w, const struct inflight *in)
-{
-	if (w->n == w->cap) {
-		int ncap = w->cap ? w->cap * 2 : 8, i;
-		struct inflight *r = ft_malloc((size_t)ncap * sizeof(*r));
-
-		for (i = 0; i < w->n; i++)
-			r[i] = *ring_at(w, i);
-		free(w->ring);
-		w->ring = r;
-		w->cap = ncap;
-		w->head = 0;
-	}
-	*ring_at(w, w->n) = *in;
-	w->n++;
-}
-
-/* ---- what a worker is charged of its node's memory ---- */
-
-int
-sched_mem_fits(const struct sched *s, int worker, uint32_t mem)
-{
-	const struct sworker *w = &s->w[worker];
-	const struct snode *n = &s->nodes[w->node];
-
-	return mem <= w->mem || n->mem == 0 ||
-	       n->mem_used - w->mem + mem <= n->mem;
-}
-
-/* W takes an instance needing MEM MiB. */
-static void
-charge_add(struct sched *s, struct sworker *w, uint32_t mem)
-{
-	if (mem > w->mem) {
-		s->nodes[w->node].mem_used += mem - w->mem;
-		w->mem = mem;
-		w->mem_n = 1;
-	} else if (mem == w->mem && mem > 0) {
-		w->mem_n++;
-	}
-}
-
-/* W's charge, its instances having changed: the largest need left. */
-static void
-charge_recount(struct sched *s, struct sworker *w)
-{
-	uint32_t most = 0, n = 0;
-	int i;
-
-	for (i = 0; i < w->n; i++) {
-		uint32_t m = ring_at(w, i)->mem;
-
-		if (m > most) {
-			most = m;
-			n = 1;
-		} else if (m == most) {
-			n++;
-		}
-	}
-	s->nodes[w->node].mem_used -= w->mem - most;
-	w->mem = most;
-	w->mem_n = most ? n : 0;
-}
-
-/* W gave up an instance needing MEM MiB (its ring has lost it). */
-static void
-charge_drop(struct sched *s, struct sworker *w, uint32_t mem)
-{
-	if (mem == 0 || mem != w->mem || --w->mem_n > 0)
-		return;
-	charge_recount(s, w);
-	if (s->mem_waits) {	/* a head kept waiting may fit now */
-		s->wake = 1;
-		s->mem_waits = 0;
-	}
-}
-
-/* ---- each worker's ring of instances (continued) ---- */
-
-static void
-ring_remove(struct sworker *w, int i)
-{
-	if (i == 0) {
-		w->head = (w->head + 1) % w->cap;
-	} else {
-		for (; i < w->n - 1; i++)
-			*ring_at(w, i) = *ring_at(w, i + 1);
-	}
-	w->n--;
-}
-
-static int
-ring_find(struct sworker *w, uint64_t tid, uint32_t attempt)
-{
-	int i;
-
-	for (i = 0; i < w->n; i++) {
-		struct inflight *in = ring_at(w, i);
-
-		if (in->tid == tid && in->attempt == attempt)
-			return i;
-	}
-	return -1;
-}
-
 /* ---- tasks ---- */
 
 uint64_t
@@ -508,10 +394,10 @@ release_hold(struct sched *s, int worker)
 static void
 drop_instance(struct sched *s, int worker, int i)
 {
-	uint32_t mem = ring_at(&s->w[worker], i)->mem;
+	uint32_t mem = sched_ring_at(&s->w[worker], i)->mem;
 
-	ring_remove(&s->w[worker], i);
-	charge_drop(s, &s->w[worker], mem);
+	sched_ring_remove(&s->w[worker], i);
+	sched_charge_drop(s, &s->w[worker], mem);
 	if (s->w[worker].n == 0 && s->w[worker].wide)
 		release_hold(s, worker);
 }
@@ -556,12 +442,12 @@ sched_worker_release(struct sched *s, int worker, const char *reason,
 	w->up = 0;
 	w->slow = 0;
 	while (w->n > 0) {
-		struct inflight in = *ring_at(w, w->n - 1);
+		struct inflight in = *sched_ring_at(w, w->n - 1);
 
 		w->n--;
 		instance_lost(s, worker, in.tid, in.attempt, reason, 0);
 	}
-	charge_recount(s, w);
+	sched_charge_recount(s, w);
 	release_hold(s, worker);
 	s->wake = 1;
 }
@@ -579,48 +465,14 @@ sched_worker_down(struct sched *s, int worker, const char *reason, double now)
 	 * Workers run their instances in order: only the oldest can have
 	 * started. */
 	while (w->n > 0) {
-		struct inflight in = *ring_at(w, w->n - 1);
+		struct inflight in = *sched_ring_at(w, w->n - 1);
 
 		w->n--;
 		instance_lost(s, worker, in.tid, in.attempt, reason, w->n == 0);
 	}
-	charge_recount(s, w);
+	sched_charge_recount(s, w);
 	release_hold(s, worker);
 	s->wake = 1;
-}
-
-/* Start an instance of TID on WORKER and describe it in OUT. */
-void
-sched_start_instance(struct sched *s, int worker, uint64_t tid, double now,
-	       struct sched_pick *out, int duplicate)
-{
-	struct sworker *w = &s->w[worker];
-	struct sched_task *t = sched_task_of(s, tid);
-	struct inflight in;
-
-	if (t->state == TASK_QUEUED)
-		s->nqueued--;
-	t->state = TASK_RUNNING;
-	t->ninst++;
-	in.tid = tid;
-	in.attempt = ++t->attempts;
-	in.mem = sched_mem_of(s, tid);
-	charge_add(s, w, in.mem);
-	in.seq = ++s->seq;
-	in.lead = w->n == 0;
-	if (w->n == 0)
-		w->heard = now;
-	in.start = now;
-	in.deadline = now + t->timeout + s->p.grace + w->n * w->ewma;
-	ring_push(w, &in);
-	s->straggle_at = fmin(s->straggle_at,
-			      now + fmax(s->p.dup_min, 3 * s->mean_service));
-	out->tid = tid;
-	out->attempt = in.attempt;
-	out->task = t;
-	out->duplicate = duplicate;
-	out->cpus = 1;
-	out->gpus = 0;
 }
 
 /* The oldest instance, on another worker than SKIP, that has run longer
@@ -660,7 +512,7 @@ find_straggler(struct sched *s, int skip, double now)
 			continue;
 		}
 		for (i = 0; i < w->n; i++) {
-			struct inflight *in = ring_at(w, i);
+			struct inflight *in = sched_ring_at(w, i);
 
 			const struct sched_task *t = sched_task_of(s, in->tid);
 
@@ -914,7 +766,7 @@ cancel_others(struct sched *s, uint64_t tid)
 		struct sworker *w = &s->w[k];
 
 		for (i = 0; i < w->n; i++) {
-			struct inflight *in = ring_at(w, i);
+			struct inflight *in = sched_ring_at(w, i);
 
 			if (in->tid != tid)
 				continue;
@@ -942,12 +794,12 @@ sched_done(struct sched *s, int worker, uint64_t tid, uint32_t attempt,
 	t = sched_task_of(s, tid);
 	if (attempt > t->attempts)
 		return SCHED_UNKNOWN;
-	i = ring_find(w, tid, attempt);
+	i = sched_ring_find(w, tid, attempt);
 	if (i >= 0) {
-		if (ring_at(w, i)->seq > s->newest_done)
-			s->newest_done = ring_at(w, i)->seq;
-		if (ring_at(w, i)->lead)
-			learn_rtt(s, ring_at(w, i)->start, seconds, now);
+		if (sched_ring_at(w, i)->seq > s->newest_done)
+			s->newest_done = sched_ring_at(w, i)->seq;
+		if (sched_ring_at(w, i)->lead)
+			learn_rtt(s, sched_ring_at(w, i)->start, seconds, now);
 		drop_instance(s, worker, i);
 		t->ninst--;
 		/* Another batch's (or task type's) time says little about
@@ -976,7 +828,7 @@ sched_interrupt(struct sched *s, int worker, uint64_t tid, uint32_t attempt)
 
 	if (worker < 0 || worker >= s->nw)
 		return 0;
-	i = ring_find(&s->w[worker], tid, attempt);
+	i = sched_ring_find(&s->w[worker], tid, attempt);
 	if (i < 0)
 		return 0;	/* it ended, or was lost, meanwhile */
 	t = sched_task_of(s, tid);
@@ -996,7 +848,7 @@ expire(struct sched *s, int worker, double now)
 	int i = 0;
 
 	while (i < w->n) {
-		struct inflight in = *ring_at(w, i);
+		struct inflight in = *sched_ring_at(w, i);
 
 		if (now < in.deadline) {
 			i++;
@@ -1017,11 +869,11 @@ check_slow(struct sched *s, int worker, uint64_t lag_limit, double now)
 	struct inflight *head;
 
 	if (w->n == 0 || s->newest_done <= lag_limit ||
-	    ring_at(w, 0)->seq >= s->newest_done - lag_limit) {
+	    sched_ring_at(w, 0)->seq >= s->newest_done - lag_limit) {
 		w->slow = 0;
 		return;
 	}
-	head = ring_at(w, 0);
+	head = sched_ring_at(w, 0);
 	if (!w->slow || w->slow_seq != head->seq) {
 		/* Reported when it becomes slow; a new lagging task restarts
 		 * the clock quietly. */

@@ -1,9 +1,13 @@
 /*
- * sched_int: the scheduler's insides, shared by its three files:
+ * sched_int: the scheduler's insides, shared by its four files:
  * sched.c (tasks, instances, workers, deadlines: the API of sched.h),
- * sched_queue.c (the queues: a FIFO per priority and shape) and
+ * sched_queue.c (the queues: a FIFO per priority and shape),
  * sched_place.c (placement: which queued task a worker takes, wide
- * tasks, nodes kept for them).  Nothing else includes it.
+ * tasks, nodes kept for them) and sched_inst.c (instances: each
+ * worker's ring of instances, what it is charged of its node's memory,
+ * starting an instance).  sched.c calls the other three and
+ * sched_place.c calls sched_queue.c and sched_inst.c; those two call
+ * none of the others.  Nothing else includes it.
  */
 #ifndef FT_SCHED_INT_H
 #define FT_SCHED_INT_H
@@ -163,6 +167,13 @@ sched_treq_of(const struct sched *s, uint64_t tid)
 	return c->treq ? c->treq[(tid - 1) & (CHUNK - 1)] : 0;
 }
 
+/* Instance I of W's ring, 0 the oldest. */
+static inline struct inflight *
+sched_ring_at(struct sworker *w, int i)
+{
+	return &w->ring[(w->head + i) % w->cap];
+}
+
 /* Has NODE TREQ seconds left at S's now (or no end)? */
 static inline int
 sched_time_fits(const struct sched *s, int node, uint32_t treq)
@@ -185,15 +196,25 @@ void sched_queue_push(struct sched *s, const struct sched_task *t,
 		      uint64_t tid, int front);
 void sched_queues_free(struct sched *s);
 
-/* ---- sched.c ---- */
+/* ---- sched_inst.c ---- */
+
+/* Remove instance I of W's ring. */
+void sched_ring_remove(struct sworker *w, int i);
+/* The index in W's ring of instance (TID, ATTEMPT), or -1. */
+int sched_ring_find(struct sworker *w, uint64_t tid, uint32_t attempt);
+
+/* May a task needing MEM MiB start on WORKER as far as its node's memory
+ * goes (what the node's workers are charged)? */
+int sched_mem_fits(const struct sched *s, int worker, uint32_t mem);
+/* W's charge, its instances having changed: the largest need left. */
+void sched_charge_recount(struct sched *s, struct sworker *w);
+/* W gave up an instance needing MEM MiB (its ring has lost it).  When
+ * its charge falls and a task waits for memory, S wakes (sched_wake). */
+void sched_charge_drop(struct sched *s, struct sworker *w, uint32_t mem);
 
 /* Start an instance of TID on WORKER and describe it in OUT. */
 void sched_start_instance(struct sched *s, int worker, uint64_t tid,
 			  double now, struct sched_pick *out, int duplicate);
-
-/* May a task needing MEM MiB start on WORKER as far as its node's memory
- * goes (what the node's workers are charged, sched.c)? */
-int sched_mem_fits(const struct sched *s, int worker, uint32_t mem);
 
 /* ---- sched_place.c ---- */
 
