@@ -106,7 +106,7 @@ main(int argc, char **argv)
 	for (i = 0; i < ntasks; i++) {
 #ifndef PLACE_ONE_SLOT_ONLY
 		static const int cpus[8] = { 1, 1, 1, 1, 2, 2, 0, 1 };
-		struct sched_need need = { 1, 0, 0 };
+		struct sched_need need = { .cpus = 1 };
 
 		if (mix) {
 			need.cpus = cpus[i % 8] ? cpus[i % 8] : slots;

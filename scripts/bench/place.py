@@ -17,6 +17,7 @@ ratios.
 import argparse
 import os
 import re
+import glob
 import statistics
 import subprocess
 import sys
@@ -31,7 +32,7 @@ def build(tree, out, one_slot_only):
            "-Werror", "-iquote", os.path.join(tree, "master"),
            "-iquote", os.path.join(tree, "common"),
            os.path.join(REPO, "scripts", "bench", "place.c"),
-           os.path.join(tree, "master", "sched.c"),
+           *sorted(glob.glob(os.path.join(tree, "master", "sched*.c"))),
            os.path.join(tree, "common", "util.c"),
            "-o", out, "-ljansson", "-lm"]
     if one_slot_only:

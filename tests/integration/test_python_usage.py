@@ -48,7 +48,9 @@ def test_executor_usage_memory_and_files(make_cluster, tmp_path):
                          stderr=tmp_path / "%b.%t.err") as ex:
         f = ex.submit(busy, 0.5)
         pid = f.result(timeout=60)
-        assert 0.45 <= f.usage["cpu_s"] <= 0.7, f.usage
+        # The call's half second of CPU, and the interpreter's own
+        # (unpickling, imports), which a loaded host makes larger.
+        assert 0.45 <= f.usage["cpu_s"] <= 1.0, f.usage
         assert f.usage["max_rss"] > 5 * MIB, f.usage
         assert ex.submit(hog, 100 * MIB).result(timeout=60) == 100 * MIB
         g = ex.submit(hog, 1 << 30)
