@@ -102,16 +102,17 @@ def campaign(bindir, work, sl, name, n, seconds, queue):
         if queue is None:       # a fixed allocation of 3 nodes
             script = os.path.join(c.dir, "fixed.sh")
             with open(script, "w") as f:
-                f.write(f"#!/bin/sh\nexec srun --kill-on-bad-exit=0 "
-                        f"{c.ftfarm} join -c {c.cfg} --slots 2 --name "
-                        f"\"$(hostname -s).$SLURM_JOB_ID\"\n")
+                # Each node names itself (sh -c under srun).
+                f.write(f"#!/bin/sh\nexec srun --kill-on-bad-exit=0 sh -c "
+                        f"'exec {c.ftfarm} join -c {c.cfg} --slots 2 --name "
+                        f"\"$(hostname -s).$SLURM_JOB_ID\"'\n")
             os.chmod(script, 0o755)
             r = sl.cmd(["sbatch", "--parsable", "-N3", "--ntasks-per-node=1",
                         "--cpus-per-task=2", "-o", "/dev/null", script],
                        check=True)
             jid = r.stdout.strip().split(";")[0]
             wait_for(lambda: sum(w["state"] == "idle" for w in
-                                 c.status()["workers"]) == 6, 60,
+                                 c.status()["workers"]) == 6, 120,
                      "the fixed allocation joined")
         batch = bl.write_batch(os.path.join(c.dir, "camp.json"), "camp",
                                [{"type": "exec", "argv": [
