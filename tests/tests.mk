@@ -22,9 +22,10 @@ unit: $(UNIT_BIN)
 	done
 
 # Integration tests run PYTEST_JOBS at a time (pytest-xdist): most of
-# their time is spent waiting for deadlines, not computing.  The Slurm
+# their time is spent waiting for deadlines, not computing (three at a
+# time kept the two CPUs 28 % busy).  The Slurm
 # ones run after them, one at a time in pytest itself.
-PYTEST_JOBS ?= 3
+PYTEST_JOBS ?= 4
 
 integration: all $(OBJ)/tests/agent_master
 	timeout 900 /usr/bin/python3 -m pytest -q -n $(PYTEST_JOBS) -m "not slurm and not long" tests/integration $(PYTEST_ARGS)
@@ -76,7 +77,7 @@ MPICH_BINDIR := build/mpich/bin
 # The fuzzers' short run inside `make test` (four harnesses, two at a
 # time): it keeps the whole of `make test` well under ten minutes on two
 # cores.
-TEST_FUZZ_SECONDS ?= 10
+TEST_FUZZ_SECONDS ?= 5
 
 # The builds run two jobs at a time (the tests' and the fuzzers' too):
 # from a clean checkout they were a quarter of the ten minutes make test

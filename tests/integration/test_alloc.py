@@ -83,7 +83,7 @@ def events(c, name):
     return [e for e in c.events() if e["event"] == name]
 
 
-@pytest.mark.heavy
+@pytest.mark.long
 @pytest.mark.timeout(300)
 def test_grow(make_cluster, slurm_cluster_factory, open_dir):
     sl = slurm_cluster_factory(3, slurmd_timeout=60)
@@ -118,7 +118,7 @@ def test_grow(make_cluster, slurm_cluster_factory, open_dir):
     assert time.time() - t < 30
 
 
-@pytest.mark.heavy
+@pytest.mark.long
 @pytest.mark.timeout(300)
 def test_restart(make_cluster, slurm_cluster_factory, open_dir):
     sl = slurm_cluster_factory(3, slurmd_timeout=60)

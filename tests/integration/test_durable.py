@@ -111,7 +111,7 @@ def test_result_lines_carry_checksums(cluster):
 
 # ---- restart from the journal ----
 
-@pytest.mark.parametrize("launch", ["dynamic", "static"])
+@pytest.mark.parametrize("launch", ["dynamic", pytest.param("static", marks=pytest.mark.long)])
 def test_restart_replays_journal(make_cluster, launch):
     c = make_cluster(launch=launch, heartbeat_ms=1000, master_silence_ms=3000)
     c.start()

@@ -332,17 +332,17 @@ def test_nodes_come_and_go_nothing_piles_up(make_cluster, munged):
 
 
 def test_time_requests_go_where_there_is_time(make_cluster, munged):
-    """A node that joins for 8 s (`--time-limit`) takes plain tasks but not
+    """A node that joins for 5 s (`--time-limit`) takes plain tasks but not
     one asking for 60 s; at its end it leaves by itself and gives its task
     back (not failed); the task asking for time waits, says why, and runs
     on a node with no end."""
     c = join_cluster(make_cluster, munged)
-    a = Agent(c, "short", slots=1, extra=("--time-limit", "8"))
+    a = Agent(c, "short", slots=1, extra=("--time-limit", "5"))
     joined(c, a, 1)
-    assert 0 < node_rows(c)["short"]["time_left"] <= 8
+    assert 0 < node_rows(c)["short"]["time_left"] <= 5
     bid = submit(c, {"name": "t", "tasks": [
         exec_task("echo $0", 0, time_request=60),
-        exec_task("sleep 10; echo $0", 1)]}, wait=False)
+        exec_task("sleep 6; echo $0", 1)]}, wait=False)
     assert wait_until(lambda: any(w["state"] == "busy"
                                   for w in up_workers(c, "short")), 20)
 

@@ -104,7 +104,7 @@ def no_heartbeat_missed(c):
     return problems
 
 
-@pytest.mark.heavy
+@pytest.mark.long
 @pytest.mark.timeout(400)
 def test_munged_stopped_under_load(make_cluster, munged, own_munged):
     c = make_cluster(heartbeat_ms=500, nodes=2, workers_per_node=2,

@@ -31,6 +31,7 @@ def timed(argv, env, timeout=600):
     return r, float(secs), int(kib)
 
 
+@pytest.mark.long
 @pytest.mark.timeout(400)
 def test_million_task_array_taken_and_cancelled(make_cluster, tmp_path):
     """`submit --array 1-1000000` is taken (the CLI in seconds and under

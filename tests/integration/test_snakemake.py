@@ -228,7 +228,7 @@ def workflow_with_a_slot_killed(make_cluster, tmp_path, n, group):
     assert sum(".square." in b["name"] for b in ours.values()) == n
 
 
-@pytest.mark.heavy
+@pytest.mark.long
 def test_workflow_exact_with_a_slot_killed(make_cluster, tmp_path):
     # 11 jobs: every rule, four levels of Snakemake's status rounds.
     workflow_with_a_slot_killed(make_cluster, tmp_path, 4, 2)
@@ -276,7 +276,7 @@ def assert_run_cancelled(c, wd, tag, p):
     return ours, log
 
 
-@pytest.mark.heavy
+@pytest.mark.long
 def test_sigint_cancels_the_runs_batches(make_cluster, tmp_path):
     c, wd = cluster_and_workflow(make_cluster, tmp_path, LONG_WORKFLOW)
     p = start_snakemake(c, wd)
@@ -314,7 +314,7 @@ exit $rc
 """
 
 
-@pytest.mark.heavy
+@pytest.mark.long
 def test_sigint_in_a_submission_cancels_its_batch(make_cluster, tmp_path):
     c, wd = cluster_and_workflow(make_cluster, tmp_path, LONG_WORKFLOW)
     marks = tmp_path / "marks"

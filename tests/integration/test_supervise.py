@@ -134,7 +134,7 @@ N_KILL = 2000
 
 
 @pytest.mark.heavy
-@pytest.mark.parametrize("launch", ["dynamic", "static"])
+@pytest.mark.parametrize("launch", ["dynamic", pytest.param("static", marks=pytest.mark.long)])
 def test_master_killed_three_times(make_cluster, launch):
     # Pings at the default pace: a static world cannot respawn a worker
     # that missed a 150 ms deadline on a loaded machine, and detection is
