@@ -860,7 +860,10 @@ print_cell(const struct ctl_col *col, json_t *row, int last)
 		printf("%*lld", w, (long long)json_integer_value(v));
 		break;
 	case JT_NUMBER:
-		printf("%*.3f", w, json_number_value(v));
+		if (json_is_null(v))
+			printf("%*s", w, "-");
+		else
+			printf("%*.3f", w, json_number_value(v));
 		break;
 	case JT_ARRAY:
 		join_ints(v, buf, sizeof(buf));

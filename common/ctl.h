@@ -189,7 +189,9 @@ json_t *ctl_request_new(enum ctl_cmd cmd);
  * "bmc" host:port (or ""), "reason" why it is in its state; "via" how
  * its agent came: "mpi" (started by the master) or "tcp" (it joined),
  * "allocation" the Slurm job a joined node's agent runs in (null: none)
- * and "time_left" the seconds that job has left (null: not known). */
+ * and "time_left" the seconds before it leaves by itself (its job's end
+ * less what it keeps to give its tasks back, or its --time-limit; null:
+ * never, or not known). */
 #define CTL_NODE_COLS(X)						\
 	X(N_NAME, "name", "NODE", -10, JT_STRING)			\
 	X(N_HOST, "host", "HOST", -12, JT_STRING)			\
@@ -209,7 +211,7 @@ json_t *ctl_request_new(enum ctl_cmd cmd);
 	X(N_MEM_USED, "mem_used", NULL, 0, JT_INT)			\
 	X(N_VIA, "via", "VIA", -3, JT_STRING)				\
 	X(N_ALLOCATION, "allocation", "ALLOC", -6, JT_STRING)		\
-	X(N_TIME_LEFT, "time_left", NULL, 0, JT_NUMBER)			\
+	X(N_TIME_LEFT, "time_left", "LEFT_S", 7, JT_NUMBER)		\
 	X(N_REASON, "reason", "REASON", 0, JT_STRING)
 
 /* Batches also carry, when they apply, "job", "error" and "result".
