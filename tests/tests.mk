@@ -97,7 +97,7 @@ test: deps
 # descriptors flat, and each fuzzer for ten minutes.
 test-long: deps
 	$(MAKE) all
-	timeout 1200 /usr/bin/python3 -m pytest -q -p no:xdist -m long \
+	timeout 2400 /usr/bin/python3 -m pytest -q -p no:xdist -m long \
 		-k "not retention_soak" tests/integration
 	FTFARM_SOAK_SCALE=10 timeout 3600 /usr/bin/python3 -m pytest -q -s \
 		tests/integration/test_daemon.py -k soak
