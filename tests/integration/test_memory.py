@@ -47,6 +47,14 @@ def mem_cluster(make_cluster, enforce, workers=3, mem="1G"):
     return c
 
 
+def start_time():
+    """Seconds memhog takes to start and end, taking a page, now."""
+    t = time.monotonic()
+    subprocess.run(HOG + ["4096"], check=True, capture_output=True,
+                   timeout=60)
+    return time.monotonic() - t
+
+
 def check_over_limit(c):
     """A task of mem 100M that takes 1 GiB fails for its memory, once,
     within 2 s; the task beside it finishes; nobody is blamed."""
@@ -62,7 +70,9 @@ def check_over_limit(c):
     assert hog["status"] == "failed" and hog["attempt"] == 1, hog
     assert hog["reason"].startswith("memory: used "), hog
     assert "100 MiB" in hog["reason"], hog
-    assert hog["seconds"] < 2, hog
+    # Within 2 s of its start: the interpreter's own start, which a loaded
+    # host stretches, is measured here and not counted.
+    assert hog["seconds"] < 2 + start_time(), hog
     assert other["status"] == "ok" and other["stdout"] == "fine\n", other
     evs = c.events()
     assert not [e for e in evs if e["event"] in
