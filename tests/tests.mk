@@ -22,8 +22,7 @@ unit: $(UNIT_BIN)
 	done
 
 # Integration tests run PYTEST_JOBS at a time (pytest-xdist): most of
-# their time is spent waiting for deadlines, not computing (three at a
-# time kept the two CPUs 28 % busy).  The Slurm
+# their time is spent waiting for deadlines, not computing.  The Slurm
 # ones run after them, one at a time in pytest itself.
 PYTEST_JOBS ?= 4
 
