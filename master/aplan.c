@@ -1,14 +1,6 @@
 /* aplan: what the allocation queues should do now (see aplan.h). */
-#include <math.h>
-
 #include "aplan.h"
 #include "config.h"
-
-double
-aplan_usable(double time_limit)
-{
-	return ft_alloc_usable(time_limit);
-}
 
 static uint64_t
 slots_of(const struct aplan_queue *q)
@@ -41,7 +33,7 @@ unmet_served(const struct aplan_queue *qs, int n, double t)
 
 	for (i = 0; i < n; i++)
 		if ((qs[i].pending > 0 || qs[i].starting_nodes > 0) &&
-		    aplan_usable(qs[i].time_limit) >= t)
+		    ft_alloc_usable(qs[i].time_limit) >= t)
 			return 1;
 	return 0;
 }
@@ -64,7 +56,7 @@ aplan_decide(const struct aplan_need *need, const struct aplan_queue *qs,
 	if (need->unmet > 0 && !unmet_served(qs, n, need->unmet))
 		for (i = 0; i < n && !asked; i++)
 			if (has_room(&qs[i]) &&
-			    aplan_usable(qs[i].time_limit) >= need->unmet)
+			    ft_alloc_usable(qs[i].time_limit) >= need->unmet)
 				submit[i] = asked = 1;
 	if (asked || need->waiting <= ahead)
 		return;

@@ -14,7 +14,7 @@
  * max_nodes.  Work that no node now can take because its
  * time request is longer than any node's time left asks for an
  * allocation even when slots would be free, of the first queue long
- * enough for it (aplan_usable), unless an allocation of such a queue
+ * enough for it (ft_alloc_usable, config.h), unless an allocation of such a queue
  * that has not joined yet will serve it.  When nothing waits, the
  * pending allocations are not needed: each is cancelled.
  */
@@ -43,11 +43,6 @@ struct aplan_need {
 	double unmet;			/* the longest time request that no node
 					 * up now can meet, 0: none */
 };
-
-/* Seconds of an allocation of TIME_LIMIT seconds that its tasks can
- * count on: Slurm's limit (whole minutes, rounded up) less its start
- * (a tenth of it, at most 30 s). */
-double aplan_usable(double time_limit);
 
 /* Decide for the N queues QS: SUBMIT[i] allocations to ask of queue i
  * now (0 or 1), CANCEL[i] of its pending ones to cancel. */

@@ -166,23 +166,6 @@ sched_set_end(struct sched *s, int node, double end)
 	s->wake = 1;
 }
 
-int
-sched_time_could(const struct sched *s, uint32_t treq, double now)
-{
-	int k, i;
-
-	for (k = 0; k < s->nnodes; k++) {
-		const struct snode *n = &s->nodes[k];
-
-		if (n->end != 0 && n->end - now < treq)
-			continue;
-		for (i = 0; i < n->nw; i++)
-			if (s->w[n->w[i]].up && !s->w[n->w[i]].paused)
-				return 1;
-	}
-	return 0;
-}
-
 void
 sched_free(struct sched *s)
 {

@@ -191,8 +191,6 @@ void sched_set_end(struct sched *s, int node, double end);
 /* The longest time request of a task that heads its queue and that no
  * node in service could take for want of time at NOW (0: none). */
 uint32_t sched_unmet(struct sched *s, double now);
-/* Could a node in service take a task asking TREQ seconds at NOW? */
-int sched_time_could(const struct sched *s, uint32_t treq, double now);
 /* The MiB charged on NODE now (what its workers' instances need). */
 uint64_t sched_mem_used(const struct sched *s, int node);
 /* Queue a task needing NEED (NULL: one slot, priority 0); otherwise as

@@ -6,6 +6,7 @@
 #include <cmocka.h>
 
 #include "aplan.h"
+#include "config.h"
 
 static struct aplan_queue
 queue(int pending, int running, int starting)
@@ -122,9 +123,9 @@ static void
 test_usable(void **state)
 {
 	(void)state;
-	assert_true(aplan_usable(7200) == 7110);
-	assert_true(aplan_usable(100) == 96);		/* 2 min less 2 x 12 s */
-	assert_true(aplan_usable(60) == 48);
+	assert_true(ft_alloc_usable(7200) == 7110);
+	assert_true(ft_alloc_usable(100) == 96);		/* 2 min less 2 x 12 s */
+	assert_true(ft_alloc_usable(60) == 48);
 }
 
 int

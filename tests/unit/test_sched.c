@@ -2058,7 +2058,7 @@ test_time_requests(void **st)
 {
 	struct sched *s = mk_nodes(0);
 	struct sched_wait why[2];
-	uint64_t a, b, c;
+	uint64_t a, b, c, d;
 
 	(void)st;
 	sched_set_end(s, 0, 100);
@@ -2076,16 +2076,16 @@ test_time_requests(void **st)
 	take1(s, 1, 1);
 	take_none(s, 2, 1);
 	assert_int_equal(sched_unmet(s, 1), 2000);
-	assert_false(sched_time_could(s, 2000, 1));
-	assert_true(sched_time_could(s, 300, 1));
 	assert_int_equal(sched_waiting(s, why, 2), 1);
 	assert_int_equal(why[0].treq, 2000);
 	assert_int_equal(why[0].why, SCHED_WAIT_NO_NODE);
-	/* Time passes: node 1's 1000 s are 200 at 800. */
-	assert_false(sched_time_could(s, 300, 800));
-	/* A node with no end takes it. */
+	/* Time passes: node 1's 1000 s are 200 at 800, too few for 300. */
+	d = add_time(s, 300);
+	take_none(s, 5, 800);
+	/* A node with no end takes them. */
 	sched_set_end(s, 0, 0);
 	assert_int_equal(sched_unmet(s, 2), 0);
+	assert_int_equal(take1(s, 2, 2).tid, d);
 	assert_int_equal(take1(s, 3, 2).tid, c);
 	sched_free(s);
 }
