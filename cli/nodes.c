@@ -57,7 +57,8 @@ cli_nodes(struct cli *c)
 	return 0;
 }
 
-/* Send CMD about the node in c->argv[0] (USAGE when there is none). */
+/* Send CMD about the node in c->argv[0] (USAGE when there is none);
+ * a leave carries --grace when given. */
 static int
 node_request(struct cli *c, enum ctl_cmd cmd, const char *usage)
 {
@@ -69,6 +70,8 @@ node_request(struct cli *c, enum ctl_cmd cmd, const char *usage)
 	}
 	req = ctl_request_new(cmd);
 	json_object_set_new(req, "node", json_string(c->argv[0]));
+	if (cmd == CTL_LEAVE && c->grace >= 0)
+		json_object_set_new(req, "grace", json_real(c->grace));
 	ans = cli_call(c, req, ANSWER_TIMEOUT);
 	json_decref(req);
 	if (ans == NULL)
@@ -84,25 +87,8 @@ node_request(struct cli *c, enum ctl_cmd cmd, const char *usage)
 int
 cli_leave(struct cli *c)
 {
-	json_t *req, *ans;
-
-	if (c->argc != 1 || c->argv[0][0] == '\0') {
-		cli_err("usage: ftfarm leave -c CFG NODE [--grace S] [--json]");
-		return 2;
-	}
-	req = ctl_request_new(CTL_LEAVE);
-	json_object_set_new(req, "node", json_string(c->argv[0]));
-	if (c->grace >= 0)
-		json_object_set_new(req, "grace", json_real(c->grace));
-	ans = cli_call(c, req, ANSWER_TIMEOUT);
-	json_decref(req);
-	if (ans == NULL)
-		return c->status;
-	if (c->json)
-		return print_json(ans);
-	print_node(json_object_get(ans, "node"));
-	json_decref(ans);
-	return 0;
+	return node_request(c, CTL_LEAVE,
+			    "leave -c CFG NODE [--grace S] [--json]");
 }
 
 /* drain -c CFG NODE [--json] */

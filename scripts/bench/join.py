@@ -17,40 +17,17 @@ Needs munged and mungekey (Debian's munge): a munged of its own runs for
 the benchmark.  Prints markdown tables.
 """
 import argparse
-import json
 import os
 import signal
 import subprocess
 import sys
-import tempfile
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(HERE, "..", "..", "tests", "integration"))
 import benchlib as bl  # noqa: E402
-
-
-class Munged:
-    def __init__(self, work):
-        self.dir = os.path.join(work, "munge")
-        os.makedirs(self.dir, mode=0o755)
-        self.socket = os.path.join(self.dir, "sock")
-        key = os.path.join(self.dir, "key")
-        subprocess.run(["mungekey", "-c", "-k", key], check=True,
-                       capture_output=True)
-        self.proc = subprocess.Popen(
-            ["munged", "-F", f"--socket={self.socket}", f"--key-file={key}",
-             f"--pid-file={self.dir}/pid", f"--log-file={self.dir}/log",
-             f"--seed-file={self.dir}/seed"], stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        for _ in range(200):
-            if os.path.exists(self.socket):
-                return
-            time.sleep(0.02)
-        raise SystemExit("munged did not start")
-
-    def stop(self):
-        self.proc.terminate()
-        self.proc.wait(timeout=10)
+from remote_client import Munged  # noqa: E402
 
 
 class Agents:
@@ -185,8 +162,8 @@ def main():
     os.chmod(work, 0o755)
     bindir = bl.snapshot_bin(os.path.join(bl.REPO, "bin"), work)
     info = bl.machine_info()
-    munged = Munged(work)
-    control = {"listen": "127.0.0.1:0", "munge_socket": munged.socket}
+    munged = Munged().start()
+    control = {"listen": "127.0.0.1:0", "munge_socket": str(munged.socket)}
     quiet = {"task_events": False, "heartbeat_ms": 1000}
     mpi = bl.Cluster(bindir, work, "mpi", [{"name": "m1", "host":
                                              "localhost",

@@ -563,3 +563,12 @@ def open_dir():
     d.chmod(0o755)
     yield d
     shutil.rmtree(d, ignore_errors=True)
+
+
+@pytest.fixture
+def munged():
+    """A munged of the test's own (remote_client.Munged), fresh key."""
+    from remote_client import Munged
+    m = Munged().start()
+    yield m
+    m.stop()

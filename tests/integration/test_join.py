@@ -17,16 +17,9 @@ import pytest
 
 from bmc import bmc_sim  # noqa: F401
 from conftest import ROOT, check_exactly_once, exec_task, pid_alive, wait_until
-from remote_client import Munged, open_bins, run_masked
+from remote_client import open_bins, run_masked
 
 pytestmark = pytest.mark.timeout(180)
-
-
-@pytest.fixture
-def munged():
-    m = Munged().start()
-    yield m
-    m.stop()
 
 
 def join_cluster(make_cluster, munged, nodes=0, base=None, **kw):

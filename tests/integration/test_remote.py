@@ -12,15 +12,8 @@ import pytest
 
 import remote_flow
 from conftest import check_exactly_once, exec_task, pid_alive, wait_until
-from remote_client import Munged, Raw, credential, masked, run_masked
+from remote_client import Raw, credential, masked, run_masked
 from slurm_cluster import slurm_cluster, slurm_cluster_factory  # noqa: F401
-
-
-@pytest.fixture
-def munged():
-    m = Munged().start()
-    yield m
-    m.stop()
 
 
 def remote_cluster(make_cluster, munged, base=None, **kw):
